@@ -1,0 +1,31 @@
+"""Exceptions that carry meaning.
+
+`UserFacingError` and its subclasses are system failures with a message that tells the
+user what to do next; the CLI prints them without a traceback. Failures the *model*
+causes are never exceptions: they become observations fed back to the meta model.
+"""
+
+from __future__ import annotations
+
+
+class UserFacingError(Exception):
+    """A failure the user can fix; `str(exc)` says how."""
+
+
+class ConfigError(UserFacingError):
+    """A broken config file, flag or environment variable."""
+
+
+class UnknownModelError(UserFacingError):
+    """A model name that no provider knows."""
+
+
+class TranscriptError(UserFacingError):
+    """A transcript file that cannot be read past some line."""
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        self.path, self.line, self.reason = path, line, reason
+        super().__init__(
+            f"{path}:{line}: {reason}. Lines before it were read; "
+            "repair or remove that line to read the rest."
+        )
