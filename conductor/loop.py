@@ -1,0 +1,294 @@
+"""The conductor loop: meta turns, expert calls, limits, nudges, feedback.
+
+`Conductor.run(question)` is a generator of events. Model calls and expert calls run
+in worker threads and push their events (streamed text included) into a queue that
+the generator drains, so consumers see everything live and in order of occurrence.
+Limits are checked before every meta-model call; `cancel()` stops a run between steps
+and the run still ends with a `RunFinished` event.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from conductor import prompts
+from conductor.config import RunConfig
+from conductor.events import (
+    ErrorEvent,
+    Event,
+    FinalAnswer,
+    LimitHit,
+    MetaTurnFinished,
+    MetaTurnStarted,
+    Observation,
+    Recall,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    new_id,
+)
+from conductor.interfaces import ChatModel, Message, Sandbox, Usage
+from conductor.protocol import ParsedTurn, parse_turn
+from experts.expert import ExpertContext, ExpertOutcome, call_expert
+
+T = TypeVar("T")
+_DONE = object()
+
+
+class RunCancelled(Exception):
+    pass
+
+
+@dataclass
+class RunState:
+    run_id: str
+    started: float = field(default_factory=time.monotonic)
+    usage: Usage = field(default_factory=Usage)
+    meta_usage: Usage = field(default_factory=Usage)
+    rounds: int = 0
+    expert_calls: int = 0
+    sandbox_runs: int = 0
+    answer: str | None = None
+
+
+class Conductor:
+    """One meta model conducting experts. A `Conductor` can run many questions in turn."""
+
+    def __init__(
+        self,
+        meta_model: ChatModel,
+        expert_model: ChatModel | None = None,
+        sandbox: Sandbox | None = None,
+        config: RunConfig | None = None,
+        *,
+        recall: Callable[[str], Recall | None] | None = None,
+    ) -> None:
+        self.meta_model = meta_model
+        self.expert_model = expert_model or meta_model
+        self.sandbox = sandbox
+        self.config = config or RunConfig()
+        self.recall = recall
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop the current run at the next step; what happened so far is kept."""
+        self._cancel.set()
+
+    def run(
+        self,
+        question: str,
+        *,
+        run_id: str | None = None,
+        task: str = "",
+        target: str | None = None,
+        tags: dict[str, Any] | None = None,
+    ) -> Iterator[Event]:
+        self._cancel.clear()
+        cfg = self.config
+        state = RunState(run_id=run_id or time.strftime("%Y%m%d-%H%M%S-") + new_id()[:6])
+        yield RunStarted(
+            run_id=state.run_id,
+            question=question,
+            task=task,
+            target=target,
+            model=self.meta_model.name,
+            expert_model=self.expert_model.name,
+            sandbox=getattr(self.sandbox, "name", "none") if cfg.python else "off",
+            system_prompt=prompts.META_SYSTEM,
+            limits=cfg.limits(),
+            tags=tags or {},
+        )
+        status = "no_answer"
+        error: Exception | None = None
+        try:
+            recalled = ""
+            if self.recall is not None:
+                event = self.recall(question)
+                if event is not None:
+                    event.run_id = state.run_id
+                    recalled = event.rendered
+                    yield event
+            first = prompts.meta_first_message(
+                question, python=cfg.python, max_rounds=cfg.max_rounds, recall=recalled
+            )
+            status = yield from self._rounds(state, first)
+        except RunCancelled:
+            status = "interrupted"
+        except Exception as exc:
+            # A system failure: record it and finish the run, then let the caller see it.
+            status, error = "error", exc
+            yield ErrorEvent(run_id=state.run_id, message=str(exc), where=type(exc).__name__)
+        yield RunFinished(
+            run_id=state.run_id,
+            status=status,
+            final_answer=state.answer,
+            rounds=state.rounds,
+            usage=state.usage,
+            meta_usage=state.meta_usage,
+            expert_calls=state.expert_calls,
+            sandbox_runs=state.sandbox_runs,
+            duration_s=time.monotonic() - state.started,
+        )
+        if error is not None:
+            raise error
+
+    def _rounds(self, state: RunState, first: str) -> Generator[Event, None, str]:
+        cfg = self.config
+        history: list[Message] = []
+        user_text = prompts.ROUND_HEADER.format(round=1) + first
+        for round_no in range(1, cfg.max_rounds + 1):
+            limit = self._limit_reached(state)
+            if limit is not None:
+                yield limit
+                return "limit"
+            if cfg.last_round_notice and round_no == cfg.max_rounds - 1 and cfg.max_rounds > 1:
+                user_text += "\n\n" + prompts.LAST_ROUND
+            history.append(Message("user", user_text))
+            turn = MetaTurnStarted(run_id=state.run_id, round=round_no, user_message=user_text)
+            yield turn
+            t0 = time.monotonic()
+            completion = yield from self._in_worker(
+                lambda emit, turn=turn: self.meta_model.complete(
+                    list(history),
+                    system=prompts.META_SYSTEM,
+                    on_text=lambda s: emit(
+                        TextDelta(parent_id=turn.id, run_id=state.run_id, text=s)
+                    ),
+                    cache=cfg.prompt_cache,
+                    role="meta",
+                )
+            )
+            state.rounds = round_no
+            state.usage += completion.usage
+            state.meta_usage += completion.usage
+            history.append(Message("assistant", completion.text))
+            yield MetaTurnFinished(
+                parent_id=turn.id,
+                run_id=state.run_id,
+                round=round_no,
+                text=completion.text,
+                usage=completion.usage,
+                model=completion.model,
+                duration_s=time.monotonic() - t0,
+            )
+            parsed = parse_turn(completion.text)
+            header = prompts.ROUND_HEADER.format(round=round_no + 1)
+            if parsed.has_answer and (not parsed.calls or cfg.calls_and_answer == "answer"):
+                state.answer = parsed.final_answer
+                yield FinalAnswer(
+                    parent_id=turn.id,
+                    run_id=state.run_id,
+                    round=round_no,
+                    answer=state.answer or "",
+                )
+                return "answered"
+            if parsed.calls:
+                if parsed.has_answer:
+                    yield Observation(
+                        parent_id=turn.id,
+                        run_id=state.run_id,
+                        reason="calls_and_answer",
+                        message="The turn called experts and answered; the calls ran and the answer was set aside.",
+                    )
+                body = yield from self._dispatch(state, parsed, turn.id, round_no)
+                user_text = header + body + "\n\n" + prompts.FEEDBACK
+            else:
+                yield Observation(
+                    parent_id=turn.id,
+                    run_id=state.run_id,
+                    reason="no_call_or_answer",
+                    message=prompts.NUDGE,
+                )
+                user_text = header + prompts.NUDGE
+        yield LimitHit(
+            run_id=state.run_id, limit="rounds", value=cfg.max_rounds, maximum=cfg.max_rounds
+        )
+        return "limit"
+
+    def _dispatch(
+        self, state: RunState, parsed: ParsedTurn, turn_id: str, round_no: int
+    ) -> Generator[Event, None, str]:
+        """Run the turn's expert calls (concurrently when allowed); their outputs, quoted."""
+        blocks: list[str] = []
+        for call in parsed.calls:
+            if call.is_empty:
+                message = prompts.EMPTY_INSTRUCTION.format(name=call.name)
+                yield Observation(
+                    parent_id=turn_id,
+                    run_id=state.run_id,
+                    reason="empty_instruction",
+                    message=message,
+                )
+        calls = parsed.dispatchable
+
+        def work(emit: Callable[[Event], None]) -> list[ExpertOutcome]:
+            ctx = ExpertContext(self.expert_model, self.sandbox, self.config, emit, state.run_id)
+            jobs = [
+                (lambda c=c, i=i: call_expert(c, ctx, parent_id=turn_id, round=round_no, index=i))
+                for i, c in enumerate(calls)
+            ]
+            if len(jobs) > 1 and self.config.parallel_experts:
+                with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
+                    return [f.result() for f in [pool.submit(j) for j in jobs]]
+            return [j() for j in jobs]
+
+        outcomes: list[ExpertOutcome] = []
+        if calls:
+            outcomes = yield from self._in_worker(work)
+        for outcome in outcomes:
+            state.usage += outcome.usage
+            state.expert_calls += 1
+            state.sandbox_runs += outcome.sandbox_runs
+            blocks.append(prompts.EXPERT_OUTPUT.format(name=outcome.name, output=outcome.output))
+        empty = [prompts.EMPTY_INSTRUCTION.format(name=c.name) for c in parsed.calls if c.is_empty]
+        return "\n\n".join(blocks + empty)
+
+    def _in_worker(self, work: Callable[[Callable[[Event], None]], T]) -> Generator[Event, None, T]:
+        """Run `work(emit)` in a thread, yielding the events it emits as they come."""
+        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = work(events.put)
+            except BaseException as exc:
+                box["error"] = exc
+            finally:
+                events.put(_DONE)
+
+        threading.Thread(target=target, daemon=True, name="conductor-worker").start()
+        while True:
+            try:
+                item = events.get(timeout=0.1)
+            except queue.Empty:
+                if self._cancel.is_set():
+                    raise RunCancelled() from None
+                continue
+            if item is _DONE:
+                break
+            yield item
+        if "error" in box:
+            raise box["error"]
+        if self._cancel.is_set():
+            raise RunCancelled()
+        return box["value"]
+
+    def _limit_reached(self, state: RunState) -> LimitHit | None:
+        cfg = self.config
+        if self._cancel.is_set():
+            raise RunCancelled()
+        checks = [
+            ("tokens", state.usage.total_tokens, cfg.max_tokens),
+            ("cost", state.usage.cost_usd, cfg.max_cost_usd),
+            ("wall_time", time.monotonic() - state.started, cfg.max_wall_s),
+        ]
+        for name, value, maximum in checks:
+            if maximum is not None and value >= maximum:
+                return LimitHit(run_id=state.run_id, limit=name, value=value, maximum=maximum)
+        return None

@@ -1,0 +1,147 @@
+"""The CLI's live view of a run: one rich renderer per event kind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.text import Text
+
+from conductor.events import (
+    ErrorEvent,
+    Event,
+    ExpertCallFinished,
+    ExpertCallStarted,
+    FinalAnswer,
+    LimitHit,
+    MetaTurnFinished,
+    NotesWritten,
+    Observation,
+    Recall,
+    RunFinished,
+    RunStarted,
+    SandboxExec,
+)
+from conductor.interfaces import ExecResult, Usage
+
+
+def usage_line(usage: Usage) -> str:
+    cached = f", {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else ""
+    return f"{usage.input_tokens:,} in{cached}, {usage.output_tokens:,} out, ${usage.cost_usd:.4f}"
+
+
+def exec_status(result: ExecResult) -> str:
+    if result.infra_error:
+        return f"sandbox error: {result.infra_error}"
+    parts = [f"exit {result.exit_code}" if result.signal is None else f"signal {result.signal}"]
+    parts += [f"{hit} limit" for hit in result.limits_hit]
+    parts.append(f"{result.duration_s * 1000:.0f} ms on {result.backend}")
+    return ", ".join(parts)
+
+
+def _run_started(e: RunStarted) -> Any:
+    return Panel(
+        Text(e.question), title=f"question · {e.model} · sandbox {e.sandbox}", border_style="cyan"
+    )
+
+
+def _recall(e: Recall) -> Any:
+    keys = ", ".join(f"{n.get('key', n.get('id'))} ({n.get('score', 0):.2f})" for n in e.notes)
+    return Text(
+        f"  recalled {len(e.notes)} notes for {e.task_type or 'this question'}: {keys}",
+        style="magenta",
+    )
+
+
+def _meta_turn(e: MetaTurnFinished) -> Any:
+    return Panel(
+        Text(e.text),
+        title=f"round {e.round} · meta model",
+        subtitle=usage_line(e.usage),
+        border_style="blue",
+    )
+
+
+def _expert_started(e: ExpertCallStarted) -> Any:
+    return Panel(Text(e.instruction), title=f"→ {e.name}", border_style="yellow", padding=(0, 1))
+
+
+def _expert_finished(e: ExpertCallFinished) -> Any:
+    body = e.text or "(code given by the meta model; no expert call)"
+    return Panel(
+        Markdown(body), title=f"← {e.name}", subtitle=usage_line(e.usage), border_style="yellow"
+    )
+
+
+def _sandbox(e: SandboxExec) -> Any:
+    r = e.result
+    parts: list[Any] = [Syntax(e.code, "python", line_numbers=False)]
+    if r.stdout:
+        parts.append(Text(r.stdout.rstrip("\n")))
+    if r.stderr:
+        parts.append(Text(r.stderr.rstrip("\n"), style="red"))
+    style = "green" if r.ok else "red"
+    return Panel(Group(*parts), title=f"sandbox · {exec_status(r)}", border_style=style)
+
+
+def _observation(e: Observation) -> Any:
+    return Text(f"  note to the meta model ({e.reason}): {e.message}", style="dim italic")
+
+
+def _final(e: FinalAnswer) -> Any:
+    return Panel(Text(e.answer), title="final answer", border_style="bold green")
+
+
+def _limit(e: LimitHit) -> Any:
+    return Text(f"limit reached: {e.limit} ({e.value:g} of {e.maximum:g})", style="bold red")
+
+
+def _error(e: ErrorEvent) -> Any:
+    return Panel(Text(e.message), title=f"error · {e.where}", border_style="bold red")
+
+
+def _finished(e: RunFinished) -> Any:
+    return Text(
+        f"{e.status} · {e.rounds} rounds · {e.expert_calls} expert calls · "
+        f"{e.sandbox_runs} sandbox runs · {usage_line(e.usage)} · {e.duration_s:.1f} s · run {e.run_id}",
+        style="bold",
+    )
+
+
+def _notes(e: NotesWritten) -> Any:
+    return Text(
+        f"  notebook: {len(e.note_ids)} notes written ({e.verification}), {e.skipped} duplicates skipped",
+        style="magenta",
+    )
+
+
+RENDERERS: dict[type[Event], Callable[[Any], Any]] = {
+    RunStarted: _run_started,
+    Recall: _recall,
+    MetaTurnFinished: _meta_turn,
+    ExpertCallStarted: _expert_started,
+    ExpertCallFinished: _expert_finished,
+    SandboxExec: _sandbox,
+    Observation: _observation,
+    FinalAnswer: _final,
+    LimitHit: _limit,
+    ErrorEvent: _error,
+    RunFinished: _finished,
+    NotesWritten: _notes,
+}
+
+
+class RichPrinter:
+    """An `EventSink` that prints each event as it arrives."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console()
+
+    def handle(self, event: Event) -> None:
+        render = RENDERERS.get(type(event))
+        if render is not None:
+            self.console.print(render(event))

@@ -1,0 +1,80 @@
+"""Shared fixtures: an isolated CONDUCTOR_HOME, shared data, and a real Docker engine.
+
+Tests needing ../shared/data or Docker skip when those are absent, and fail instead
+under CONDUCTOR_REQUIRE_SHARED=1 / CONDUCTOR_REQUIRE_DOCKER=1 (as CI sets them).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_root() -> Path:
+    env = os.environ.get("CONDUCTOR_SHARED_DIR")
+    return Path(env) if env else REPO.parent / "shared"
+
+
+def meta_prompting_dir() -> Path:
+    return shared_root() / "data" / "meta-prompting"
+
+
+def skip_or_fail(reason: str, require_var: str) -> None:
+    """Skip, or fail when the environment says the resource is required."""
+    if os.environ.get(require_var) == "1":
+        pytest.fail(f"{reason} (required because {require_var}=1)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own data and config dirs and no provider keys."""
+    home = tmp_path / "conductor-home"
+    monkeypatch.setenv("CONDUCTOR_HOME", str(home))
+    monkeypatch.setenv("CONDUCTOR_CONFIG", str(tmp_path / "config.toml"))
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    for key in list(os.environ):
+        if key.startswith("CONDUCTOR_") and key not in (
+            "CONDUCTOR_HOME",
+            "CONDUCTOR_CONFIG",
+            "CONDUCTOR_REQUIRE_DOCKER",
+            "CONDUCTOR_REQUIRE_SHARED",
+            "CONDUCTOR_SHARED_DIR",
+            "CONDUCTOR_SANDBOX_CACHE",
+        ):
+            monkeypatch.delenv(key, raising=False)
+    return home
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """../shared/data/meta-prompting, or skip (fail under CONDUCTOR_REQUIRE_SHARED=1)."""
+    path = meta_prompting_dir()
+    if not (path / "transcripts").is_dir():
+        skip_or_fail(f"shared data not found at {path}", "CONDUCTOR_REQUIRE_SHARED")
+    return path
+
+
+def docker_reason() -> str | None:
+    """None when a Docker engine answers; otherwise why not."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        client.ping()
+        client.close()
+    except Exception as exc:  # any failure means: no usable engine here
+        return f"no Docker engine: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def require_docker() -> None:
+    reason = docker_reason()
+    if reason:
+        skip_or_fail(reason, "CONDUCTOR_REQUIRE_DOCKER")

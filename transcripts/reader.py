@@ -1,0 +1,72 @@
+"""Reading transcripts back: every event up to the first bad line, and where it was."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conductor.errors import TranscriptError
+from conductor.events import Event, RunFinished, RunStarted
+
+
+@dataclass
+class Transcript:
+    path: Path
+    events: list[Event] = field(default_factory=list)
+    # Set when reading stopped early: the line number and why.
+    problem: TranscriptError | None = None
+
+    @property
+    def started(self) -> RunStarted | None:
+        return next((e for e in self.events if isinstance(e, RunStarted)), None)
+
+    @property
+    def finished(self) -> RunFinished | None:
+        return next((e for e in reversed(self.events) if isinstance(e, RunFinished)), None)
+
+    @property
+    def complete(self) -> bool:
+        return self.finished is not None and self.problem is None
+
+
+def iter_events(path: Path | str) -> Iterator[Event]:
+    """Events of a transcript in order; raises `TranscriptError` at the first bad line."""
+    path = Path(path)
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                cut = (
+                    ""
+                    if line.endswith("\n")
+                    else " (the line is cut short: the run was probably killed while writing)"
+                )
+                raise TranscriptError(
+                    str(path), number, f"not valid JSON: {exc.msg}{cut}"
+                ) from None
+            if not isinstance(data, dict) or "kind" not in data:
+                raise TranscriptError(str(path), number, "not an event (no 'kind' field)")
+            try:
+                yield Event.from_dict(data)
+            except (TypeError, ValueError) as exc:
+                raise TranscriptError(
+                    str(path), number, f"malformed {data.get('kind')} event: {exc}"
+                ) from None
+
+
+def read_transcript(path: Path | str, *, strict: bool = False) -> Transcript:
+    """The whole transcript; with `strict=False` a bad line ends reading and is reported."""
+    transcript = Transcript(Path(path))
+    try:
+        for event in iter_events(path):
+            transcript.events.append(event)
+    except TranscriptError as exc:
+        if strict:
+            raise
+        transcript.problem = exc
+    return transcript
