@@ -69,11 +69,17 @@ class ScriptedModel:
     ) -> Completion:
         with self._lock:
             self.requests.append((role, system, list(messages)))
-            text = (
-                self._meta_reply(messages)
-                if role == "meta"
-                else self._expert_reply(system, messages)
-            )
+        if role == "expert" and callable(self._experts):
+            # Outside the lock: concurrent expert calls must really run concurrently.
+            instruction = messages[-1].content if messages else ""
+            text = self._experts(expert_name_from_system(system), instruction)
+        else:
+            with self._lock:
+                text = (
+                    self._meta_reply(messages)
+                    if role == "meta"
+                    else self._expert_reply(system, messages)
+                )
         if on_text:
             for i in range(0, len(text), self.chunk_chars):
                 on_text(text[i : i + self.chunk_chars])

@@ -1,0 +1,144 @@
+"""`conductor runs list|show|search|export|reindex`: the record of past runs."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from pathlib import Path
+
+from conductor.errors import UserFacingError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    runs = sub.add_parser("runs", help="list, search, show and export recorded runs")
+    rsub = runs.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
+
+    p = rsub.add_parser("list", help="the most recent runs")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--task")
+    p.add_argument("--status")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=run_list)
+
+    p = rsub.add_parser("search", help="full-text search over questions and answers")
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=run_search)
+
+    p = rsub.add_parser("show", help="print one run as it happened")
+    p.add_argument("run", help="run id (a unique prefix will do) or a transcript file")
+    p.set_defaults(handler=run_show)
+
+    p = rsub.add_parser("export", help="export one run")
+    p.add_argument("run", help="run id (a unique prefix will do) or a transcript file")
+    p.add_argument("--markdown", action="store_true", help="as Markdown (the default)")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.set_defaults(handler=run_export)
+
+    p = rsub.add_parser("reindex", help="rebuild runs.db from the transcript files")
+    p.set_defaults(handler=run_reindex)
+
+    # `runs audit` and `runs import` are the same commands as `conductor audit` / `import`.
+    for name, module in (("audit", "conductor.cli_audit"), ("import", "conductor.cli_import")):
+        import importlib.util
+
+        if importlib.util.find_spec(module) is not None:
+            attach = getattr(__import__(module, fromlist=["attach"]), "attach", None)
+            if attach is not None:
+                attach(rsub.add_parser(name, help=f"same as `conductor {name}`"))
+
+
+def _index():
+    from transcripts.index import RunIndex
+
+    return RunIndex()
+
+
+def transcript_path(ref: str) -> Path:
+    """A transcript file from a path or a run id (or unique prefix)."""
+    path = Path(ref)
+    if path.suffix == ".jsonl" and path.exists():
+        return path
+    row = _index().get(ref)
+    if row is None:
+        raise UserFacingError(
+            f"no run matches {ref!r} (or it is ambiguous); `conductor runs list` shows run ids."
+        )
+    return Path(row["path"])
+
+
+def _table(rows: list[dict], as_json: bool) -> int:
+    if as_json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(expand=True)
+    for name in ("run", "when", "status", "rounds", "cost"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("question", no_wrap=True, overflow="ellipsis", ratio=3)
+    table.add_column("answer", no_wrap=True, overflow="ellipsis", ratio=1)
+    for row in rows:
+        when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
+        table.add_row(
+            row["run_id"],
+            when,
+            row["status"] or "",
+            str(row["rounds"] or 0),
+            f"${row['cost_usd'] or 0:.4f}",
+            (row["question"] or "")[:40],
+            (row["final_answer"] or "")[:30],
+        )
+    Console().print(table)
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    return _table(_index().list(limit=args.limit, task=args.task, status=args.status), args.json)
+
+
+def run_search(args: argparse.Namespace) -> int:
+    return _table(_index().search(args.query, limit=args.limit), args.json)
+
+
+def _read(ref: str):
+    from transcripts.reader import read_transcript
+
+    transcript = read_transcript(transcript_path(ref))
+    if transcript.problem is not None:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[yellow]warning:[/] {transcript.problem}")
+    return transcript
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from conductor.printer import RichPrinter
+
+    printer = RichPrinter()
+    for event in _read(args.run).events:
+        printer.handle(event)
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from transcripts.export import to_markdown
+
+    text = to_markdown(_read(args.run).events)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        print(text, end="")
+    return 0
+
+
+def run_reindex(args: argparse.Namespace) -> int:
+    from conductor.config import runs_dir
+
+    count = _index().rebuild(runs_dir())
+    print(f"indexed {count} transcripts")
+    return 0
