@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from conductor.errors import UnknownModelError
 from conductor.interfaces import ChatModel
 
-DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
 
 KNOWN_FORMS = (
     "auto",
     "demo",
-    "anthropic:<model> (e.g. anthropic:claude-sonnet-4-5)",
+    "anthropic:<model> (e.g. anthropic:claude-sonnet-4-6)",
     "openai:<model> (e.g. openai:gpt-4.1; with OPENAI_BASE_URL any OpenAI-compatible server)",
     "claude-<...>",
     "gpt-<...>, o1/o3/o4<...>",

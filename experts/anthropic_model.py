@@ -1,0 +1,225 @@
+"""Claude through the Anthropic Messages API, on the official `anthropic` SDK.
+
+The SDK's own retries are off; `experts.retry` retries instead (counted, `retry-after`
+honoured, backoff shared between threads). With `cache=True` the system prompt and the
+last user message carry `cache_control: ephemeral` breakpoints, so each meta turn reads
+the growing history from the prompt cache and writes only what is new.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import anthropic
+
+from conductor.interfaces import (
+    CallRole,
+    Completion,
+    Message,
+    ModelError,
+    TextCallback,
+    Usage,
+)
+from experts.pricing import PriceLookup, PriceTable
+from experts.retry import (
+    Backoff,
+    Failure,
+    MalformedReply,
+    StreamBroken,
+    call_with_retries,
+    explain_failure,
+    failure_from_sdk,
+    transport_errors,
+)
+
+log = logging.getLogger("conductor.experts")
+
+KEY_ENV = "ANTHROPIC_API_KEY"
+BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+EPHEMERAL = {"type": "ephemeral"}
+
+
+class AnthropicModel:
+    """A `ChatModel` for Claude models (or any server speaking the Messages API).
+
+    `api_key` defaults to `$ANTHROPIC_API_KEY` and `base_url` to `$ANTHROPIC_BASE_URL`
+    (else Anthropic's own). A key is required only for Anthropic's own endpoint.
+    `timeout` bounds each attempt (seconds without a byte from the server);
+    `max_retries` counts retries after the first attempt; pass one `backoff` to all
+    models of a batch so they back off together. `prices` is a `PriceTable` (default:
+    the built-in table with the user's `prices.toml` on top). `default_max_tokens` is
+    sent when a call gives none (the API requires a limit).
+    """
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        backoff: Backoff | None = None,
+        prices: PriceTable | None = None,
+        default_max_tokens: int = 4096,
+        name: str | None = None,
+    ) -> None:
+        self.model = model
+        self.name = name or f"anthropic:{model}"
+        self.base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
+        key = api_key or os.environ.get(KEY_ENV)
+        if not key:
+            if self.base_url == DEFAULT_BASE_URL:
+                raise ModelError(
+                    f"no Anthropic API key: set {KEY_ENV} (https://console.anthropic.com/) "
+                    f"to use {model!r}, or choose another model"
+                )
+            key = "unused"  # a local server may not check keys; the SDK needs one anyway
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff or Backoff()
+        self.default_max_tokens = default_max_tokens
+        self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
+        if not self.price.known:
+            log.warning("no price known for %r: its calls are counted as costing $0", model)
+        self._client = anthropic.Anthropic(
+            api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
+        )
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        on_text: TextCallback | None = None,
+        cache: bool = False,
+        role: CallRole = "meta",
+        max_tokens: int | None = None,
+    ) -> Completion:
+        params = self.request_params(messages, system=system, cache=cache, max_tokens=max_tokens)
+
+        def attempt() -> Completion:
+            if on_text is None:
+                return self._create(params)
+            return self._stream(params, on_text)
+
+        completion, retries = call_with_retries(
+            attempt,
+            classify=lambda exc: failure_from_sdk(exc, anthropic),
+            explain=self._explain,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+        )
+        completion.retries = retries
+        completion.usage.cost_usd = self.price.cost(completion.usage)
+        return completion
+
+    def request_params(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None,
+        cache: bool,
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
+        """The keyword arguments of `messages.create` for one call."""
+        if not messages:
+            raise ValueError("a model call needs at least one message")
+        wire: list[dict[str, Any]] = [
+            {"role": m.role, "content": [{"type": "text", "text": m.content}]} for m in messages
+        ]
+        if cache:
+            last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+            if last_user is not None:
+                wire[last_user]["content"][0]["cache_control"] = EPHEMERAL
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": wire,
+            "max_tokens": max_tokens or self.default_max_tokens,
+        }
+        if system:
+            params["system"] = (
+                [{"type": "text", "text": system, "cache_control": EPHEMERAL}] if cache else system
+            )
+        return params
+
+    def _create(self, params: dict[str, Any]) -> Completion:
+        reply = self._client.messages.create(**params)
+        if not isinstance(reply, anthropic.types.Message) or reply.usage is None:
+            raise MalformedReply(f"it began {str(reply)[:80]!r}")
+        text = "".join(b.text for b in reply.content if b.type == "text")
+        u = reply.usage
+        usage = _usage(
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_input_tokens,
+            u.cache_creation_input_tokens,
+        )
+        return Completion(text, usage, reply.model, reply.stop_reason or "")
+
+    def _stream(self, params: dict[str, Any], on_text: TextCallback) -> Completion:
+        pieces: list[str] = []
+        start: Any = None
+        delta_usage: Any = None
+        stop_reason = ""
+        try:
+            with self._client.messages.create(**params, stream=True) as events:
+                for event in events:
+                    if event.type == "message_start":
+                        start = event.message
+                    elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        pieces.append(event.delta.text)
+                        on_text(event.delta.text)
+                    elif event.type == "message_delta":
+                        delta_usage = event.usage
+                        stop_reason = event.delta.stop_reason or stop_reason
+        except (anthropic.APIError, *transport_errors()) as exc:
+            if pieces:
+                raise StreamBroken(f"after {sum(map(len, pieces))} characters: {exc}") from exc
+            raise
+        if start is None:
+            raise MalformedReply("it held no message_start event")
+        first, last = start.usage, delta_usage
+        usage = _usage(
+            _pick(last, first, "input_tokens"),
+            _pick(last, first, "output_tokens"),
+            _pick(last, first, "cache_read_input_tokens"),
+            _pick(last, first, "cache_creation_input_tokens"),
+        )
+        return Completion("".join(pieces), usage, start.model, stop_reason)
+
+    def _explain(self, failure: Failure, attempts: int) -> str:
+        return explain_failure(
+            failure,
+            attempts,
+            url=self.base_url,
+            model=self.model,
+            key_env=KEY_ENV,
+            timeout_s=self.timeout,
+        )
+
+
+def _pick(later: Any, earlier: Any, field: str) -> int:
+    """A usage figure from `message_delta` (cumulative) if sent, else from `message_start`."""
+    for source in (later, earlier):
+        value = getattr(source, field, None) if source is not None else None
+        if value is not None:
+            return int(value)
+    return 0
+
+
+def _usage(uncached: int, output: int, read: int | None, write: int | None) -> Usage:
+    # Anthropic reports the uncached remainder as input_tokens; ours is the whole prompt.
+    read, write = read or 0, write or 0
+    return Usage(
+        input_tokens=uncached + read + write,
+        output_tokens=output,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        calls=1,
+    )

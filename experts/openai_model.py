@@ -1,0 +1,192 @@
+"""GPT models, and any OpenAI-compatible server (vLLM, Ollama, llama.cpp), on the `openai` SDK.
+
+Chat Completions is the one API every compatible server speaks, so that is what this
+uses. OpenAI caches long prompt prefixes by itself; the cached part is read from
+`usage.prompt_tokens_details.cached_tokens`. Streamed calls ask for a final usage chunk
+(`stream_options.include_usage`); a server that ignores it leaves usage at zero.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from conductor.interfaces import CallRole, Completion, Message, ModelError, TextCallback, Usage
+from experts.pricing import PriceLookup, PriceTable
+from experts.retry import (
+    Backoff,
+    Failure,
+    MalformedReply,
+    StreamBroken,
+    call_with_retries,
+    explain_failure,
+    failure_from_sdk,
+    transport_errors,
+)
+
+log = logging.getLogger("conductor.experts")
+
+KEY_ENV = "OPENAI_API_KEY"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIModel:
+    """A `ChatModel` for the OpenAI Chat Completions API or a server compatible with it.
+
+    `base_url` (default `$OPENAI_BASE_URL`, else OpenAI's) picks the server, e.g.
+    `http://localhost:8000/v1` (vLLM), `http://localhost:11434/v1` (Ollama),
+    `http://localhost:8080/v1` (llama.cpp). `api_key` defaults to `$OPENAI_API_KEY` and
+    is required only for OpenAI's own endpoint. The reply limit is sent as
+    `max_completion_tokens` to OpenAI (its reasoning models refuse `max_tokens`) and as
+    `max_tokens` elsewhere, the name compatible servers know; `max_tokens_param`
+    overrides that. The other arguments are as for `AnthropicModel`.
+    """
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        backoff: Backoff | None = None,
+        prices: PriceTable | None = None,
+        max_tokens_param: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.model = model
+        self.name = name or f"openai:{model}"
+        self.base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
+        official = self.base_url == DEFAULT_BASE_URL
+        key = api_key or os.environ.get(KEY_ENV)
+        if not key:
+            if official:
+                raise ModelError(
+                    f"no OpenAI API key: set {KEY_ENV} (https://platform.openai.com/api-keys) "
+                    f"to use {model!r}, or set {BASE_URL_ENV} to an OpenAI-compatible server"
+                )
+            key = "unused"  # vLLM, Ollama and llama.cpp accept any key by default
+        self.max_tokens_param = max_tokens_param or (
+            "max_completion_tokens" if official else "max_tokens"
+        )
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff or Backoff()
+        self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
+        if not self.price.known:
+            log.warning("no price known for %r: its calls are counted as costing $0", model)
+        self._client = openai.OpenAI(
+            api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
+        )
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        on_text: TextCallback | None = None,
+        cache: bool = False,
+        role: CallRole = "meta",
+        max_tokens: int | None = None,
+    ) -> Completion:
+        # `cache` needs nothing here: OpenAI caches long shared prefixes on its own.
+        params = self.request_params(messages, system=system, max_tokens=max_tokens)
+
+        def attempt() -> Completion:
+            if on_text is None:
+                return self._create(params)
+            return self._stream(params, on_text)
+
+        completion, retries = call_with_retries(
+            attempt,
+            classify=lambda exc: failure_from_sdk(exc, openai),
+            explain=self._explain,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+        )
+        completion.retries = retries
+        completion.usage.cost_usd = self.price.cost(completion.usage)
+        return completion
+
+    def request_params(
+        self, messages: list[Message], *, system: str | None, max_tokens: int | None
+    ) -> dict[str, Any]:
+        """The keyword arguments of `chat.completions.create` for one call."""
+        if not messages:
+            raise ValueError("a model call needs at least one message")
+        wire = [{"role": "system", "content": system}] if system else []
+        wire += [m.to_dict() for m in messages]
+        params: dict[str, Any] = {"model": self.model, "messages": wire}
+        if max_tokens:
+            params[self.max_tokens_param] = max_tokens
+        return params
+
+    def _create(self, params: dict[str, Any]) -> Completion:
+        reply = self._client.chat.completions.create(**params)
+        if not isinstance(reply, ChatCompletion) or not reply.choices:
+            raise MalformedReply(f"it began {str(reply)[:80]!r}")
+        choice = reply.choices[0]
+        return Completion(
+            choice.message.content or "",
+            _usage(reply.usage),
+            reply.model or self.model,
+            choice.finish_reason or "",
+        )
+
+    def _stream(self, params: dict[str, Any], on_text: TextCallback) -> Completion:
+        pieces: list[str] = []
+        usage_seen: Any = None
+        model, finish, chunks = "", "", 0
+        try:
+            stream = self._client.chat.completions.create(
+                **params, stream=True, stream_options={"include_usage": True}
+            )
+            with stream:
+                for chunk in stream:
+                    chunks += 1
+                    model = chunk.model or model
+                    if chunk.usage is not None:
+                        usage_seen = chunk.usage
+                    for choice in chunk.choices[:1]:
+                        finish = choice.finish_reason or finish
+                        if choice.delta and choice.delta.content:
+                            pieces.append(choice.delta.content)
+                            on_text(choice.delta.content)
+        except (openai.APIError, *transport_errors()) as exc:
+            if pieces:
+                raise StreamBroken(f"after {sum(map(len, pieces))} characters: {exc}") from exc
+            raise
+        if chunks == 0:
+            raise MalformedReply("it held no completion chunks")
+        return Completion("".join(pieces), _usage(usage_seen), model or self.model, finish)
+
+    def _explain(self, failure: Failure, attempts: int) -> str:
+        return explain_failure(
+            failure,
+            attempts,
+            url=self.base_url,
+            model=self.model,
+            key_env=KEY_ENV,
+            timeout_s=self.timeout,
+        )
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage(calls=1)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or 0
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=cached,
+        calls=1,
+    )
