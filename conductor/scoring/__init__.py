@@ -1,0 +1,98 @@
+"""Scorers: is an answer right? Ours, and the published paper's rule beside it.
+
+One module per scorer, each with pure `ours` and `paper` functions (see base.py);
+`score()` runs both on one answer. Rules and every deviation from the paper are
+documented in docs/scoring.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from conductor.errors import UserFacingError
+from conductor.interfaces import Sandbox
+from conductor.scoring.base import ScoreResult, ScoringEnv, Verdict
+
+if TYPE_CHECKING:
+    from conductor.taskfile import TaskItem
+    from conductor.tasks import TaskSpec
+
+__all__ = ["SCORERS", "ScoreResult", "ScoringEnv", "UnknownScorerError", "Verdict", "score"]
+
+# name -> (module, what it checks)
+SCORERS: dict[str, tuple[str, str]] = {
+    "game24": ("conductor.scoring.game24", "expression over the given numbers equal to 24"),
+    "exact": ("conductor.scoring.exact", "exact match of words or of a number"),
+    "numeric": ("conductor.scoring.numeric", "the number the answer commits to"),
+    "choice": ("conductor.scoring.choice", "multiple choice option letter, e.g. (B)"),
+    "checkmate": ("conductor.scoring.checkmate", "a legal move that mates"),
+    "p3": ("conductor.scoring.puzzles", "sat(solution()) is True, run in a sandbox"),
+    "sonnet": ("conductor.scoring.sonnet", "14 lines, rhyme scheme, required words"),
+}
+
+
+class UnknownScorerError(UserFacingError):
+    """A scorer name nobody registered."""
+
+
+def known_scorers() -> str:
+    return "; ".join(f"{name} ({what})" for name, (_, what) in SCORERS.items())
+
+
+def scorer_module(name: str) -> ModuleType:
+    if name not in SCORERS:
+        raise UnknownScorerError(f"unknown scorer {name!r}; known scorers: {known_scorers()}")
+    return importlib.import_module(SCORERS[name][0])
+
+
+def _scorer_name(spec_or_name: TaskSpec | str) -> str:
+    if not isinstance(spec_or_name, str):
+        return spec_or_name.scorer
+    if spec_or_name in SCORERS:
+        return spec_or_name
+    from conductor.tasks import BUILTIN, UnknownTaskError, get_spec  # tasks imports us
+
+    try:
+        return get_spec(spec_or_name).scorer
+    except UnknownTaskError:
+        raise UnknownScorerError(
+            f"{spec_or_name!r} is neither a scorer nor a task; known scorers: "
+            f"{known_scorers()}; known tasks: {', '.join(BUILTIN)}"
+        ) from None
+
+
+def paper_output_for(answer: str | None) -> str:
+    """A last turn as the paper's harness wrote it, for when only the answer is known."""
+    return "" if answer is None else f'>> FINAL ANSWER:\n"""\n{answer}\n"""'
+
+
+def score(
+    spec_or_name: TaskSpec | str,
+    answer: str | None,
+    item: TaskItem,
+    *,
+    output: str | None = None,
+    sandbox: Sandbox | None = None,
+    timeout_s: float = 10.0,
+    with_paper: bool = True,
+) -> ScoreResult:
+    """Score one final answer (None: the run gave none) for `item`.
+
+    `spec_or_name` is a TaskSpec, a task name or a scorer name. `output` is the meta
+    model's whole last turn, which the paper's rule reads its own way; without it the
+    paper's rule sees the answer as its harness would have written it.
+    """
+    module = scorer_module(_scorer_name(spec_or_name))
+    if module.NEEDS_TARGET and item.target is None:
+        return ScoreResult(False, "no target: not scored", None, scored=False)
+    env = ScoringEnv(sandbox=sandbox, timeout_s=timeout_s)
+    if answer is None:
+        verdict = Verdict(False, "no final answer")
+    else:
+        verdict = module.ours(answer, item, env)
+    paper_correct = None
+    if with_paper:
+        paper_correct = bool(module.paper(output or paper_output_for(answer), item, env))
+    return ScoreResult(verdict.correct, verdict.detail, paper_correct)
