@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "conductor.cli_solve",
     "conductor.cli_runs",
     "conductor.cli_replay",
+    "conductor.cli_import",
     "conductor.cli_score",
     "conductor.cli_batch",
     "sandbox.cli",

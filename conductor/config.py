@@ -53,6 +53,8 @@ class RunConfig:
     """Meta-model turns at most; the run ends without an answer past it."""
     last_round_notice: bool = True
     """Tell the meta model, in the round before the limit, that it must answer now."""
+    last_round_notice_at: int | None = None
+    """Round whose user message carries that notice; unset: the round before the limit."""
     max_tokens: int | None = None
     """Total tokens (meta and experts, input and output) a run may spend."""
     max_cost_usd: float | None = None

@@ -147,7 +147,8 @@ class Conductor:
             if limit is not None:
                 yield limit
                 return "limit"
-            if cfg.last_round_notice and round_no == cfg.max_rounds - 1 and cfg.max_rounds > 1:
+            notice_at = cfg.last_round_notice_at or cfg.max_rounds - 1
+            if cfg.last_round_notice and round_no == notice_at and cfg.max_rounds > 1:
                 user_text += "\n\n" + prompts.LAST_ROUND
             history.append(Message("user", user_text))
             turn = MetaTurnStarted(run_id=state.run_id, round=round_no, user_message=user_text)

@@ -24,8 +24,9 @@ QUOTE = '"""'
 
 _NAME_WORD = r"""(?!expert\b)[^\s:"'’`*]+"""
 # "Expert" then 1-5 name words, a colon, and only spaces (or markdown emphasis) to EOL.
+# Bold may wrap the whole call line, the name, or "Expert" alone.
 _CALL_RE = re.compile(
-    rf"(?im)(?<![\w'’])\**expert\**[ \t]+(?P<name>{_NAME_WORD}(?:[ \t]+{_NAME_WORD}){{0,4}})"
+    rf"(?im)(?<![\w'’])\**expert\**[ \t]+\**(?P<name>{_NAME_WORD}(?:[ \t]+{_NAME_WORD}){{0,4}})"
     r"[ \t]*\**[ \t]*:[ \t]*\**[ \t]*$"
 )
 _FINAL_RE = re.compile(r"(?i)>>[ \t]*final[ \t]+answer[ \t]*:")

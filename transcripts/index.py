@@ -117,12 +117,16 @@ class RunIndex:
             },
         )
 
-    def add_transcript(self, path: Path | str, source: str = "live") -> str | None:
-        """Index one transcript file; returns its run id (None if it has no start)."""
+    def add_transcript(self, path: Path | str, source: str | None = None) -> str | None:
+        """Index one transcript file; returns its run id (None if it has no start).
+
+        The source (live, published...) is the run's own `tags["source"]` unless given.
+        """
         transcript = read_transcript(path)
         started = transcript.started
         if started is None:
             return None
+        source = source or str(started.tags.get("source", "live"))
         self.record_start(started, str(path), source=source)
         if transcript.finished is not None:
             self.record_finish(transcript.finished)

@@ -1,0 +1,72 @@
+"""`conductor runs import FILE.jsonl...`: the paper's published runs as our transcripts.
+
+`attach(parser)` fills in a parser made elsewhere (`conductor runs import`);
+`register(sub)` adds the same as a top-level `conductor import`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def attach(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Import published meta-prompting transcripts: one indexed run per record, "
+        "viewable and auditable like ours. Importing a file again replaces its runs."
+    )
+    p.add_argument("files", nargs="+", metavar="FILE.jsonl", help="published transcript files")
+    p.add_argument("--limit", type=int, help="import only the first N records of each file")
+    p.add_argument("--json", action="store_true", help="print one JSON object per file")
+    p.set_defaults(handler=run_import)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    attach(sub.add_parser("import", help="import published meta-prompting transcripts"))
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from conductor.errors import UserFacingError
+    from transcripts.importer import import_file
+    from transcripts.index import RunIndex
+
+    if args.limit is not None and args.limit < 1:
+        raise UserFacingError("--limit must be at least 1")
+    index = RunIndex()
+    errors = Console(stderr=True)
+    table = Table(title="Imported published runs")
+    for column in ("file", "runs", "answered", "retry defect", "first run id"):
+        table.add_column(column, justify="left" if column in ("file", "first run id") else "right")
+    for path in args.files:
+        report = import_file(path, limit=args.limit, index=index)
+        if report.problem:
+            errors.print(
+                f"[yellow]warning:[/] {report.problem} (imported the {report.imported} "
+                "records before it)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        if args.json:
+            data = {
+                "file": report.file,
+                "imported": report.imported,
+                "answered": report.answered,
+                "retry_defect_records": report.retry_defect_records,
+                "run_ids": report.run_ids,
+                "problem": report.problem,
+            }
+            print(json.dumps(data), flush=True)
+        table.add_row(
+            path.rsplit("/", 1)[-1],
+            str(report.imported),
+            str(report.answered),
+            str(report.retry_defect_records),
+            report.run_ids[0] if report.run_ids else "-",
+        )
+    if not args.json:
+        Console().print(table)
+        Console().print("`conductor runs list` shows them; `conductor runs show RUN_ID` opens one.")
+    return 0
