@@ -1,0 +1,282 @@
+"""Benchmark: the batch runner's concurrency, and resuming after a kill -9.
+
+A local wire server (experts/wire_server.py) speaks the OpenAI Chat Completions format
+with 1 s of latency before every reply; `conductor batch` runs in a subprocess with the
+real `openai` SDK pointed at it (sandbox off), so what is measured is the runner.
+
+Every item takes 4 meta rounds: rounds 1-3 each consult one expert, round 4 answers.
+An item's critical path is therefore 7 model calls in a row (4 meta + 3 expert), 7 s.
+With 200 items and 32 workers the ideal time is
+
+    ideal = items x critical path / concurrency = 200 x 7 s / 32 = 43.75 s
+
+("ceil-free": it pretends the 200 items split evenly over 32 workers; whole items do
+not, so even a perfect runner needs ceil(200/32) x 7 s = 49 s, 1.12x ideal). The batch
+must finish within 1.25x ideal. A measured baseline, one item alone, gives the
+real critical path (7 calls plus per-call overhead) for a second ratio.
+
+Then a kill -9 at half way: a fresh batch in a subprocess is killed once 100 items are
+in its results file, and the same command is run again. The wire server's request log
+shows which items were asked about after the kill: none of those finished before it
+may be among them, and the results file must hold exactly one final line per item.
+
+Prints a table, then one JSON object (the figures) as its last line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from conductor import prompts  # noqa: E402
+from experts.wire_server import WireServer  # noqa: E402
+
+ITEMS = int(os.environ.get("BENCH_BATCH_ITEMS", 200))
+CONCURRENCY = int(os.environ.get("BENCH_BATCH_CONCURRENCY", 32))
+LATENCY_S = 1.0
+ROUNDS = 4  # meta turns per item; the first ROUNDS - 1 consult one expert each
+CALLS_PER_ITEM = ROUNDS + (ROUNDS - 1)
+TARGET_RATIO = 1.25
+_ITEM = re.compile(r"bench item (\d+)")
+
+
+def responder(body: dict[str, Any]) -> str:
+    """Meta turns by how many the conversation already has; experts confirm."""
+    messages = body.get("messages") or []
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    found = _ITEM.search(text)
+    n = int(found.group(1)) if found else -1
+    if messages and messages[0].get("content") == prompts.META_SYSTEM:
+        turns = sum(m.get("role") == "assistant" for m in messages)
+        if turns < ROUNDS - 1:
+            return (
+                f'Expert Checker:\n"""\nCheck step {turns + 1} of bench item {n}: {n} + {n}.\n"""'
+            )
+        return f'>> FINAL ANSWER:\n"""\n{2 * n}\n"""'
+    return f"Step checked for bench item {n}: {n} + {n} = {2 * n}."
+
+
+def write_tasks(path: Path, count: int) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for n in range(count):
+            record = {"id": f"item-{n:03d}", "input": f"bench item {n}: add {n} to itself."}
+            fh.write(json.dumps({**record, "target": str(2 * n)}) + "\n")
+
+
+def batch_command(tasks: Path, concurrency: int) -> list[str]:
+    return [
+        str(REPO / ".venv" / "bin" / "python"),
+        "-m",
+        "conductor.cli",
+        "batch",
+        str(tasks),
+        "--scorer",
+        "numeric",
+        "--description",
+        "Add the number to itself.",
+        "--model",
+        "openai:bench",
+        "--no-python",
+        "--no-recall",
+        "--no-learn",
+        "--concurrency",
+        str(concurrency),
+        "--json",
+    ]
+
+
+def environment(server: WireServer, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONDUCTOR_", "ANTHROPIC_"))}
+    env.update(
+        CONDUCTOR_HOME=str(home),
+        CONDUCTOR_CONFIG=str(home / "config.toml"),
+        OPENAI_BASE_URL=server.openai_url,
+        OPENAI_API_KEY="bench",
+    )
+    return env
+
+
+def run_batch(server: WireServer, tasks: Path, home: Path, concurrency: int) -> dict[str, Any]:
+    """One whole batch in a subprocess; its report and the process's wall time."""
+    t0 = time.monotonic()
+    done = subprocess.run(
+        batch_command(tasks, concurrency),
+        env=environment(server, home),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    wall = time.monotonic() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"batch failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report["process_wall_s"] = wall
+    return report
+
+
+def results_path(home: Path) -> Path:
+    found = list((home / "batches").glob("*/results.jsonl"))
+    return found[0] if found else home / "missing"
+
+
+def final_lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    lines = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue  # a line cut by the kill
+        if record.get("final"):
+            lines.append(record)
+    return lines
+
+
+def items_asked(server: WireServer, since: int, until: int | None = None) -> Counter[int]:
+    """How many model requests mention each item, among requests `since` to `until`."""
+    counts: Counter[int] = Counter()
+    for request in server.requests[since:until]:
+        messages = (request.body or {}).get("messages") or []
+        found = _ITEM.search("\n".join(str(m.get("content", "")) for m in messages))
+        if found:
+            counts[int(found.group(1))] += 1
+    return counts
+
+
+def kill_and_resume(server: WireServer, tasks: Path, home: Path) -> dict[str, Any]:
+    env = environment(server, home)
+    started_at = len(server.requests)
+    first = subprocess.Popen(
+        batch_command(tasks, CONCURRENCY),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and first.poll() is None:
+        if len(final_lines(results_path(home))) >= ITEMS // 2:
+            break
+        time.sleep(0.05)
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    killed_at = len(server.requests)
+    finished_before = {int(r["item_id"].split("-")[1]) for r in final_lines(results_path(home))}
+    in_flight = set(items_asked(server, started_at, killed_at)) - finished_before
+    resumed = run_batch(server, tasks, home, CONCURRENCY)
+    asked_after = items_asked(server, killed_at)
+    finals = Counter(r["item_id"] for r in final_lines(results_path(home)))
+    rerun_finished = sorted(finished_before & set(asked_after))
+    return {
+        "finished_before_kill": len(finished_before),
+        "in_flight_at_kill": len(in_flight),
+        "finished_items_run_twice": len(rerun_finished),
+        "items_with_one_final_line": sum(1 for c in finals.values() if c == 1),
+        "items_with_several_final_lines": sum(1 for c in finals.values() if c > 1),
+        "finished_after": resumed["items"]["finished"],
+        "accuracy_after": resumed["accuracy"]["percent"],
+        "wall_s": resumed["session"]["wall_s"],
+        "ran": resumed["session"]["ran"],
+    }
+
+
+def main() -> int:
+    console = Console(stderr=True)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp,
+        WireServer(responder=responder, latency_s=LATENCY_S) as server,
+    ):
+        # A client that dies mid-connection (the kill -9 here) resets its sockets; the
+        # server would print a traceback for each. They are expected: keep them quiet.
+        server._httpd.handle_error = lambda request, client_address: None  # type: ignore[union-attr]
+        root = Path(tmp)
+        tasks = root / "tasks.jsonl"
+        write_tasks(tasks, ITEMS)
+        one = root / "one.jsonl"
+        write_tasks(one, 1)
+
+        console.print("baseline: one item alone ...")
+        baseline = run_batch(server, one, root / "home-baseline", 1)
+        item_s = baseline["item_seconds"]["median"]
+
+        console.print(f"throughput: {ITEMS} items at concurrency {CONCURRENCY} ...")
+        before = len(server.requests)
+        full = run_batch(server, tasks, root / "home-full", CONCURRENCY)
+        requests = len(server.requests) - before
+
+        console.print("kill -9 at half way, then resume ...")
+        resume = kill_and_resume(server, tasks, root / "home-kill")
+
+    ideal = ITEMS * CALLS_PER_ITEM * LATENCY_S / CONCURRENCY
+    wall = full["session"]["wall_s"]
+    figures = {
+        "items": ITEMS,
+        "concurrency": CONCURRENCY,
+        "latency_s": LATENCY_S,
+        "calls_per_item": CALLS_PER_ITEM,
+        "requests": requests,
+        "ideal_s": round(ideal, 2),
+        "wall_s": round(wall, 2),
+        "process_wall_s": round(full["process_wall_s"], 2),
+        "ratio_vs_ideal": round(wall / ideal, 3),
+        "ratio_target": TARGET_RATIO,
+        "within_target": wall / ideal <= TARGET_RATIO,
+        "baseline_item_s": item_s,
+        "ratio_vs_measured_baseline": round(wall / (ITEMS * item_s / CONCURRENCY), 3),
+        "item_s_median": full["item_seconds"]["median"],
+        "item_s_p90": full["item_seconds"]["p90"],
+        "accuracy": full["accuracy"]["percent"],
+        "peak_rss_mb": full["session"]["peak_rss_mb"],
+        **{f"resume_{key}": value for key, value in resume.items()},
+    }
+    resume_ok = (
+        figures["resume_finished_items_run_twice"] == 0
+        and figures["resume_items_with_one_final_line"] == ITEMS
+        and figures["resume_finished_after"] == ITEMS
+    )
+    figures["resume_ok"] = resume_ok
+
+    table = Table(title=f"Batch runner: {ITEMS} items x {ROUNDS} rounds, {LATENCY_S:g} s per call")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    rows = [
+        ("ideal time (items x 7 calls x 1 s / concurrency)", f"{ideal:.2f} s"),
+        ("batch wall time", f"{wall:.2f} s"),
+        ("ratio vs ideal (target <= 1.25)", f"{wall / ideal:.3f}"),
+        ("process wall time (with start-up)", f"{full['process_wall_s']:.2f} s"),
+        ("baseline: one item alone", f"{item_s:.2f} s"),
+        ("ratio vs measured baseline", f"{figures['ratio_vs_measured_baseline']:.3f}"),
+        ("item time median / p90", f"{figures['item_s_median']} / {figures['item_s_p90']} s"),
+        ("model requests", str(requests)),
+        ("accuracy", f"{figures['accuracy']}%"),
+        ("peak memory of the batch process", f"{figures['peak_rss_mb']} MB"),
+        ("kill -9 after finished items", str(resume["finished_before_kill"])),
+        ("items in flight at the kill (run again)", str(resume["in_flight_at_kill"])),
+        ("finished items run again after resume", str(resume["finished_items_run_twice"])),
+        ("items with exactly one final result", f"{resume['items_with_one_final_line']}/{ITEMS}"),
+        ("resume: items run / wall time", f"{resume['ran']} / {resume['wall_s']} s"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    Console().print(table)
+    print(json.dumps(figures))
+    return 0 if figures["within_target"] and resume_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
