@@ -13,7 +13,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from typing import IO
 
 from conductor.interfaces import ExecResult
 from sandbox.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES, CappedBuffer
@@ -41,10 +43,12 @@ def run_process(
     keep_bytes: int = DEFAULT_KEEP_BYTES,
     hard_cap_bytes: int = HARD_CAP_BYTES,
     preexec=_limit_child,
+    pass_fds: tuple[int, ...] = (),
 ) -> ExecResult:
     """Run `argv`, capture capped stdout/stderr, kill its process group at the deadline.
 
-    Shared by the subprocess and bubblewrap backends.
+    Shared by the subprocess and bubblewrap backends. `pass_fds` stay open in the
+    child (bubblewrap reads its seccomp program and files from them).
     """
     started = time.monotonic()
     try:
@@ -56,16 +60,13 @@ def run_process(
             env=env if env is not None else {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             cwd=cwd,
             preexec_fn=preexec,
+            pass_fds=pass_fds,
         )
     except OSError as exc:
         return ExecResult(backend=backend, infra_error=f"could not start {argv[0]}: {exc}")
     assert proc.stdin and proc.stdout and proc.stderr
-    try:
-        if stdin:
-            proc.stdin.write(stdin.encode())
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass
+    # A thread feeds stdin: code that never reads it must not block us past the deadline.
+    threading.Thread(target=_feed_stdin, args=(proc.stdin, stdin.encode()), daemon=True).start()
     out, err = CappedBuffer(keep_bytes), CappedBuffer(keep_bytes)
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, out)
@@ -87,6 +88,12 @@ def run_process(
                 flooded = True
         if flooded:
             break
+    if not (timed_out or flooded):
+        # Both streams closed; the code may still be running (it closed its stdout).
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0))
+        except subprocess.TimeoutExpired:
+            timed_out = True
     _kill_group(proc)
     sel.close()
     returncode = proc.wait()
@@ -106,6 +113,15 @@ def run_process(
         stderr_truncated=err.truncated,
         output_limit_hit=flooded,
     )
+
+
+def _feed_stdin(pipe: IO[bytes], data: bytes) -> None:
+    try:
+        if data:
+            pipe.write(data)
+        pipe.close()
+    except (BrokenPipeError, ValueError, OSError):
+        pass
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
