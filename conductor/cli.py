@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "conductor.cli_import",
     "conductor.cli_score",
     "conductor.cli_batch",
+    "conductor.cli_audit",
     "sandbox.cli",
     "notebook.cli",
     "tui.cli",

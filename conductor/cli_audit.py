@@ -1,0 +1,127 @@
+"""`conductor audit [RUN...] [--json]`: the audit findings of runs, from the command line.
+
+A RUN is a run id (or unique prefix), one of our transcript files, or a published
+meta-prompting file (each record audited as the importer reads it). With no RUN, every
+run in runs.db. `attach(parser)` fills in a parser made elsewhere (`conductor runs audit`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from conductor.errors import UserFacingError
+from transcripts.audit import FINDING_KINDS, AuditReport, audit_events, summarise
+
+
+def attach(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Flag what an auditor looks for: unconfirmed answers, instructions leaning on "
+        "context the expert cannot see, ignored errors, answers changed after they were "
+        "verified, limits hit, nudges, fabricated expert replies."
+    )
+    p.add_argument(
+        "runs",
+        nargs="*",
+        metavar="RUN",
+        help="run id or prefix, a transcript file, or a published .jsonl file (default: all runs)",
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per run, then a summary")
+    p.add_argument("--summary", action="store_true", help="print only the per-task counts")
+    p.add_argument("--limit", type=int, help="read only the first N records of a published file")
+    p.set_defaults(handler=run_audit)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    attach(sub.add_parser("audit", help="audit findings of runs (also of published transcripts)"))
+
+
+def _is_published(path: Path) -> bool:
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        first = fh.readline()
+    try:
+        data = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and "message_log" in data
+
+
+def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
+    from transcripts.reader import read_transcript
+
+    path = Path(ref)
+    if path.suffix == ".jsonl" and path.is_file():
+        if _is_published(path):
+            from transcripts.importer import record_events
+            from transcripts.published import read_published
+
+            published = read_published(path, limit=limit)
+            for record in published.records:
+                yield audit_events(record_events(record, source_file=str(path)))
+            return
+        yield audit_events(read_transcript(path).events)
+        return
+    from transcripts.index import RunIndex
+
+    row = RunIndex().get(ref)
+    if row is None or not row.get("path"):
+        raise UserFacingError(
+            f"no run matches {ref!r} (or the prefix is ambiguous); give a run id from "
+            "`conductor runs list`, a transcript file, or a published .jsonl file."
+        )
+    yield audit_events(read_transcript(row["path"]).events)
+
+
+def _all_runs() -> Iterator[AuditReport]:
+    from transcripts.index import RunIndex
+    from transcripts.reader import read_transcript
+
+    for row in RunIndex().db["runs"].rows_where(order_by="started_at"):
+        if row.get("path") and Path(row["path"]).is_file():
+            yield audit_events(read_transcript(row["path"]).events)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    if args.runs:
+        reports = [r for ref in args.runs for r in reports_for(ref, limit=args.limit)]
+    else:
+        reports = list(_all_runs())
+    table = summarise(reports)
+    if args.json:
+        if not args.summary:
+            for report in reports:
+                print(json.dumps(report.to_dict(), ensure_ascii=False))
+        print(json.dumps({"summary": table}))
+        return 0
+    _print(reports, table, details=not args.summary)
+    return 0
+
+
+def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, details: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    if details:
+        runs = Table(title="findings per run", expand=True)
+        for name in ("run", "task", "findings"):
+            runs.add_column(name, no_wrap=name != "findings")
+        for report in reports:
+            text = "\n".join(f"[{f.badge}] {f.message}" for f in report.findings) or "-"
+            runs.add_row(report.run_id, report.task, Text(text))  # "[ctx]" is not markup
+        console.print(runs)
+    summary = Table(title="runs flagged, per task (of runs audited)")
+    summary.add_column("task")
+    summary.add_column("runs", justify="right")
+    for kind in FINDING_KINDS:
+        summary.add_column(FINDING_KINDS[kind][0], justify="right")
+    for task, row in sorted(table.items()):
+        summary.add_row(task, str(row["runs"]), *(str(row.get(k, 0)) for k in FINDING_KINDS))
+    console.print(summary)
+    console.print(
+        "columns: " + "; ".join(f"{badge} = {what}" for badge, what in FINDING_KINDS.values()),
+        style="dim",
+    )

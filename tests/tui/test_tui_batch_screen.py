@@ -1,0 +1,54 @@
+"""Pilot test of the Batch screen: watch a real `conductor batch` (demo model) to its end."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from tui_helpers import make_settings, wait_for
+
+from conductor.cli import main as conductor_main
+from tui.app import ConductorApp
+from tui.screens.run_detail import RunDetailScreen
+
+pytestmark = pytest.mark.anyio
+
+ITEMS = (
+    '{"input": "4 5 6 10", "target": "24"}',
+    '{"input": "1 2 3 4", "target": "24"}',
+    '{"input": "2 3 4 8", "target": "24"}',
+)
+
+
+async def test_watch_a_small_batch_to_its_end_and_open_an_item(tmp_path: Path) -> None:
+    task_file = tmp_path / "game24.jsonl"
+    task_file.write_text("\n".join(ITEMS) + "\n")
+    argv = [
+        "batch", str(task_file), "--task", "GameOf24", "--model", "demo",
+        "--sandbox", "subprocess", "--concurrency", "1", "--json",
+    ]  # fmt: skip
+    exit_codes: list[int] = []
+    app = ConductorApp(make_settings(), start_mode="batch")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        assert "No batch yet" in str(screen.query_one("#batch-summary").render())
+        batch = threading.Thread(target=lambda: exit_codes.append(conductor_main(argv)))
+        batch.start()
+        await wait_for(pilot, lambda: screen.query_one("#batches").option_count == 1, timeout=30)
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: screen.state == "finished", timeout=60)
+        batch.join(30)
+        assert exit_codes == [0]
+
+        summary = str(screen.query_one("#batch-summary").render())
+        assert "3/3 done" in summary and "accuracy so far 100.0% (3/3 scored)" in summary
+        assert "ETA done" in summary
+        table = screen.query_one("#items")
+        assert table.row_count == 3
+        assert {str(table.get_cell(k, "ok")) for k in table.rows} == {"✓"}
+
+        table.focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunDetailScreen))
+        assert "4 5 6 10" in str(app.screen.query_one("#run-header").render())

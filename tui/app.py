@@ -1,0 +1,214 @@
+"""The conductor TUI: solve live, audit runs, browse the notebook, watch a batch.
+
+The app holds the user's settings and how to start a session; the screens render
+events and read the stores. With no model key it runs the offline demo model and
+says so; when no sandbox can run Python here it shows why and lets the user choose
+the unsafe subprocess backend from the palette.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from conductor.config import Settings, load_settings
+from conductor.errors import UserFacingError
+from conductor.session import Session, build_session
+from tui.commands import ConductorCommands, PaletteEntry
+from tui.screens.batch import BatchScreen
+from tui.screens.notebook import NotebookScreen
+from tui.screens.run_detail import RunDetailScreen
+from tui.screens.runs import RunsScreen
+from tui.screens.solve import SolveScreen
+
+SessionFactory = Callable[[Settings], Session]
+
+MODEL_CHOICES = ("auto", "demo", "anthropic:claude-sonnet-4-5", "openai:gpt-4.1")
+SANDBOX_CHOICES = {
+    "auto": "Docker, else bubblewrap",
+    "docker": "a hardened container",
+    "bwrap": "bubblewrap namespaces",
+    "subprocess": "UNSAFE: code runs on this host as you",
+}
+
+
+class ConductorApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "conductor"
+    COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {ConductorCommands}
+    MODES: ClassVar[dict[str, Any]] = {
+        "solve": SolveScreen,
+        "runs": RunsScreen,
+        "notebook": NotebookScreen,
+        "batch": BatchScreen,
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "f1",
+            "switch_mode('solve')",
+            "Solve",
+            id="app.solve",
+            tooltip="Ask a question and watch the run live.",
+        ),
+        Binding(
+            "f2",
+            "switch_mode('runs')",
+            "Runs",
+            id="app.runs",
+            tooltip="Search, open and audit recorded runs.",
+        ),
+        Binding(
+            "f3",
+            "switch_mode('notebook')",
+            "Notebook",
+            id="app.notebook",
+            tooltip="Task types and notes the conductor has learned.",
+        ),
+        Binding(
+            "f4",
+            "switch_mode('batch')",
+            "Batch",
+            id="app.batch",
+            tooltip="Watch a running or finished batch.",
+        ),
+        Binding(
+            "ctrl+q",
+            "quit",
+            "Quit",
+            id="app.quit",
+            tooltip="Leave the TUI; every run is saved as it goes.",
+        ),
+    ]
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        session_factory: SessionFactory | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        start_mode: str = "solve",
+        open_run: str | None = None,
+        batch_dir: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.settings = settings or load_settings()
+        self.session_factory = session_factory or (lambda s: build_session(s))
+        self.clock = clock
+        self.start_mode = start_mode
+        self.run_to_open = open_run
+        self.batch_dir = batch_dir
+        self.sandbox_problem: str | None = None
+
+    def on_mount(self) -> None:
+        self.switch_mode(self.start_mode)
+        if self.run_to_open:
+            self.open_run(self.run_to_open)
+
+    # -- starting runs --------------------------------------------------------
+    def make_session(self) -> Session:
+        """A session for the current settings; raises `UserFacingError` with what to do."""
+        return self.session_factory(self.settings)
+
+    def model_notice(self) -> str:
+        from experts.registry import choose
+
+        try:
+            choice = choose(self.settings.model)
+        except UserFacingError as exc:
+            return str(exc)
+        if choice.provider == "demo":
+            return (
+                f"Demo model ({choice.reason}): recorded Game of 24 and word-sorting sessions. "
+                "For a real model set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL "
+                "(vLLM, Ollama, llama.cpp), or pick one with ctrl+p."
+            )
+        return f"Model: {choice.provider} {choice.model or '(served default)'} ({choice.reason})."
+
+    def check_sandbox(self) -> None:
+        """Probe the chosen sandbox (slow: call from a thread); keeps why it cannot run."""
+        from sandbox.registry import resolve_name
+
+        problem = None
+        if self.settings.run.python:
+            try:
+                resolve_name(self.settings.sandbox)
+            except UserFacingError as exc:
+                problem = f"{exc} Pick “Sandbox: subprocess” from the palette to run anyway."
+        self.sandbox_problem = problem
+
+    # -- choices without a key (palette) --------------------------------------
+    def palette_choices(self) -> list[PaletteEntry]:
+        entries = [
+            PaletteEntry(
+                f"Model: {name}",
+                "Use this meta model for the next run.",
+                lambda n=name: self.set_model(n),
+            )
+            for name in MODEL_CHOICES
+        ]
+        entries += [
+            PaletteEntry(f"Sandbox: {name}", why, lambda n=name: self.set_sandbox(n))
+            for name, why in SANDBOX_CHOICES.items()
+        ]
+        entries += [
+            PaletteEntry(
+                "Notebook: default",
+                "Recall from and learn into notebook.db.",
+                lambda: self.set_notebook(""),
+            ),
+            PaletteEntry(
+                "Notebook: off",
+                "No recall and no learning for the next runs.",
+                lambda: self.set_notebook(None),
+            ),
+        ]
+        return entries
+
+    def _settings_changed(self, message: str) -> None:
+        self.notify(message, title="settings")
+        refresh = getattr(self.screen, "refresh_notice", None)
+        if refresh is not None:
+            refresh()
+
+    def set_model(self, name: str) -> None:
+        self.settings = replace(self.settings, model=name)
+        self._settings_changed(f"meta model: {name}")
+
+    def set_sandbox(self, name: str) -> None:
+        self.settings = replace(self.settings, sandbox=name)
+        self.sandbox_problem = None
+        if name != "subprocess":
+            self.run_worker(self.check_sandbox, thread=True, group="probe", exclusive=True)
+        self._settings_changed(f"sandbox: {name}")
+
+    def set_notebook(self, path: str | None) -> None:
+        if path is None:
+            self.settings = replace(self.settings, recall=False, learn=False)
+            self._settings_changed("notebook off: no recall, no learning")
+        else:
+            self.settings = replace(self.settings, notebook=path, recall=True, learn=True)
+            self._settings_changed(f"notebook: {path or 'default'}")
+
+    # -- jumping between screens ----------------------------------------------
+    def open_run(self, run: str) -> None:
+        """Show one run (id, prefix or transcript path) in the Runs screen's detail view."""
+        try:
+            path = RunDetailScreen.resolve(run)
+        except UserFacingError as exc:
+            self.notify(str(exc), severity="error", title="cannot open run")
+            return
+        if self.current_mode != "runs":
+            self.switch_mode("runs")
+        self.push_screen(RunDetailScreen(path))
+
+    def open_note(self, note_id: str) -> None:
+        self.switch_mode("notebook")
+        show = getattr(self.screen, "show_note", None)
+        if show is not None:
+            show(note_id)

@@ -1,0 +1,207 @@
+"""One renderer per event kind, shared by the live Solve view and the audit Runs view.
+
+A `RunRenderer` turns events into blocks inside a root container. Nesting follows the
+events' `parent_id`: an expert call goes under the meta turn that made it, a sandbox
+run and notes to the model under their expert call. Streamed text (`TextDelta`) flows
+into the block of its parent; the finishing event then sets the exact final text, so a
+view fed from a transcript (no deltas) and a live view end up identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from rich.text import Text
+from textual.content import Content
+from textual.widget import Widget
+
+from conductor.events import (
+    ErrorEvent,
+    Event,
+    ExpertCallFinished,
+    ExpertCallStarted,
+    FinalAnswer,
+    LimitHit,
+    MetaTurnFinished,
+    MetaTurnStarted,
+    NotesWritten,
+    Observation,
+    Recall,
+    RunFinished,
+    RunStarted,
+    SandboxExec,
+    TextDelta,
+    UnknownEvent,
+)
+from conductor.printer import exec_status, usage_line
+from tui.widgets.blocks import BoxedText, EventLine, ExpertBlock, SandboxBlock, TurnBlock
+
+
+def first_words(text: str, limit: int = 40) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def expert_title(name: str, instruction: str, tail: str) -> Content:
+    return Content(f"{name} · {first_words(instruction)} · {tail}")
+
+
+class RunRenderer:
+    """Draws the events of one run (or one page of it) into `root`, in order."""
+
+    def __init__(self, root: Widget) -> None:
+        self.root = root
+        self.blocks: dict[str, Widget] = {}
+        self.instructions: dict[str, str] = {}
+
+    async def add(self, event: Event) -> None:
+        render = RENDERERS.get(type(event))
+        if render is not None:
+            await render(self, event)
+
+    def container_for(self, parent_id: str | None) -> Widget:
+        block = self.blocks.get(parent_id or "")
+        if isinstance(block, TurnBlock):
+            return block.calls
+        if isinstance(block, ExpertBlock):
+            return block.runs
+        return self.root
+
+    async def mount(self, widget: Widget, parent_id: str | None = None) -> Widget:
+        await self.container_for(parent_id).mount(widget)
+        return widget
+
+    async def turn(self, turn_id: str | None, round_no: int) -> TurnBlock:
+        """The block of a turn; made on the spot when its start event is missing."""
+        block = self.blocks.get(turn_id or "")
+        if isinstance(block, TurnBlock):
+            return block
+        block = TurnBlock(round_no)
+        await self.mount(block)
+        self.blocks[turn_id or f"round-{round_no}"] = block
+        return block
+
+
+async def _run_started(r: RunRenderer, e: RunStarted) -> None:
+    title = f"question · {e.model} · sandbox {e.sandbox}"
+    if e.task:
+        title += f" · {e.task}"
+    await r.mount(BoxedText(e.question, title, "question"))
+
+
+async def _recall(r: RunRenderer, e: Recall) -> None:
+    text = Text(f"recalled {len(e.notes)} notes for {e.task_type or 'this question'}", "bold")
+    for note in e.notes:
+        why = f"score {float(note.get('score', 0)):.2f}"
+        if note.get("rank") is not None:
+            why += f", rank {note['rank']}"
+        text.append(f"\n  {note.get('kind', 'note')} {note.get('key', note.get('id'))} ({why})")
+    await r.mount(EventLine(text, "recall"), e.parent_id)
+
+
+async def _turn_started(r: RunRenderer, e: MetaTurnStarted) -> None:
+    block = TurnBlock(e.round)
+    r.blocks[e.id] = block
+    await r.mount(block, e.parent_id)
+
+
+async def _text_delta(r: RunRenderer, e: TextDelta) -> None:
+    block = r.blocks.get(e.parent_id or "")
+    if isinstance(block, TurnBlock):
+        await block.text.stream(e.text)
+    elif isinstance(block, ExpertBlock):
+        await block.reply.stream(e.text)
+
+
+async def _turn_finished(r: RunRenderer, e: MetaTurnFinished) -> None:
+    block = await r.turn(e.parent_id, e.round)
+    await block.text.settle(e.text)
+    block.border_subtitle = f"{usage_line(e.usage)} · {e.duration_s:.1f} s"
+
+
+async def _expert_started(r: RunRenderer, e: ExpertCallStarted) -> None:
+    block = ExpertBlock(expert_title(e.name, e.instruction, "running…"), e.instruction)
+    r.blocks[e.id] = block
+    r.instructions[e.id] = e.instruction
+    await r.mount(block, e.parent_id)
+
+
+async def _expert_finished(r: RunRenderer, e: ExpertCallFinished) -> None:
+    block = r.blocks.get(e.parent_id or "")
+    if not isinstance(block, ExpertBlock):
+        block = ExpertBlock(expert_title(e.name, "", "started before this page"), "")
+        r.blocks[e.parent_id or e.id] = block
+        await r.mount(block)
+    tokens = e.usage.total_tokens
+    tail = f"{tokens:,} tok · {e.duration_s:.1f} s"
+    if e.error:
+        tail += " · failed"
+        block.add_class("failed")
+    block.title = expert_title(e.name, r.instructions.get(e.parent_id or "", ""), tail)
+    await block.reply.settle(e.text or "*(the meta model gave the code; no expert was asked)*")
+
+
+async def _sandbox(r: RunRenderer, e: SandboxExec) -> None:
+    res = e.result
+    await r.mount(
+        SandboxBlock(e.code, res.stdout, res.stderr, exec_status(res), res.ok), e.parent_id
+    )
+
+
+async def _observation(r: RunRenderer, e: Observation) -> None:
+    await r.mount(
+        EventLine(f"note to the meta model ({e.reason}): {e.message}", "observation"), e.parent_id
+    )
+
+
+async def _final(r: RunRenderer, e: FinalAnswer) -> None:
+    await r.mount(BoxedText(e.answer, f"final answer · round {e.round}", "final"))
+
+
+async def _limit(r: RunRenderer, e: LimitHit) -> None:
+    await r.mount(EventLine(f"limit reached: {e.limit} ({e.value:g} of {e.maximum:g})", "limit"))
+
+
+async def _error(r: RunRenderer, e: ErrorEvent) -> None:
+    await r.mount(BoxedText(e.message, f"error · {e.where}", "error"))
+
+
+async def _finished(r: RunRenderer, e: RunFinished) -> None:
+    text = (
+        f"{e.status} · {e.rounds} rounds · {e.expert_calls} expert calls · "
+        f"{e.sandbox_runs} sandbox runs · {usage_line(e.usage)} · {e.duration_s:.1f} s"
+    )
+    await r.mount(EventLine(text, f"summary status-{e.status}"))
+
+
+async def _notes_written(r: RunRenderer, e: NotesWritten) -> None:
+    text = (
+        f"notebook: {len(e.note_ids)} notes written ({e.verification or 'unverified'}), "
+        f"{e.merged} merged, {e.skipped} duplicates skipped"
+    )
+    await r.mount(EventLine(text, "notes"))
+
+
+async def _unknown(r: RunRenderer, e: UnknownEvent) -> None:
+    kind = e.raw.get("kind", "?")
+    await r.mount(EventLine(f"an event of kind {kind!r} this version cannot show", "observation"))
+
+
+RENDERERS: dict[type[Event], Callable[[RunRenderer, Any], Awaitable[None]]] = {
+    RunStarted: _run_started,
+    Recall: _recall,
+    MetaTurnStarted: _turn_started,
+    TextDelta: _text_delta,
+    MetaTurnFinished: _turn_finished,
+    ExpertCallStarted: _expert_started,
+    ExpertCallFinished: _expert_finished,
+    SandboxExec: _sandbox,
+    Observation: _observation,
+    FinalAnswer: _final,
+    LimitHit: _limit,
+    ErrorEvent: _error,
+    RunFinished: _finished,
+    NotesWritten: _notes_written,
+    UnknownEvent: _unknown,
+}

@@ -1,0 +1,1 @@
+"""Screens of the conductor TUI: Solve, Runs (with the run detail), Notebook, Batch."""

@@ -1,0 +1,273 @@
+"""Batch: a running or finished batch, per-item status, accuracy so far, tokens, cost, ETA.
+
+It reads the batch's folder (conductor/batch_store.py lays it out: batch.json, results.jsonl,
+runs/) and polls it twice a second, so it watches a batch run by `conductor batch` in
+another terminal as well as one that has ended. Enter on an item opens its run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from conductor.batch_report import ItemRecord, Tally
+from conductor.batch_store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
+
+if TYPE_CHECKING:
+    from tui.app import ConductorApp
+
+
+def batch_total(folder: Path, manifest: dict[str, Any], records: int) -> int:
+    """Items in scope: from the final report, else the task file (and --limit)."""
+    report = folder / "report.json"
+    if report.exists():
+        try:
+            return int(json.loads(report.read_text(encoding="utf-8"))["items"]["total"])
+        except (ValueError, KeyError, TypeError):
+            pass
+    sessions = manifest.get("sessions") or [{}]
+    limit = sessions[-1].get("limit")
+    task_file = Path((manifest.get("identity") or {}).get("task_file") or "")
+    total = records
+    if task_file.is_file() and not (manifest.get("identity") or {}).get("replay"):
+        with task_file.open(encoding="utf-8", errors="replace") as fh:
+            total = sum(1 for line in fh if line.strip())
+            if task_file.suffix.lower() == ".csv":
+                total -= 1  # the header
+    if limit:
+        total = min(total, int(limit))
+    return max(total, records)
+
+
+def _mark(record: ItemRecord) -> str:
+    score = record.get("score") or {}
+    if not record.get("final"):
+        return "…"
+    if "error" in score or not score.get("scored"):
+        return "-"
+    return "✓" if score.get("correct") else "✗"
+
+
+class BatchScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "ctrl+o",
+            "open_item",
+            "Open run",
+            id="batch.open",
+            tooltip="Open the selected item's run (or press Enter on it).",
+        ),
+        Binding(
+            "ctrl+r",
+            "refresh",
+            "Refresh",
+            id="batch.refresh",
+            tooltip="Look for batches and results again.",
+        ),
+    ]
+
+    app: ConductorApp  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder: Path | None = None
+        self.records: dict[str, ItemRecord] = {}
+        self.tally = Tally()
+        self.state = ""
+        self._seen: tuple[float, int] | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="batch-body"):
+            yield OptionList(id="batches")
+            with Vertical(id="batch-main"):
+                yield Static(
+                    "No batch yet: run `conductor batch TASKFILE --task NAME`.", id="batch-summary"
+                )
+                yield DataTable(id="items", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#items", DataTable)
+        for name, width in (
+            ("item", 14),
+            ("status", 10),
+            ("ok", 2),
+            ("rnd", 3),
+            ("tokens", 7),
+            ("cost", 7),
+            ("time", 6),
+            ("answer", 30),
+        ):
+            table.add_column(name, key=name, width=width)
+        self.action_refresh()
+        if self.app.batch_dir is not None:
+            self.watch_folder(self.app.batch_dir)
+        self.set_interval(0.5, self.poll)
+        self.set_interval(1.0, self._discover)
+
+    # -- which batch -----------------------------------------------------------------
+    def action_refresh(self) -> None:
+        self._discover()
+        self._seen = None
+        self.poll()
+
+    def _discover(self) -> None:
+        """List the batch folders (newest first); watch the newest if none is chosen."""
+        root = batches_dir()
+        folders = (
+            sorted(
+                (
+                    p
+                    for p in root.glob("*")
+                    if (p / MANIFEST_FILE).exists() or (p / RESULTS_FILE).exists()
+                ),
+                key=lambda p: p.stat().st_mtime,
+                reverse=True,
+            )
+            if root.is_dir()
+            else []
+        )
+        batches = self.query_one("#batches", OptionList)
+        names = [p.name for p in folders]
+        if names != [
+            str(batches.get_option_at_index(i).prompt) for i in range(batches.option_count)
+        ]:
+            batches.clear_options()
+            batches.add_options([Option(p.name, id=str(p)) for p in folders])
+        if folders and self.folder is None:
+            self.watch_folder(folders[0])
+
+    @on(OptionList.OptionSelected, "#batches")
+    def _batch_chosen(self, event: OptionList.OptionSelected) -> None:
+        if event.option_id:
+            self.watch_folder(Path(event.option_id))
+
+    def watch_folder(self, folder: Path) -> None:
+        self.folder, self.records, self._seen = folder, {}, None
+        self.query_one("#items", DataTable).clear()
+        self.poll()
+
+    # -- reading it ---------------------------------------------------------------------
+    def poll(self) -> None:
+        if self.folder is None:
+            return
+        results = self.folder / RESULTS_FILE
+        stat = results.stat() if results.exists() else None
+        seen = (stat.st_mtime, stat.st_size) if stat else (0.0, 0)
+        manifest = self._manifest()
+        state = self._state(manifest)
+        if seen == self._seen and state == self.state:
+            return
+        self._seen, self.state = seen, state
+        self.records = ResultsLog(results).read()
+        self.tally = Tally(total=batch_total(self.folder, manifest, len(self.records)))
+        for record in self.records.values():
+            self.tally.add(record)
+        self._fill_items()
+        self._fill_summary(manifest)
+
+    def _manifest(self) -> dict[str, Any]:
+        assert self.folder is not None
+        try:
+            data = json.loads((self.folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @staticmethod
+    def _state(manifest: dict[str, Any]) -> str:
+        sessions = manifest.get("sessions") or []
+        if not sessions:
+            return "unknown"
+        last = sessions[-1]
+        if "ended_at" not in last:
+            return "running"
+        return f"stopped: {last['stopped']}" if last.get("stopped") else "finished"
+
+    def _fill_items(self) -> None:
+        table = self.query_one("#items", DataTable)
+        existing = {key.value for key in table.rows}
+        for item_id, record in self.records.items():
+            usage = record.get("usage") or {}
+            cells = (
+                item_id,
+                record.get("status", ""),
+                _mark(record),
+                str(record.get("rounds", 0)),
+                f"{int(usage.get('input_tokens', 0)) + int(usage.get('output_tokens', 0)):,}",
+                f"${float(usage.get('cost_usd', 0.0)):.3f}",
+                f"{float(record.get('duration_s', 0.0)):.1f}s",
+                " ".join(str(record.get("answer") or "").split())[:60],
+            )
+            if item_id in existing:
+                for column, value in zip(
+                    ("status", "ok", "rnd", "tokens", "cost", "time", "answer"),
+                    cells[1:],
+                    strict=True,
+                ):
+                    table.update_cell(item_id, column, value)
+            else:
+                table.add_row(*cells, key=item_id)
+
+    def _fill_summary(self, manifest: dict[str, Any]) -> None:
+        assert self.folder is not None
+        t = self.tally
+        accuracy = f"{t.accuracy:.1f}%" if t.accuracy is not None else "n/a"
+        text = Text()
+        text.append(f"{self.folder.name}", "bold")
+        text.append(f"  {self.state}\n", "green" if self.state == "finished" else "yellow")
+        text.append(
+            f"{t.done}/{t.total} done · accuracy so far {accuracy} ({t.correct}/{t.scored} scored)"
+            f" · {t.tokens:,} tokens · ${t.cost_usd:.4f} · {t.errors} errors · ETA {self._eta(manifest)}"
+        )
+        self.query_one("#batch-summary", Static).update(text)
+
+    def _eta(self, manifest: dict[str, Any]) -> str:
+        remaining = self.tally.total - self.tally.done
+        if remaining <= 0:
+            return "done"
+        if self.state != "running":
+            return "-"
+        session = (manifest.get("sessions") or [{}])[-1]
+        number, started = session.get("number"), session.get("started_at")
+        finished_now = sum(
+            1 for r in self.records.values() if r.get("session") == number and r.get("final")
+        )
+        if not started or not finished_now:
+            return "…"
+        rate = finished_now / max(1e-6, time.time() - float(started))
+        return f"{remaining / rate:.0f} s"
+
+    # -- opening an item ---------------------------------------------------------------------
+    @on(DataTable.RowSelected, "#items")
+    def _item_selected(self, event: DataTable.RowSelected) -> None:
+        self._open(event.row_key.value)
+
+    def action_open_item(self) -> None:
+        table = self.query_one("#items", DataTable)
+        if not table.row_count:
+            self.notify("No item to open yet.")
+            return
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        self._open(row_key.value)
+
+    def _open(self, item_id: str | None) -> None:
+        record = self.records.get(item_id or "")
+        if record is None or self.folder is None:
+            return
+        transcript = record.get("transcript")
+        if not transcript or not (self.folder / transcript).exists():
+            self.notify(f"item {item_id} has no transcript (it failed before its run began).")
+            return
+        self.app.open_run(str(self.folder / transcript))

@@ -1,0 +1,273 @@
+"""Runs: every recorded run, with full-text search, filters, outcome, cost and findings.
+
+Rows come from `runs.db` (transcripts.index); the findings badges are computed from
+each run's transcript in a thread and filled in as they come.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Select, Static
+
+from transcripts.audit import audit_events
+from transcripts.index import RunIndex
+
+if TYPE_CHECKING:
+    from tui.app import ConductorApp
+
+LIMIT = 500
+QUESTION_WIDTH = 36
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_BADGES: dict[tuple[str, float], str] = {}  # (path, mtime) -> badges, across screens
+
+
+def badges_for(path: str) -> str:
+    """The findings badges of one transcript (cached while the file is unchanged)."""
+    from transcripts.reader import read_transcript
+
+    file = Path(path)
+    if not path or not file.exists():
+        return "no transcript"
+    key = (path, file.stat().st_mtime)
+    if key not in _BADGES:
+        report = audit_events(read_transcript(file).events)
+        _BADGES[key] = " ".join(report.badges) or "-"
+    return _BADGES[key]
+
+
+def query_runs(
+    index: RunIndex,
+    *,
+    search: str = "",
+    task: str | None = None,
+    status: str | None = None,
+    model: str | None = None,
+    since: float | None = None,
+) -> list[dict[str, Any]]:
+    where, params = [], []
+    for column, value in (("task", task), ("status", status), ("model", model)):
+        if value:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        where.append("started_at >= ?")
+        params.append(since)
+    table = index.db["runs"]
+    clause = " and ".join(where) or None
+    if search.strip():
+        return list(
+            table.search(search, where=clause, where_args=params, limit=LIMIT)  # type: ignore[union-attr]
+        )
+    return list(
+        table.rows_where(clause, params, order_by="started_at desc", limit=LIMIT)  # type: ignore[union-attr]
+    )
+
+
+def parse_since(text: str) -> float | None:
+    """`YYYY-MM-DD` (local midnight) to a timestamp; empty means no bound."""
+    if not text.strip():
+        return None
+    day = dt.date.fromisoformat(text.strip())
+    return dt.datetime.combine(day, dt.time()).timestamp()
+
+
+class RunsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "ctrl+f",
+            "focus_search",
+            "Search",
+            id="runs.search",
+            tooltip="Full-text search over questions and answers.",
+        ),
+        Binding("ctrl+r", "refresh", "Refresh", id="runs.refresh", tooltip="Read runs.db again."),
+        Binding(
+            "ctrl+o",
+            "open_selected",
+            "Open",
+            id="runs.open",
+            tooltip="Open the selected run (or press Enter on it).",
+        ),
+        Binding(
+            "ctrl+l",
+            "clear_filters",
+            "Clear",
+            id="runs.clear",
+            tooltip="Clear the search and every filter.",
+        ),
+    ]
+
+    @dataclass
+    class Badges(Message, bubble=False):
+        run_id: str
+        badges: str
+
+    app: ConductorApp  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[dict[str, Any]] = []
+        self.index: RunIndex | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="search questions and answers (full text)", id="search")
+        with Horizontal(id="filters"):
+            yield Select[str]([], prompt="task", id="filter-task")
+            yield Select[str]([], prompt="outcome", id="filter-status")
+            yield Select[str]([], prompt="model", id="filter-model")
+            yield Input(placeholder="since YYYY-MM-DD", id="filter-since")
+        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield Static(id="runs-info")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        table.add_column("when", key="when", width=11)
+        table.add_column("outcome", key="outcome", width=9)
+        table.add_column("question", key="question", width=QUESTION_WIDTH)
+        table.add_column("findings", key="findings", width=14)
+        table.add_column("task", key="task", width=12)
+        table.add_column("model", key="model", width=10)
+        table.add_column("rnd", key="rounds", width=3)
+        table.add_column("cost", key="cost", width=7)
+        self.index = RunIndex()
+        self._fill_filters()
+        self.refresh_rows()
+        table.focus()
+
+    def on_screen_resume(self) -> None:
+        if self.index is not None:
+            self._fill_filters()
+            self.refresh_rows()
+
+    def _fill_filters(self) -> None:
+        assert self.index is not None
+        for column in ("task", "status", "model"):
+            values = [
+                row[column]
+                for row in self.index.db.query(
+                    f"select distinct {column} from runs where {column} != '' order by 1"
+                )
+                if row[column]
+            ]
+            select = self.query_one(f"#filter-{column}", Select)
+            current = select.value
+            select.set_options([(v, v) for v in values])
+            if current in values:
+                select.value = current
+
+    def _filters(self) -> dict[str, Any] | None:
+        def chosen(name: str) -> str | None:
+            value = self.query_one(f"#filter-{name}", Select).value
+            return value if isinstance(value, str) else None
+
+        try:
+            since = parse_since(self.query_one("#filter-since", Input).value)
+        except ValueError:
+            self.notify(
+                "Write the date as YYYY-MM-DD, e.g. 2025-01-31.", severity="error", title="since"
+            )
+            return None
+        return {
+            "search": self.query_one("#search", Input).value,
+            "task": chosen("task"),
+            "status": chosen("status"),
+            "model": chosen("model"),
+            "since": since,
+        }
+
+    def refresh_rows(self) -> None:
+        assert self.index is not None
+        filters = self._filters()
+        if filters is None:
+            return
+        try:
+            self.rows = query_runs(self.index, **filters)
+        except Exception as exc:  # an FTS syntax error from odd search text
+            self.notify(f"search failed: {exc}; try plain words.", severity="error")
+            return
+        table = self.query_one("#runs", DataTable)
+        table.clear()
+        for row in self.rows:
+            when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
+            table.add_row(
+                when,
+                row["status"] or "",
+                _cut(" ".join((row["question"] or "").split()), QUESTION_WIDTH),
+                "…",
+                row["task"] or "",
+                row["model"] or "",
+                str(row["rounds"] or 0),
+                f"${row['cost_usd'] or 0:.3f}",
+                key=row["run_id"],
+            )
+        shown = len(self.rows)
+        self.query_one("#runs-info", Static).update(
+            f"{shown} runs" + (" (first 500)" if shown >= LIMIT else "") + " · Enter opens one"
+        )
+        self.compute_badges([(r["run_id"], r["path"] or "") for r in self.rows])
+
+    @work(thread=True, exclusive=True, group="badges")
+    def compute_badges(self, runs: list[tuple[str, str]]) -> None:
+        for run_id, path in runs:
+            try:
+                badges = badges_for(path)
+            except Exception as exc:  # one unreadable transcript must not stop the rest
+                badges = f"unreadable: {exc}"[:20]
+            self.post_message(self.Badges(run_id, badges))
+
+    def on_runs_screen_badges(self, message: Badges) -> None:
+        table = self.query_one("#runs", DataTable)
+        try:
+            table.update_cell(message.run_id, "findings", message.badges)
+        except Exception:  # the row left the table since (a new search)
+            pass
+
+    @on(Input.Submitted, "#search")
+    @on(Input.Submitted, "#filter-since")
+    @on(Select.Changed)
+    def _filters_changed(self) -> None:
+        self.refresh_rows()
+
+    @on(DataTable.RowSelected, "#runs")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self.app.open_run(event.row_key.value)
+
+    def action_focus_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    def action_refresh(self) -> None:
+        self._fill_filters()
+        self.refresh_rows()
+
+    def action_open_selected(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        if not self.rows:
+            self.notify("No run to open.")
+            return
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        if row_key.value:
+            self.app.open_run(row_key.value)
+
+    def action_clear_filters(self) -> None:
+        self.query_one("#search", Input).value = ""
+        self.query_one("#filter-since", Input).value = ""
+        for name in ("task", "status", "model"):
+            self.query_one(f"#filter-{name}", Select).clear()
+        self.refresh_rows()

@@ -1,0 +1,146 @@
+"""The blocks a run is drawn with: a meta turn, an expert call, a sandbox run, a line.
+
+They hold no logic about runs: a renderer (tui/renderers.py) decides what goes where.
+Streamed text goes through `MarkdownStream`, which batches fragments that arrive faster
+than the widget can draw.
+"""
+
+from __future__ import annotations
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+QUOTE_FENCE = "~~~"  # not ``` : a quoted instruction may itself hold ``` code fences
+
+
+def protocol_line(line: str) -> str:
+    """One line of a model turn as Markdown: triple quotes become fences, `>>` stays text."""
+    stripped = line.strip()
+    if stripped == '"""':
+        return QUOTE_FENCE
+    if stripped.startswith('"""'):
+        line = QUOTE_FENCE + "\n" + stripped[3:]
+    if stripped.endswith('"""') and len(stripped) > 3:
+        line = line.rstrip()[:-3] + "\n" + QUOTE_FENCE
+    if line.lstrip().startswith(">>"):
+        line = "\\" + line.lstrip()
+    return line
+
+
+def protocol_markdown(text: str) -> str:
+    return "\n".join(protocol_line(line) for line in text.split("\n"))
+
+
+class StreamedMarkdown(Markdown):
+    """Markdown streamed line by line, then set to its final text.
+
+    Model turns use triple quotes, not Markdown, so each complete line is translated
+    (`protocol_line`) before it is shown; a partial line waits for its newline.
+    """
+
+    def __init__(self, text: str = "", **kwargs: object) -> None:
+        super().__init__(protocol_markdown(text), **kwargs)  # type: ignore[arg-type]
+        self._stream: MarkdownStream | None = None
+        self.received = ""
+        self._partial = ""
+
+    async def stream(self, fragment: str) -> None:
+        self.received += fragment
+        *lines, self._partial = (self._partial + fragment).split("\n")
+        if not lines:
+            return
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self)
+        await self._stream.write("".join(protocol_line(line) + "\n" for line in lines))
+
+    async def settle(self, text: str) -> None:
+        """Stop streaming and show exactly `text` (the model's whole reply)."""
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        self.received, self._partial = text, ""
+        await self.update(protocol_markdown(text))
+
+
+class TurnBlock(Vertical):
+    """One meta-model turn: its streamed text, then the expert calls it made."""
+
+    def __init__(self, round_no: int, **kwargs: object) -> None:
+        super().__init__(classes="turn", **kwargs)  # type: ignore[arg-type]
+        self.round_no = round_no
+        self.border_title = f"round {round_no} · meta model"
+
+    def compose(self) -> ComposeResult:
+        yield StreamedMarkdown(classes="turn-text")
+        yield Vertical(classes="turn-calls")
+
+    @property
+    def text(self) -> StreamedMarkdown:
+        return self.query_one(".turn-text", StreamedMarkdown)
+
+    @property
+    def calls(self) -> Vertical:
+        return self.query_one(".turn-calls", Vertical)
+
+
+class ExpertBlock(Collapsible):
+    """One expert call: a one-line summary that expands to instruction, reply and runs."""
+
+    def __init__(self, title: str, instruction: str, **kwargs: object) -> None:
+        super().__init__(
+            Static(Text(instruction), classes="expert-instruction"),
+            StreamedMarkdown(classes="expert-reply"),
+            Vertical(classes="expert-runs"),
+            title=title,
+            collapsed=True,
+            classes="expert",
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    @property
+    def contents(self) -> Collapsible.Contents:
+        return self.query_one(Collapsible.Contents)
+
+    @property
+    def reply(self) -> StreamedMarkdown:
+        return self.query_one(".expert-reply", StreamedMarkdown)
+
+    @property
+    def runs(self) -> Vertical:
+        return self.query_one(".expert-runs", Vertical)
+
+
+class SandboxBlock(Vertical):
+    """One program run: highlighted code, its output streams and how it ended."""
+
+    def __init__(self, code: str, stdout: str, stderr: str, status: str, ok: bool) -> None:
+        super().__init__(classes="sandbox " + ("ok" if ok else "failed"))
+        self.border_title = f"sandbox · {status}"
+        self._parts = (code, stdout, stderr)
+
+    def compose(self) -> ComposeResult:
+        code, stdout, stderr = self._parts
+        yield Static(Syntax(code.rstrip("\n"), "python", word_wrap=True), classes="code")
+        if stdout:
+            yield Static(Text(stdout.rstrip("\n")), classes="stdout")
+        if stderr:
+            yield Static(Text(stderr.rstrip("\n")), classes="stderr")
+
+
+class EventLine(Static):
+    """A one-line event (recall, note to the model, limit, notes written, summary)."""
+
+    def __init__(self, text: str | Text, kind: str) -> None:
+        super().__init__(Text(text) if isinstance(text, str) else text, classes=f"line {kind}")
+
+
+class BoxedText(Static):
+    """A titled box of plain text (the question, the final answer, an error)."""
+
+    def __init__(self, text: str, title: str, kind: str) -> None:
+        super().__init__(Text(text), classes=f"boxed {kind}")
+        self.border_title = title
