@@ -498,7 +498,7 @@ def test_a_failure_that_would_fail_every_item_stops_the_batch(
 
 def replay_sandbox() -> str:
     """A real sandbox for the replayed code: bubblewrap (fast), else Docker."""
-    from conftest import skip_or_fail
+    from support import skip_or_fail
 
     from sandbox.registry import probe
 

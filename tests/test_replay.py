@@ -301,7 +301,7 @@ def test_recorded_code_prints_the_same_again_in_our_sandbox(shared_dir: Path, sa
 
 @pytest.mark.docker
 def test_replay_through_the_docker_sandbox(shared_dir: Path, require_docker) -> None:
-    from conftest import skip_or_fail
+    from support import skip_or_fail
 
     from sandbox.registry import open_sandbox
 

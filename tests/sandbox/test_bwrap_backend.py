@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import skip_or_fail
+from support import skip_or_fail
 
 from sandbox import seccomp_bpf
 from sandbox.bwrap_backend import SANDBOX_ENV, BwrapSandbox, Limits

@@ -83,8 +83,12 @@ def test_cached_rootfs_tarball_is_reused_without_debootstrap(tmp_path: Path) -> 
     assert image.base_rootfs_name("http://mirror.example/debian") != cached.name
 
 
-def test_rootfs_path_only_when_a_tree_was_unpacked(tmp_path: Path) -> None:
-    # CONDUCTOR_HOME points into tmp_path (tests/conftest.py).
+def test_rootfs_path_only_when_a_tree_was_unpacked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CONDUCTOR_HOME points into tmp_path (tests/conftest.py); the shared build cache
+    # must not be touched by this fake tree.
+    monkeypatch.delenv("CONDUCTOR_SANDBOX_CACHE", raising=False)
     assert image.rootfs_path() is None
     python = image.sandbox_home() / "rootfs" / "usr" / "bin" / "python3"
     python.parent.mkdir(parents=True)

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import skip_or_fail
 from hostile_cases import CASES, HostileCase, describe
+from support import skip_or_fail
 
 from conductor.interfaces import ExecResult, Sandbox
 from sandbox.registry import backend_class, probe
