@@ -1074,7 +1074,7 @@ SECRETS = [
         "lists /root, /home and the host's working directories",
         """
         import os
-        for path in ("/root", "/home", "@HOST_CWD@", "/work/main"):
+        for path in ("/root", "/home", "@HOST_CWD@"):
             try:
                 print(path, sorted(os.listdir(path))[:20])
             except OSError as exc:
