@@ -19,6 +19,15 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, help="tokens a run may spend")
     parser.add_argument("--max-cost", type=float, help="dollars a run may spend")
     parser.add_argument("--no-python", action="store_true", help="do not offer Expert Python")
+    # The notebook flags (a command may have declared its own already).
+    notebook_flags = (
+        ("--notebook", {"metavar": "PATH", "help": "notebook file (default: notebook.db)"}),
+        ("--no-recall", {"action": "store_true", "help": "do not recall notes into the prompt"}),
+        ("--no-learn", {"action": "store_true", "help": "do not distill the run into notes"}),
+    )
+    for flag, options in notebook_flags:
+        if flag not in parser._option_string_actions:
+            parser.add_argument(flag, **options)
 
 
 def settings_from_args(args: argparse.Namespace):

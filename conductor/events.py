@@ -216,6 +216,10 @@ class NotesWritten(Event):
     note_ids: list[str] = field(default_factory=list)
     skipped: int = 0
     merged: int = 0
+    outcome: str = ""  # correct | wrong | verified | unverified | unanswered
+    reflection: str = ""  # what the reflection call did: ok / skipped / failed, and why
+    feedback: dict[str, str] = field(default_factory=dict)  # recalled note id -> effect
+    induced: bool = False  # the task type's experience was re-induced after this run
 
 
 def event_kinds() -> dict[str, type[Event]]:

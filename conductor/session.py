@@ -110,10 +110,17 @@ def build_session(
     expert = get_model(settings.expert_model) if settings.expert_model else meta
     if sandbox is None and settings.run.python:
         sandbox = open_sandbox(settings.sandbox)
-    return Session(
+    session = Session(
         meta_model=meta,
         expert_model=expert,
         sandbox=sandbox,
         config=settings.run,
         index=RunIndex() if index else None,
     )
+    if settings.recall or settings.learn:
+        # The notebook: recall before round 1, distill after every run.
+        from notebook.hooks import NotebookHooks
+
+        hooks = NotebookHooks.open(settings.notebook or None, model=meta)
+        hooks.attach(session, recall=settings.recall, learn=settings.learn)
+    return session

@@ -1,0 +1,317 @@
+"""`conductor notebook ...`: look into the notebook, search it, move notes in and out.
+
+Every subcommand takes `--notebook PATH` (default: notebook.db in the data directory,
+or the `notebook` setting). Every note shown names the run it came from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from conductor.errors import UserFacingError
+
+
+def _add_path(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--notebook",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="notebook file (default: the `notebook` setting, else notebook.db in the data dir)",
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("notebook", help="the experience notebook: list, show, search, stats, ...")
+    _add_path(p)
+    nsub = p.add_subparsers(dest="notebook_command", metavar="ACTION")
+    p.set_defaults(handler=lambda args: _help(p))
+
+    def add(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
+        parser = nsub.add_parser(name, help=help_text)
+        _add_path(parser)
+        parser.set_defaults(handler=handler)
+        return parser
+
+    ls = add("list", "list notes (newest first) or, with --types, task types", run_list)
+    ls.add_argument("--type", help="only notes of this task type (id, id prefix or name)")
+    ls.add_argument("--kind", help="only notes of this kind (insight, pitfall, code, ...)")
+    ls.add_argument("--retired", action="store_true", help="list retired notes instead")
+    ls.add_argument("--types", action="store_true", help="list task types instead of notes")
+    ls.add_argument("--limit", type=int, default=50)
+    ls.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    show = add("show", "a note (or task type) in full, with its history", run_show)
+    show.add_argument("id", help="note or task type id (a unique prefix will do)")
+    show.add_argument("--json", action="store_true")
+
+    search = add("search", "what recall would show for a question, with scores", run_search)
+    search.add_argument("query", help="a question, or words (use - to read stdin)")
+    search.add_argument("-k", type=int, default=5, help="notes at most")
+    search.add_argument("--json", action="store_true")
+
+    stats = add("stats", "counts: notes, types, runs learned, recalls, verification", run_stats)
+    stats.add_argument("--json", action="store_true")
+
+    export = add("export", "write the notebook as JSON lines (types, notes, history)", run_export)
+    export.add_argument("-o", "--output", help="file to write (default: stdout)")
+
+    imp = add("import", "read an export into this notebook (duplicates skipped)", run_import)
+    imp.add_argument("file", help="a file written by `conductor notebook export`")
+
+    retire = add("retire", "retire a note: it is no longer recalled, and stays", run_retire)
+    retire.add_argument("id", help="note id (a unique prefix will do)")
+    retire.add_argument("--reason", default="retired by hand", help="why (kept in history)")
+    retire.add_argument("--restore", action="store_true", help="undo: recall the note again")
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 0
+
+
+def open_book(args: argparse.Namespace):
+    from conductor.config import load_settings
+    from notebook.store import Notebook
+
+    path = getattr(args, "notebook", None) or load_settings().notebook or None
+    return Notebook(path)
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    book = open_book(args)
+    if args.types:
+        rows = book.read(
+            "select * from task_types where retired = 0 order by members desc limit ?",
+            (args.limit,),
+        )
+        if args.json:
+            for row in rows:
+                print(json.dumps(dict(row), ensure_ascii=False))
+            return 0
+        table = Table("type", "name", "questions", "runs", "correct", "wrong", "experience")
+        for r in rows:
+            sizes = (
+                f"{len(json.loads(r['suggestions']))} sugg, {len(json.loads(r['procedure']))} steps"
+            )
+            table.add_row(
+                r["id"], _cut(r["name"], 40), str(r["members"]), str(r["runs"]),
+                str(r["correct"]), str(r["wrong"]), sizes,
+            )  # fmt: skip
+        _console().print(table)
+        return 0
+    where, params = ["retired = ?"], [1 if args.retired else 0]
+    if args.type:
+        kind = book.find_type(args.type)
+        if kind is None:
+            raise UserFacingError(
+                f"no task type {args.type!r}; `conductor notebook list --types` lists them."
+            )
+        where.append("type_id = ?")
+        params.append(kind["id"])
+    if args.kind:
+        where.append("kind = ?")
+        params.append(args.kind)
+    rows = book.read(
+        f"select * from notes where {' and '.join(where)} order by seq desc limit ?",
+        (*params, args.limit),
+    )
+    if args.json:
+        for row in rows:
+            print(json.dumps({k: v for k, v in row.items() if k != "terms"}, ensure_ascii=False))
+        return 0
+    table = Table("note", "kind", "key", "verified", "+/-/uses", "from run")
+    for r in rows:
+        table.add_row(
+            r["id"], r["kind"], _cut(r["key"], 36), r["verification"],
+            f"{r['helpful']}/{r['harmful']}/{r['uses']}", r["source_run"] or "(imported)",
+        )  # fmt: skip
+    _console().print(table)
+    if not rows:
+        print("no notes yet: every finished run is distilled into the notebook.", file=sys.stderr)
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    book = open_book(args)
+    note = book.find_note(args.id)
+    if note is None:
+        kind = book.find_type(args.id)
+        if kind is None:
+            raise UserFacingError(
+                f"no note or task type {args.id!r} in {book.path}; "
+                "`conductor notebook list` shows the ids."
+            )
+        return _show_type(book, kind, args.json)
+    history = [dict(r) for r in book.read(
+        "select at, action, run_id, detail from note_history where note_id = ? order by id",
+        (note["id"],),
+    )]  # fmt: skip
+    recalls = [dict(r) for r in book.read(
+        "select run_id, rank, score, outcome from recalls where note_id = ? order by id desc limit 20",
+        (note["id"],),
+    )]  # fmt: skip
+    if args.json:
+        note.pop("terms", None)
+        print(
+            json.dumps({"note": note, "history": history, "recalls": recalls}, ensure_ascii=False)
+        )
+        return 0
+    console = _console()
+    kind = book.find_type(note["type_id"]) if note["type_id"] else None
+    console.print(
+        f"[bold]{note['id']}[/] {note['kind']} · task type {kind['name'] if kind else '-'}"
+    )
+    console.print(
+        f"from run: {note['source_run'] or '(imported, no run)'}  task: {note['source_task'] or '-'}"
+    )
+    console.print(f"question: {_cut(note['source_question'], 300)}")
+    console.print(f"answer: {_cut(note['answer'] or '', 200)}")
+    console.print(
+        f"verified: {note['verification']} ({note['outcome']}) · confidence {note['confidence']:.2f}"
+        f" · helpful {note['helpful']} harmful {note['harmful']} uses {note['uses']}"
+        f" · support {note['support']}" + (" · RETIRED: " + (note["retired_reason"] or "") if note["retired"] else "")
+    )  # fmt: skip
+    console.print(f"key: {note['key']}")
+    console.print(note["text"], markup=False)
+    if note["code"]:
+        from rich.syntax import Syntax
+
+        console.print(Syntax(note["code"], "python"))
+    console.print(f"history ({len(history)}):")
+    for h in history:
+        console.print(f"  {h['action']:<20} run {h['run_id'] or '-'}", markup=False)
+    if recalls:
+        console.print(f"recalled in {len(recalls)} run(s) (latest first):")
+        for r in recalls:
+            console.print(
+                f"  run {r['run_id']} rank {r['rank']} score {r['score']:.2f} → {r['outcome']}"
+            )
+    return 0
+
+
+def _show_type(book: Any, kind: dict[str, Any], as_json: bool) -> int:
+    history = [dict(r) for r in book.read(
+        "select at, action, run_id, detail from type_history where type_id = ? order by id",
+        (kind["id"],),
+    )]  # fmt: skip
+    if as_json:
+        print(json.dumps({"type": kind, "history": history}, ensure_ascii=False))
+        return 0
+    console = _console()
+    console.print(f"[bold]{kind['id']}[/] {kind['name']}", markup=True)
+    console.print(kind["description"], markup=False)
+    console.print(
+        f"questions {kind['members']} · runs {kind['runs']} · correct {kind['correct']} "
+        f"· wrong {kind['wrong']} · failed {kind['failed']}"
+    )
+    for title, items in (("suggestions", kind["suggestions"]), ("procedure", kind["procedure"])):
+        console.print(f"{title}:")
+        for item in json.loads(items):
+            console.print(f"  - {item}", markup=False)
+    console.print(f"history: {', '.join(h['action'] for h in history)}")
+    return 0
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from notebook.recall import RecallOptions, recall
+
+    query = sys.stdin.read() if args.query == "-" else args.query
+    book = open_book(args)
+    result = recall(book, query, options=RecallOptions(k=args.k, threshold=0.0))
+    if args.json:
+        print(json.dumps({
+            "types": [{"id": m.type_id, "name": m.name, "evidence": round(m.evidence, 3),
+                       "relevance": round(m.relevance(), 4)} for m in result.matches],
+            "notes": result.event_notes(),
+        }, ensure_ascii=False))  # fmt: skip
+        return 0
+    console = _console()
+    if not result.matches:
+        console.print("no task type shares anything with that; nothing would be recalled.")
+        return 0
+    for m in result.matches:
+        console.print(
+            f"type {m.type_id} {_cut(m.name, 50)}: evidence {m.evidence:.1f}, relevance {m.relevance():.2f}"
+        )
+    for rank, s in enumerate(result.shown, 1):
+        note = s.note
+        console.print(
+            f"{rank}. {note['id']} {note['kind']} relevance {s.relevance:.2f} score {s.score:.2f} "
+            f"(from run {note['source_run'] or '-'}): {_cut(note['text'], 100)}", markup=False,
+        )  # fmt: skip
+    return 0
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    from notebook.stats import collect
+
+    data = collect(open_book(args))
+    if args.json:
+        print(json.dumps(data))
+        return 0
+    console = _console()
+    for key, value in data.items():
+        console.print(f"{key:<16} {value}", markup=False)
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from notebook.transfer import export_lines
+
+    book = open_book(args)
+    count = 0
+    with contextlib.ExitStack() as stack:
+        out = (
+            stack.enter_context(Path(args.output).open("w", encoding="utf-8"))
+            if args.output
+            else sys.stdout
+        )
+        for line in export_lines(book):
+            out.write(line + "\n")
+            count += 1
+    print(f"exported {count} records from {book.path}", file=sys.stderr)
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from notebook.transfer import import_file
+
+    book = open_book(args)
+    counts = import_file(book, Path(args.file))
+    print(
+        f"imported into {book.path}: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def run_retire(args: argparse.Namespace) -> int:
+    from notebook.notes import retire
+
+    book = open_book(args)
+    changed = retire(book, args.id, reason=args.reason, restore=args.restore)
+    note = book.find_note(args.id)
+    state = "restored" if args.restore else "retired"
+    if changed:
+        print(f"{note['id'] if note else args.id} {state} (kept, with its history)")
+    else:
+        print(f"{note['id'] if note else args.id} was already {state}")
+    return 0

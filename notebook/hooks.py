@@ -1,0 +1,69 @@
+"""The notebook in a `Session`: recall before round 1, learning after every run.
+
+`NotebookHooks.attach(session)` (or `build_session`, from the settings' `notebook`,
+`recall` and `learn`) wires both in. Recall is read-only; learning is the only writer.
+With `--no-learn` the notebook is only read: no notes, and no counters move.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from conductor.events import Event, Recall
+from conductor.interfaces import ChatModel
+from notebook.learn import LearnOptions, learn_from_run, model_can_reflect
+from notebook.recall import RecallOptions, recall
+from notebook.store import Notebook
+
+if TYPE_CHECKING:
+    from conductor.session import Session
+
+log = logging.getLogger("conductor.notebook")
+
+
+class NotebookHooks:
+    def __init__(
+        self,
+        book: Notebook,
+        *,
+        model: ChatModel | None = None,
+        recall_options: RecallOptions | None = None,
+        learn_options: LearnOptions | None = None,
+    ) -> None:
+        self.book = book
+        self.model = model
+        self.recall_options = recall_options or RecallOptions()
+        self.learn_options = learn_options or LearnOptions()
+
+    @classmethod
+    def open(cls, path: Path | str | None = None, **kwargs: object) -> NotebookHooks:
+        return cls(Notebook(path), **kwargs)  # type: ignore[arg-type]
+
+    def recall(self, question: str) -> Recall:
+        """The `Recall` event for a question (with no notes when nothing is relevant)."""
+        model = self.model if model_can_reflect(self.model) else None
+        result = recall(self.book, question, model=model, options=self.recall_options)
+        best = result.best_type
+        return Recall(
+            task_type=f"{best['name']} ({best['id']})" if best else None,
+            notes=result.event_notes(),
+            rendered=result.rendered.text,
+            tokens=result.rendered.tokens,
+        )
+
+    def after_run(self, events: list[Event]) -> list[Event]:
+        written = learn_from_run(self.book, events, model=self.model, options=self.learn_options)
+        return [written] if written is not None else []
+
+    def attach(self, session: Session, *, recall: bool = True, learn: bool = True) -> None:
+        if recall:
+            session.recall = self.recall
+            if session.conductor is not None:
+                session.conductor.recall = self.recall
+        if learn:
+            session.after_run.append(self.after_run)
+
+    def close(self) -> None:
+        self.book.close()
