@@ -126,8 +126,16 @@ def test_batch_screen_before_any_batch(snap_compare) -> None:
 
 
 def test_notebook_screen(snap_compare) -> None:
+    from test_notebook_screen import seed_notebook
+
+    seed_notebook("20250101-120000-aaa111")
+
+    async def loaded(pilot) -> None:
+        await wait_for(pilot, lambda: pilot.app.screen.query_one("#nb-notes").row_count == 3)
+        await pilot.pause(0.2)
+
     app = ConductorApp(make_settings(), start_mode="notebook")
-    assert snap_compare(app, terminal_size=SIZE)
+    assert snap_compare(app, terminal_size=SIZE, run_before=loaded)
 
 
 def test_solve_screen_with_recall_and_experts_expanded(snap_compare, fixed_runs) -> None:

@@ -1,21 +1,375 @@
-"""Notebook: task types with their experience, notes with provenance; retire a note."""
+"""Notebook: task types with their experience, notes with provenance; search, retire.
+
+Reads the notebook (`notebook.store.Notebook`, the file the settings name) with plain
+queries against its schema; search goes through its FTS index with the notebook's own
+term functions, so the screen finds what recall would. Retiring calls the notebook
+package; the screen never writes by itself.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual import on
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from conductor.errors import UserFacingError
+from notebook.store import Notebook
+from notebook.terms import content_terms, fts_query
+from tui.widgets.notebook_detail import NotebookDetail
+
+if TYPE_CHECKING:
+    from tui.app import ConductorApp
+
+LIMIT = 500
+ALL_TYPES = "type:*"
+NO_TYPE = "type:-"
+KEY_WIDTH = 18
+
+
+def _cut(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def query_notes(
+    book: Notebook, *, search: str = "", type_choice: str = ALL_TYPES
+) -> list[dict[str, Any]]:
+    """Active notes of the chosen type (all, none, or one id), matching `search` if given."""
+    where, params = ["n.retired = 0"], []
+    if type_choice == NO_TYPE:
+        where.append("n.type_id is null")
+    elif type_choice != ALL_TYPES:
+        where.append("n.type_id = ?")
+        params.append(type_choice.removeprefix("type:"))
+    if search.strip():
+        terms = sorted(content_terms(search))
+        if not terms:
+            return []
+        # Every word must match, as a search box is expected to behave.
+        where.append("notes_fts match ?")
+        params.append(fts_query([], all_of=terms))
+        sql = (
+            "select n.* from notes_fts join notes n on n.seq = notes_fts.rowid "
+            f"where {' and '.join(where)} order by notes_fts.rank limit {LIMIT}"
+        )
+    else:
+        sql = (
+            f"select n.* from notes n where {' and '.join(where)} "
+            f"order by n.confidence desc, n.seq limit {LIMIT}"
+        )
+    return [dict(r) for r in book.read(sql, params)]
 
 
 class NotebookScreen(Screen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = []
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "ctrl+f",
+            "focus_search",
+            "Search",
+            id="notebook.search",
+            tooltip="Full-text search over the notes (key, text, code).",
+        ),
+        Binding(
+            "ctrl+l",
+            "clear_search",
+            "Clear",
+            id="notebook.clear",
+            tooltip="Clear the search and show every task type's notes.",
+        ),
+        Binding(
+            "ctrl+o",
+            "open_source_run",
+            "Source run",
+            id="notebook.source_run",
+            tooltip="Open the run the selected note came from, in the run detail view.",
+        ),
+        Binding(
+            "delete",
+            "retire_note",
+            "Retire",
+            id="notebook.retire",
+            tooltip="Retire the selected note (press twice; it stays in the history).",
+        ),
+        Binding(
+            "ctrl+r",
+            "refresh",
+            "Refresh",
+            id="notebook.refresh",
+            tooltip="Read the notebook again.",
+        ),
+    ]
+
+    app: ConductorApp  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.book: Notebook | None = None
+        self.problem: str | None = None
+        self.notes: list[dict[str, Any]] = []
+        self.type_names: dict[str, str] = {}
+        self.type_choice = ALL_TYPES
+        self.selected_note: dict[str, Any] | None = None
+        self._retire_armed: str | None = None  # the note id a first press asked about
+        self._pending_note: str | None = None  # a link followed before the screen mounted
 
     def compose(self) -> ComposeResult:
-        yield Static("The notebook store is not available in this build yet.", id="nb-missing")
+        yield Input(placeholder="search notes (full text)", id="nb-search")
+        with Horizontal(id="nb-body"):
+            with Vertical(id="nb-side"):
+                yield Label("Task types", classes="side-title")
+                yield OptionList(id="nb-types")
+            with Vertical(id="nb-main"):
+                yield DataTable(id="nb-notes", cursor_type="row", zebra_stripes=True)
+                with VerticalScroll(id="nb-detail-scroll"):
+                    yield NotebookDetail(id="nb-detail")
+        yield Static(id="nb-info")
         yield Footer()
 
+    def on_mount(self) -> None:
+        table = self.query_one("#nb-notes", DataTable)
+        table.add_column("kind", key="kind", width=9)
+        table.add_column("key", key="key", width=KEY_WIDTH)
+        table.add_column("+/-", key="votes", width=5)
+        table.add_column("use", key="uses", width=3)
+        table.add_column("verified", key="verification", width=9)
+        self.book = self._open()
+        self.refresh_all()
+        table.focus()
+        if self._pending_note is not None:
+            # After the first layout: the table settles its cursor then, not before.
+            self.call_after_refresh(self.show_note, self._pending_note)
+            self._pending_note = None
+
+    def on_screen_resume(self) -> None:
+        if self.book is not None:
+            self.refresh_all()
+
+    def on_unmount(self) -> None:
+        if self.book is not None:
+            self.book.close()
+
+    def _open(self) -> Notebook | None:
+        settings = getattr(self.app, "settings", None)
+        path = getattr(settings, "notebook", "") or None
+        try:
+            return Notebook(Path(path) if path else None)
+        except UserFacingError as exc:
+            self.problem = str(exc)
+            return None
+
+    # -- reading ----------------------------------------------------------------------
+    def refresh_all(self) -> None:
+        if self.book is None:
+            self.query_one("#nb-detail", NotebookDetail).show_hint(
+                f"The notebook cannot be opened: {self.problem}"
+            )
+            self.query_one("#nb-info", Static).update("no notebook")
+            return
+        self._fill_types()
+        self.refresh_notes()
+
+    def _fill_types(self) -> None:
+        assert self.book is not None
+        counts = {
+            r["type_id"]: r["n"]
+            for r in self.book.read(
+                "select type_id, count(*) as n from notes where retired = 0 group by type_id"
+            )
+        }
+        types = self.book.read("select id, name from task_types where retired = 0 order by name")
+        self.type_names = {r["id"]: r["name"] for r in types}
+        options = [Option(f"All notes ({sum(counts.values())})", id=ALL_TYPES)]
+        options += [
+            Option(f"{_cut(r['name'], 16)} ({counts.get(r['id'], 0)})", id=f"type:{r['id']}")
+            for r in types
+        ]
+        if counts.get(None):
+            options.append(Option(f"(no type) ({counts[None]})", id=NO_TYPE))
+        type_list = self.query_one("#nb-types", OptionList)
+        type_list.clear_options()
+        type_list.add_options(options)
+        ids = [o.id for o in options]
+        if self.type_choice not in ids:
+            self.type_choice = ALL_TYPES
+        type_list.highlighted = ids.index(self.type_choice)
+
+    def refresh_notes(self) -> None:
+        assert self.book is not None
+        search = self.query_one("#nb-search", Input).value
+        try:
+            self.notes = query_notes(self.book, search=search, type_choice=self.type_choice)
+        except Exception as exc:  # an FTS syntax error from odd search text
+            self.notify(f"search failed: {exc}; try plain words.", severity="error")
+            return
+        table = self.query_one("#nb-notes", DataTable)
+        table.clear()
+        for note in self.notes:
+            table.add_row(
+                note["kind"],
+                _cut(note["key"] or note["text"], KEY_WIDTH),
+                f"{note['helpful']}/{note['harmful']}",
+                str(note["uses"]),
+                note["verification"],
+                key=note["id"],
+            )
+        where = "all types" if self.type_choice == ALL_TYPES else self._type_label()
+        found = f"{len(self.notes)} notes" + (" (first 500)" if len(self.notes) >= LIMIT else "")
+        matching = f" matching {search.strip()!r}" if search.strip() else ""
+        self.query_one("#nb-info", Static).update(
+            f"{found}{matching} · {where} · {self.book.path.name}"
+        )
+        if self.notes:
+            self._show_note(self.notes[min(table.cursor_row, len(self.notes) - 1)])
+        else:
+            self.selected_note = None
+            self._show_type_or_hint()
+
+    def _type_label(self) -> str:
+        if self.type_choice == NO_TYPE:
+            return "no type"
+        type_id = self.type_choice.removeprefix("type:")
+        return self.type_names.get(type_id, type_id)
+
+    def _show_type_or_hint(self) -> None:
+        detail = self.query_one("#nb-detail", NotebookDetail)
+        if self.book is not None and self.type_choice not in (ALL_TYPES, NO_TYPE):
+            row = self.book.find_type(self.type_choice.removeprefix("type:"))
+            if row is not None:
+                detail.show_type(row, len(self.notes))
+                return
+        detail.show_hint(
+            "No notes here yet: every finished run is distilled into the notebook "
+            "(unless learning is off)."
+        )
+
+    def _show_note(self, note: dict[str, Any]) -> None:
+        self.selected_note = note
+        name = self.type_names.get(note.get("type_id") or "")
+        self.query_one("#nb-detail", NotebookDetail).show_note(note, name)
+
     def show_note(self, note_id: str) -> None:
-        self.notify(f"note {note_id}: the notebook store is not available yet")
+        """Show one note (a link from a run's detail): its row if listed, else just the note."""
+        if not self.query("#nb-notes"):  # not composed yet: on_mount shows it
+            self._pending_note = note_id
+            return
+        if self.book is None:
+            self.notify(f"The notebook cannot be opened: {self.problem}", severity="error")
+            return
+        note = self.book.find_note(note_id)
+        if note is None:
+            self.notify(f"no note matches {note_id!r} in {self.book.path}.", severity="warning")
+            return
+        self.query_one("#nb-search", Input).value = ""
+        self.type_choice = ALL_TYPES
+        self.refresh_all()
+        table = self.query_one("#nb-notes", DataTable)
+        ids = [n["id"] for n in self.notes]
+        if note["id"] in ids:
+            table.move_cursor(row=ids.index(note["id"]))
+            table.focus()
+        self._show_note(note)  # a retired note is not listed but still shown
+
+    # -- events -----------------------------------------------------------------------
+    @on(OptionList.OptionHighlighted, "#nb-types")
+    def _type_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_id and event.option_id != self.type_choice:
+            self.type_choice = event.option_id
+            self.query_one("#nb-notes", DataTable).move_cursor(row=0)
+            self.refresh_notes()
+            if self.type_choice not in (ALL_TYPES, NO_TYPE):
+                self._show_type_or_hint()  # the type's experience first; a note on choosing
+
+    @on(DataTable.RowHighlighted, "#nb-notes")
+    def _note_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if 0 <= event.cursor_row < len(self.notes) and self.query_one("#nb-notes").has_focus:
+            self._show_note(self.notes[event.cursor_row])
+
+    @on(DataTable.RowSelected, "#nb-notes")
+    def _note_selected(self, event: DataTable.RowSelected) -> None:
+        if 0 <= event.cursor_row < len(self.notes):
+            self._show_note(self.notes[event.cursor_row])
+
+    @on(Input.Submitted, "#nb-search")
+    def _search_submitted(self) -> None:
+        self.refresh_notes()
+        if self.notes:
+            self.query_one("#nb-notes", DataTable).focus()
+
+    # -- actions ----------------------------------------------------------------------
+    def action_focus_search(self) -> None:
+        self.query_one("#nb-search", Input).focus()
+
+    def action_clear_search(self) -> None:
+        self.query_one("#nb-search", Input).value = ""
+        self.type_choice = ALL_TYPES
+        if self.book is not None:
+            self.refresh_all()
+
+    def action_refresh(self) -> None:
+        if self.book is None:
+            self.book = self._open()
+        self.refresh_all()
+
+    def action_open_source_run(self) -> None:
+        note = self.selected_note
+        if note is None:
+            self.notify("Choose a note first.")
+            return
+        if not note.get("source_run"):
+            self.notify(f"Note {note['id']} records no source run (written by {note['author']}).")
+            return
+        self.app.open_run(note["source_run"])
+
+    def action_retire_note(self) -> None:
+        note = self.selected_note
+        if self.book is None or note is None:
+            self.notify("Choose a note first.")
+            return
+        if note.get("retired"):
+            self.notify(f"Note {note['id']} is already retired.")
+            return
+        if self._retire_armed != note["id"]:
+            self._retire_armed = note["id"]
+            self.notify(
+                f"Press Delete again to retire {note['id']} ({_cut(note['key'], 30)}); "
+                "it stays in the history.",
+                title="retire?",
+            )
+            return
+        self._retire_armed = None
+        self._retire(note)
+
+    def _retire(self, note: dict[str, Any]) -> None:
+        assert self.book is not None
+        retire = retire_function()
+        if retire is None:
+            self.notify(
+                f"Retiring from the TUI needs the notebook's retire function, not in this "
+                f"build yet: run `conductor notebook retire {note['id']}`.",
+                severity="warning",
+                title="cannot retire here",
+            )
+            return
+        try:
+            retire(self.book, note["id"], reason="retired in the TUI")
+        except UserFacingError as exc:
+            self.notify(str(exc), severity="error", title="cannot retire")
+            return
+        self.notify(f"{note['id']} retired (kept in the history).", title="retired")
+        self.refresh_all()
+
+
+def retire_function() -> Any:
+    """The notebook package's retire function, or None while it has none.
+
+    Expected shape: `retire(book, note_id, *, reason)`, flagging the note and writing a
+    `note_history` row in one transaction. Not in notebook/ yet: wire it here when it lands.
+    """
+    return None
