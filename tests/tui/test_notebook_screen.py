@@ -256,25 +256,10 @@ async def test_a_note_link_from_a_run_opens_that_note(source_run: str) -> None:
         assert _table(app).cursor_row == _listed(app).index("n-pit24")
 
 
-def _retire_for_test(book: Notebook, note_id: str, *, reason: str) -> None:
-    """What the notebook's retire does (flag, reason, history row), for the screen's call."""
-    from notebook.store import record_note_history
-
-    def write(conn: sqlite3.Connection) -> None:
-        conn.execute(
-            "update notes set retired = 1, retired_reason = ? where id = ?", (reason, note_id)
-        )
-        record_note_history(conn, note_id, "retire", detail={"reason": reason})
-
-    book.write(write)
-
-
 async def test_retire_asks_once_then_retires_and_keeps_history(
     source_run: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = seed_notebook(source_run)
-    if notebook_screen.retire_function() is None:
-        monkeypatch.setattr(notebook_screen, "retire_function", lambda: _retire_for_test)
     app = ConductorApp(make_settings(), start_mode="notebook")
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: _table(app).row_count == 3)
@@ -290,7 +275,7 @@ async def test_retire_asks_once_then_retires_and_keeps_history(
         note = book.find_note("n-code24")
         assert note is not None and note["retired"] == 1
         history = book.read("select action from note_history where note_id = 'n-code24'")
-        assert [h["action"] for h in history] == ["retire"]
+        assert [h["action"] for h in history] == ["retired"]
 
 
 async def test_retire_without_the_notebooks_function_points_to_the_cli(

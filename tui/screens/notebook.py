@@ -367,9 +367,7 @@ class NotebookScreen(Screen[None]):
 
 
 def retire_function() -> Any:
-    """The notebook package's retire function, or None while it has none.
+    """The notebook package's retire: flags the note and writes its history row."""
+    from notebook.notes import retire
 
-    Expected shape: `retire(book, note_id, *, reason)`, flagging the note and writing a
-    `note_history` row in one transaction. Not in notebook/ yet: wire it here when it lands.
-    """
-    return None
+    return retire
