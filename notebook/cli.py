@@ -74,11 +74,17 @@ def _help(parser: argparse.ArgumentParser) -> int:
     return 0
 
 
-def open_book(args: argparse.Namespace):
+def open_book(args: argparse.Namespace, *, create: bool = False):
+    """The notebook the flags or settings name; only `import` may create one."""
     from conductor.config import load_settings
-    from notebook.store import Notebook
+    from notebook.store import Notebook, default_path
 
-    path = getattr(args, "notebook", None) or load_settings().notebook or None
+    path = Path(getattr(args, "notebook", None) or load_settings().notebook or default_path())
+    if not create and not path.expanduser().exists():
+        raise UserFacingError(
+            f"no notebook at {path} yet. Runs create it as they learn (`conductor solve ...`); "
+            "`conductor notebook import FILE` fills a new one; --notebook PATH picks another."
+        )
     return Notebook(path)
 
 
@@ -294,7 +300,7 @@ def run_export(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     from notebook.transfer import import_file
 
-    book = open_book(args)
+    book = open_book(args, create=True)
     counts = import_file(book, Path(args.file))
     print(
         f"imported into {book.path}: " + ", ".join(f"{k} {v}" for k, v in counts.items()),

@@ -59,6 +59,7 @@ def _squash(text: str) -> str:
 
 _STRING_RE = re.compile(r"(?s)('''.*?'''|\"\"\".*?\"\"\"|'[^'\n]*'|\"[^\"\n]*\")")
 _NUMBER_RE = re.compile(r"\b\d+(?:\.\d+)?\b")
+_LITERAL_RUN_RE = re.compile(r"[-+]?[S0](?:\s*,\s*[-+]?[S0])*")
 
 
 def _skeleton(code: str) -> str:
@@ -66,6 +67,7 @@ def _skeleton(code: str) -> str:
     code = _STRING_RE.sub("S", code)
     code = _NUMBER_RE.sub("0", code)
     code = re.sub(r"(?m)#.*$", "", code)
+    code = _LITERAL_RUN_RE.sub("L", code)  # data lists of any length look alike
     return _squash(code)
 
 
@@ -113,6 +115,8 @@ def distill_run(view: RunView, verification: Verification) -> list[NoteDraft]:
     """Deterministic notes from one run (no model)."""
     drafts: list[NoteDraft] = []
     question = excerpt(view.question, 300)
+    if not view.answered and view.status in ("error", "interrupted"):
+        return drafts  # a system failure or a user's stop teaches nothing about the task
     if not view.answered:
         drafts.append(
             NoteDraft(

@@ -8,6 +8,7 @@ With `--no-learn` the notebook is only read: no notes, and no counters move.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,9 +43,16 @@ class NotebookHooks:
         return cls(Notebook(path), **kwargs)  # type: ignore[arg-type]
 
     def recall(self, question: str) -> Recall:
-        """The `Recall` event for a question (with no notes when nothing is relevant)."""
+        """The `Recall` event for a question (with no notes when nothing is relevant).
+
+        A notebook that cannot be read costs the run its notes, not the run itself.
+        """
         model = self.model if model_can_reflect(self.model) else None
-        result = recall(self.book, question, model=model, options=self.recall_options)
+        try:
+            result = recall(self.book, question, model=model, options=self.recall_options)
+        except sqlite3.Error as exc:
+            log.warning("the notebook %s could not be read for recall: %s", self.book.path, exc)
+            return Recall(task_type=None, notes=[], rendered="", tokens=0)
         best = result.best_type
         return Recall(
             task_type=f"{best['name']} ({best['id']})" if best else None,

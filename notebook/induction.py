@@ -87,7 +87,11 @@ def induce(
         name, description = current[3], current[4]
         if description.startswith("Questions like"):
             # Named offline from its first question: name it by what its questions share.
-            words = template_words(conn, type_id, limit=5)
+            sample = conn.execute(
+                "select question from distilled_runs where type_id = ? order by at desc limit 1",
+                (type_id,),
+            ).fetchone()
+            words = template_words(conn, type_id, limit=5, question=sample[0] if sample else "")
             if len(words) >= 2:
                 name = " ".join(words)
                 head = description.split(" They contain:")[0]

@@ -228,7 +228,9 @@ def _write_notes(
     verification: Verification,
     drafts: list[NoteDraft],
 ) -> dict[str, Any]:
-    key = " ".join(template_words(conn, type_id)) or excerpt(view.question, 60)
+    key = " ".join(template_words(conn, type_id, question=view.question)) or excerpt(
+        view.question, 60
+    )
     source = Provenance(
         run_id=view.run_id,
         question=view.question,

@@ -56,6 +56,11 @@ def add_note(
         (digest, type_id or ""),
     ).fetchone()
     if row is not None:
+        # Nothing new to keep, but one more run arrived at the same note: count it.
+        conn.execute(
+            "update notes set support = support + 1, updated_at = ? where id = ?",
+            (time.time(), row[0]),
+        )
         record_note_history(
             conn, row[0], "duplicate-skipped", run_id=source.run_id, detail={"hash": digest}
         )

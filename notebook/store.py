@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import json
 import logging
+import os
 import random
 import sqlite3
 import threading
@@ -50,7 +51,8 @@ def _refuse_foreign(path: Path) -> None:
     if not path.exists() or path.stat().st_size == 0:
         return
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # immutable: read the file as it is, creating no -wal/-shm files beside it.
+        conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
         try:
             names = conn.execute("select name from sqlite_master where type='table'").fetchall()
             if ("_migrations",) not in names:
@@ -69,14 +71,18 @@ def _refuse_foreign(path: Path) -> None:
 
 @contextlib.contextmanager
 def _creation_lock(path: Path) -> Iterator[None]:
-    """Serialise first opens, so two processes never migrate the same new file at once."""
+    """Serialise opens, so two processes never migrate the same new file at once.
+
+    The lock is on the directory: it leaves no file behind, even beside a file refused.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 class Notebook:

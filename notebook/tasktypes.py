@@ -252,13 +252,25 @@ def create_type(
     return type_id
 
 
-def template_words(conn: sqlite3.Connection, type_id: str, limit: int = 6) -> list[str]:
-    """The type's most characteristic words (no shape terms), most frequent first."""
+def template_words(
+    conn: sqlite3.Connection, type_id: str, limit: int = 6, *, question: str = ""
+) -> list[str]:
+    """The type's characteristic words (no shapes, no bare numbers).
+
+    In the order they come in `question` when one is given (so they read as a phrase),
+    else most frequent first.
+    """
+    from notebook.terms import words as words_of
+
     rows = conn.execute(
         "select term from type_template where type_id = ? order by frequency desc, delta desc",
         (type_id,),
     ).fetchall()
-    return [r[0] for r in rows if not is_shape(r[0])][:limit]
+    chosen = [r[0] for r in rows if not is_shape(r[0]) and not r[0].isdigit()][: limit * 3]
+    if question:
+        order = {w: i for i, w in reversed(list(enumerate(words_of(question))))}
+        chosen.sort(key=lambda w: order.get(w, len(order)))
+    return chosen[:limit]
 
 
 def describe_offline(question: str, words: list[str]) -> tuple[str, str]:

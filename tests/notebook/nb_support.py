@@ -1,0 +1,70 @@
+"""Helpers for the notebook tests: finished runs as events, without running a model."""
+
+from __future__ import annotations
+
+from conductor.events import (
+    Event,
+    ExpertCallFinished,
+    ExpertCallStarted,
+    FinalAnswer,
+    Recall,
+    RunFinished,
+    RunStarted,
+    SandboxExec,
+)
+from conductor.interfaces import ExecResult
+
+
+def run_events(
+    run_id: str,
+    question: str,
+    answer: str | None,
+    *,
+    target: str | None = None,
+    code: str | None = None,
+    stdout: str | None = None,
+    experts: tuple[str, ...] = (),
+    expert_replies: tuple[str, ...] = (),
+    recalled: list[dict] | None = None,
+    status: str | None = None,
+) -> list[Event]:
+    """The events of a finished run: optional code run, expert calls, recall, answer."""
+    events: list[Event] = [RunStarted(run_id=run_id, question=question, target=target)]
+    if recalled is not None:
+        events.append(Recall(run_id=run_id, notes=recalled, rendered="(notes)"))
+    if code is not None:
+        call = ExpertCallStarted(run_id=run_id, name="Expert Python", is_python=True, round=1)
+        result = ExecResult(stdout=stdout if stdout is not None else f"{answer}\n", exit_code=0)
+        events += [
+            call,
+            SandboxExec(run_id=run_id, parent_id=call.id, code=code, result=result),
+            ExpertCallFinished(run_id=run_id, parent_id=call.id, name="Expert Python", text="ok"),
+        ]
+    for i, name in enumerate(experts):
+        call = ExpertCallStarted(run_id=run_id, name=name, round=2, index=i)
+        reply = expert_replies[i] if i < len(expert_replies) else "done"
+        events += [
+            call,
+            ExpertCallFinished(run_id=run_id, parent_id=call.id, name=name, text=reply),
+        ]
+    if answer is not None:
+        events.append(FinalAnswer(run_id=run_id, answer=answer, round=3))
+    events.append(
+        RunFinished(
+            run_id=run_id,
+            status=status or ("answered" if answer is not None else "limit"),
+            final_answer=answer,
+            rounds=3,
+        )
+    )
+    return events
+
+
+SORT_CODE = "words = {words!r}\nprint(' '.join(sorted(words)))\n"
+
+
+def sort_run(run_id: str, words: list[str], **kwargs) -> list[Event]:
+    """A word-sorting run that solved its question with a program."""
+    question = "Sort the following words alphabetically: List: " + " ".join(words)
+    answer = " ".join(sorted(words))
+    return run_events(run_id, question, answer, code=SORT_CODE.format(words=words), **kwargs)

@@ -1,0 +1,121 @@
+"""The learning loop a user can see, with the real conductor and code really running.
+
+The first question of a kind is solved by Expert Python's program in the (unsafe,
+subprocess) sandbox; the notebook distills that program. The second question of the
+kind gets the program in its first meta turn, the `Recall` event names the note, and the
+note's counters move with how the second run ends.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conductor.config import RunConfig
+from conductor.events import Event, MetaTurnStarted, NotesWritten, Recall
+from conductor.interfaces import Message
+from conductor.session import Session
+from experts.scripted import ScriptedModel
+from notebook.hooks import NotebookHooks
+from notebook.store import Notebook
+from sandbox.subprocess_backend import SubprocessSandbox
+
+PROGRAM = "words = {words!r}\nprint(' '.join(sorted(words, key=str.lower)))"
+
+
+def meta(history: list[Message]) -> str:
+    """Round 1: have Expert Python sort the words; then answer with what it printed."""
+    last = history[-1].content
+    if last.startswith("ROUND 1"):
+        # The question is last: recalled notes above it may quote older lists.
+        words = re.findall(r"List: (.+)", last)[-1].split()
+        return f'Expert Python:\n"""\nSort these words alphabetically: {" ".join(words)}\n"""'
+    printed = re.search(r"stdout:\n```\n(.*?)\n```", last, re.S)
+    return f'>> FINAL ANSWER:\n"""\n{printed.group(1) if printed else "?"}\n"""'
+
+
+def expert(_name: str, instruction: str) -> str:
+    words = instruction.split(": ", 1)[1].split()
+    code = PROGRAM.format(words=words)
+    return f"```python\n{code}\n```\nPlease run this code!"
+
+
+def solve(session: Session, words: list[str], target: str) -> list[Event]:
+    question = "Sort the following words alphabetically: List: " + " ".join(words)
+    return list(session.solve(question, target=target))
+
+
+def test_second_question_of_a_kind_gets_the_working_code(tmp_path: Path) -> None:
+    model = ScriptedModel(meta, expert)
+    sandbox = SubprocessSandbox()
+    book = Notebook(tmp_path / "notebook.db")
+    session = Session(
+        meta_model=model,
+        expert_model=model,
+        sandbox=sandbox,
+        config=RunConfig(max_rounds=4, python_timeout_s=20),
+        runs_path=tmp_path / "runs",
+    )
+    NotebookHooks(book, model=model).attach(session)
+    try:
+        first = solve(session, ["pear", "Apple", "fig"], target="Apple fig pear")
+        (nothing_yet,) = [e for e in first if isinstance(e, Recall)]
+        assert nothing_yet.notes == [] and nothing_yet.rendered == ""
+        (written,) = [e for e in first if isinstance(e, NotesWritten)]
+        assert written.outcome == "correct"
+        code_note = book.read_one("select * from notes where kind = 'code'")
+        assert code_note is not None and "sorted(words" in code_note["code"]
+        assert code_note["id"] in written.note_ids
+
+        second = solve(session, ["kiwi", "banana", "Cherry"], target="banana Cherry kiwi")
+    finally:
+        sandbox.close()
+    (recall,) = [e for e in second if isinstance(e, Recall)]
+    assert code_note["id"] in [n["id"] for n in recall.notes]
+    shown = next(n for n in recall.notes if n["id"] == code_note["id"])
+    assert shown["score"] > 0 and shown["relevance"] >= 0.5 and shown["rank"] >= 1
+    first_turn = next(e for e in second if isinstance(e, MetaTurnStarted) and e.round == 1)
+    assert code_note["code"].strip() in first_turn.user_message
+    assert code_note["id"] in first_turn.user_message
+    # What the model was actually sent in its first turn holds the program too.
+    meta_requests = [r for r in model.requests if r[0] == "meta"]
+    second_run_first = next(m for r in meta_requests for m in r[2] if "kiwi banana" in m.content)
+    assert "sorted(words, key=str.lower)" in second_run_first.content
+
+    (learned,) = [e for e in second if isinstance(e, NotesWritten)]
+    assert learned.outcome == "correct"
+    assert learned.feedback[code_note["id"]] == "helpful"
+    after = book.read_one(
+        "select helpful, harmful, uses from notes where id = ?", (code_note["id"],)
+    )
+    assert (after["helpful"], after["harmful"], after["uses"]) == (1, 0, 1)
+    recalled = book.read(
+        "select run_id, outcome from recalls where note_id = ?", (code_note["id"],)
+    )
+    assert [(r["run_id"], r["outcome"]) for r in recalled] == [(learned.run_id, "correct")]
+
+
+def test_a_recalled_note_counts_harm_when_the_run_goes_wrong(tmp_path: Path) -> None:
+    model = ScriptedModel(meta, expert)
+    sandbox = SubprocessSandbox()
+    book = Notebook(tmp_path / "notebook.db")
+    session = Session(
+        meta_model=model,
+        expert_model=model,
+        sandbox=sandbox,
+        config=RunConfig(max_rounds=4, python_timeout_s=20),
+        runs_path=tmp_path / "runs",
+    )
+    NotebookHooks(book, model=model).attach(session)
+    try:
+        solve(session, ["pear", "apple"], target="apple pear")
+        # A target the program cannot produce: this run is judged wrong.
+        second = solve(session, ["kiwi", "banana"], target="kiwi banana")
+    finally:
+        sandbox.close()
+    (recall,) = [e for e in second if isinstance(e, Recall)]
+    (learned,) = [e for e in second if isinstance(e, NotesWritten)]
+    assert learned.outcome == "wrong"
+    assert recall.notes and set(learned.feedback.values()) == {"harmful"}
+    harmed = book.read("select id from notes where harmful = 1")
+    assert {r["id"] for r in harmed} == {n["id"] for n in recall.notes}
