@@ -39,8 +39,11 @@ class NotebookHooks:
         self.learn_options = learn_options or LearnOptions()
 
     @classmethod
-    def open(cls, path: Path | str | None = None, **kwargs: object) -> NotebookHooks:
-        return cls(Notebook(path), **kwargs)  # type: ignore[arg-type]
+    def open(
+        cls, path: Path | str | None = None, *, model: ChatModel | None = None
+    ) -> NotebookHooks:
+        """Hooks on the notebook at `path` (the default notebook when None)."""
+        return cls(Notebook(path), model=model)
 
     def recall(self, question: str) -> Recall:
         """The `Recall` event for a question (with no notes when nothing is relevant).

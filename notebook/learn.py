@@ -132,8 +132,8 @@ def learn_from_run(
     choice = TypeChoice()
     if online and options.pick_type:
         assert model is not None
-        with book._lock:
-            candidates = score_types(book.conn, terms, limit=5, params=options.params)
+        with book.reading() as conn:
+            candidates = score_types(conn, terms, limit=5, params=options.params)
         described = _descriptions(book, candidates)
         choice = choose_type(model, view.question, described)
 

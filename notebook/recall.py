@@ -31,10 +31,10 @@ from notebook.terms import fts_query, index_token, is_shape, question_terms
 log = logging.getLogger("conductor.notebook")
 
 TRUST_BY_VERIFICATION = {"target": 1.0, "sandbox": 0.9, "agreement": 0.85, "none": 0.7}
-MAX_PARTICULARS = 10
+MAX_PARTICULARS = 8
 # Particulars in more questions than this share (or count) are not searched for.
 COMMON_SHARE = 0.02
-COMMON_MOST = 1000
+COMMON_MOST = 300
 
 
 @dataclass
@@ -205,8 +205,8 @@ def recall(
     options = options or RecallOptions()
     params = options.params
     terms = question_terms(question)
-    with book._lock:
-        matches = score_types(book.conn, terms, limit=options.types + 2, params=params)
+    with book.reading() as conn:
+        matches = score_types(conn, terms, limit=options.types + 2, params=params)
     usable = [m for m in matches if m.relevance(params) >= options.threshold][: options.types]
     scored: list[ScoredNote] = []
     for match in usable:

@@ -141,6 +141,12 @@ class Notebook:
             "Another program may hold it open in a transaction; close it and run again."
         )
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for several reads in a row by this thread alone."""
+        with self._lock:
+            yield self.conn
+
     def read(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
         with self._lock:
             cursor = self.conn.execute(sql, params)

@@ -57,6 +57,8 @@ def _is_word_char(char: str) -> bool:
 
 def _fold_latin(word: str) -> str:
     """Strip accents from Latin-script words (días -> dias); leave other scripts alone."""
+    if word.isascii():
+        return word
     decomposed = unicodedata.normalize("NFKD", word)
     if all(ord(c) < 0x250 or (unicodedata.combining(c) and ord(c) < 0x370) for c in decomposed):
         return "".join(c for c in decomposed if not unicodedata.combining(c))
@@ -102,12 +104,13 @@ def _bucket(value: int, edges: tuple[int, ...]) -> int:
     return len(edges)
 
 
-def shape_terms(text: str) -> list[str]:
+def shape_terms(text: str, word_terms: list[str] | None = None) -> list[str]:
     """Terms describing the text's form: length, counts, script, symbol classes."""
     letters = [c for c in text if c.isalpha()]
     digits = sum(c.isdigit() for c in text)
     numbers = len(_NUMBER_RE.findall(text))
-    word_count = sum(1 for w in words(text) if not w.isdigit())
+    word_terms = words(text) if word_terms is None else word_terms
+    word_count = sum(1 for w in word_terms if not w.isdigit())
     scripts = Counter(script_of(c) for c in letters)
     script = scripts.most_common(1)[0][0] if scripts else "none"
     out = [
@@ -128,7 +131,8 @@ def is_shape(term: str) -> bool:
 
 def question_terms(text: str) -> set[str]:
     """Every term of a question: its words and its shape."""
-    return set(words(text)) | set(shape_terms(text))
+    found = words(text)
+    return set(found) | set(shape_terms(text, found))
 
 
 def content_terms(text: str) -> set[str]:
