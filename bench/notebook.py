@@ -24,16 +24,13 @@ Prints tables, then one JSON object with the figures as its last line.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
-import random
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +45,7 @@ from notebook.learn import LearnOptions, learn_from_run  # noqa: E402
 from notebook.published import example_events, read_records, record_events  # noqa: E402
 from notebook.recall import RecallOptions, recall  # noqa: E402
 from notebook.store import Notebook  # noqa: E402
+from notebook.synthetic import Synth, concurrent_writes  # noqa: E402
 from notebook.terms import fts_query, question_terms  # noqa: E402
 
 PRECISION_TARGET = 0.95
@@ -165,89 +163,6 @@ def novelty(tasks: dict[str, list[dict]], workdir: Path, jobs: int) -> dict[str,
 # -- latency ------------------------------------------------------------------------------
 
 
-class Synth:
-    """Synthetic task types and notes, written straight into the notebook's tables."""
-
-    def __init__(self, book: Notebook, seed: int = 7) -> None:
-        self.book, self.rng = book, random.Random(seed)
-        self.vocab = [f"w{i}" for i in range(50_000)]
-        self.cumulative = list(itertools.accumulate(1 / (i + 1) for i in range(len(self.vocab))))
-        self.types: list[tuple[str, list[str], list[str]]] = []
-        self.notes = 0
-
-    def question(self, template: list[str], shapes: list[str]) -> tuple[str, set[str]]:
-        words = template + self.rng.choices(
-            self.vocab, cum_weights=self.cumulative, k=self.rng.randint(6, 18)
-        )
-        numbers = [str(self.rng.randint(1, 500)) for _ in range(self.rng.randint(0, 4))]
-        return " ".join(words + numbers), set(words) | set(numbers) | set(shapes)
-
-    def grow(self, total: int) -> float:
-        """Add types and notes until `total` notes; returns notes written per second."""
-        t0, added = time.perf_counter(), total - self.notes
-        conn = self.book.conn
-        conn.execute("BEGIN")
-        while self.notes < total:
-            type_id = f"t{len(self.types):011d}"
-            template = [f"k{len(self.types)}_{j}" for j in range(self.rng.randint(3, 8))]
-            shapes = [
-                "~scriptlatin",
-                f"~len{self.rng.randint(5, 9)}",
-                f"~words{self.rng.randint(1, 4)}",
-            ]
-            self.types.append((type_id, template, shapes))
-            size = min(total - self.notes, 1000)
-            conn.execute(
-                "insert into task_types (id, name, description, members, created_at, updated_at) "
-                "values (?, ?, '', ?, 0, 0)",
-                (type_id, " ".join(template), size),
-            )
-            counts = {t: size for t in template + shapes}
-            conn.executemany(
-                "insert into type_terms (type_id, term, count) values (?, ?, ?)",
-                list((type_id, t, c) for t, c in counts.items()),
-            )
-            conn.executemany(
-                "insert into term_df (term, df) values (?, ?) "
-                "on conflict(term) do update set df = df + excluded.df",
-                list(counts.items()),
-            )
-            rows, fillers = [], Counter()
-            for _ in range(size):
-                text, terms = self.question(template, shapes)
-                fillers.update(terms - counts.keys())
-                self.notes += 1
-                rows.append((
-                    f"s{self.notes:011d}", type_id, "example", " ".join(template), text,
-                    f"run-{self.notes}", text, "target", "correct", f"h{self.notes}", "x",
-                    f"tp_{type_id} kind_example " + " ".join(sorted(terms)),
-                ))  # fmt: skip
-            conn.executemany(
-                "insert into notes (id, type_id, kind, key, text, source_run, source_question, "
-                "verification, outcome, content_hash, near_hash, terms, created_at, updated_at) "
-                "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)",
-                rows,
-            )
-            conn.execute(
-                "update notebook_meta set value = value + ? where key = 'questions'", (size,)
-            )
-            conn.executemany(
-                "insert into term_df (term, df) values (?, ?) "
-                "on conflict(term) do update set df = df + excluded.df",
-                list(fillers.items()),
-            )
-        from notebook.tasktypes import materialize
-
-        for type_id, _, _ in self.types:
-            materialize(conn, type_id)
-        conn.execute("COMMIT")
-        return added / (time.perf_counter() - t0)
-
-    def fresh_question(self) -> str:
-        _, template, _ = self.rng.choice(self.types)
-        return self.question(template, [])[0]
-
-
 def timed(fn: Callable[[str], object], items: list[str]) -> list[float]:
     """Milliseconds of `fn(item)` for each item."""
     out = []
@@ -308,6 +223,8 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=300, help="recalls timed per size")
     parser.add_argument("--writes", type=int, default=200, help="runs learned for throughput")
     parser.add_argument("--jobs", type=int, default=2, help="processes for leave-one-out")
+    parser.add_argument("--writers", type=int, default=8, help="concurrent writer processes")
+    parser.add_argument("--runs", type=int, default=400, help="runs the concurrent writers learn")
     parser.add_argument("--skip-precision", action="store_true")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--keep", help="keep the notebooks in this directory")
@@ -331,6 +248,7 @@ def main() -> int:
         sizes = [int(s) for s in args.sizes.split(",") if s]
         t0 = time.perf_counter()
         figures["latency"] = latency(sizes, args.queries, args.writes, workdir)
+        figures["latency"]["concurrent"] = concurrent_writes(workdir, args.writers, args.runs)
         figures["latency"]["seconds"] = time.perf_counter() - t0
         print_latency(figures["latency"], sizes)
     figures["targets_met"] = targets_met(figures)
@@ -342,15 +260,30 @@ def main() -> int:
 
 def print_precision(result: dict[str, Any]) -> None:
     table = Table(title="Recall on the published data (learn first halves, recall second halves)")
-    for col in ("task", "questions", "precision@3", "hit rate", "shown precision", "novelty"):
-        table.add_column(col, justify="right" if col != "task" else "left")
-    for name, row in result["per_task"].items():
-        nov = result["novelty"].get(group_of(name))
+    table.add_column("task", no_wrap=True, min_width=24)
+    for col in ("questions", "p@3", "hit rate", "shown p", "novelty"):
+        table.add_column(col, justify="right", no_wrap=True)
+    rows = list(result["per_task"].items())
+    mgsm = [row for name, row in rows if group_of(name) == "MGSM"]
+    if mgsm:  # the ten MGSM files are one task: their pooled row after the files
+        total = sum(r["questions"] for r in mgsm)
+        pooled = {
+            key: sum(r[key] * r["questions"] for r in mgsm) / total
+            for key in ("precision_at_3", "hit_rate", "shown_precision")
+        }
+        last = max(i for i, (name, _) in enumerate(rows) if group_of(name) == "MGSM")
+        rows.insert(last + 1, ("MGSM (all ten)", {"questions": total, **pooled}))
+    for name, row in rows:
+        nov = result["novelty"].get("MGSM" if name.startswith("MGSM") else name)
         table.add_row(
             name, str(row["questions"]), f"{row['precision_at_3']:.3f}", f"{row['hit_rate']:.3f}",
             f"{row['shown_precision']:.3f}", f"{nov:.3f}" if nov is not None else "-",
         )  # fmt: skip
     console.print(table)
+    console.print(
+        "p@3: precision@3 (threshold off); hit rate: some note above the threshold; "
+        "shown p: precision of the notes actually shown"
+    )
     console.print(
         f"{result['runs_learned']} runs learned into {result['notes']} notes and "
         f"{result['task_types']} task types ({result['learn_runs_per_s']:.0f} runs/s); "
@@ -371,8 +304,12 @@ def print_latency(result: dict[str, Any], sizes: list[int]) -> None:
             f"{row['bulk_insert_notes_per_s']:,.0f}",
         )  # fmt: skip
     console.print(table)
+    together = result["concurrent"]
     console.print(
-        f"write path: {result['write_runs_per_s']:.1f} runs/s at {result['write_at_notes']:,} notes"
+        f"write path: {result['write_runs_per_s']:.1f} runs/s at {result['write_at_notes']:,} "
+        f"notes; {together['writers']} writer processes: {together['runs_per_s']:.1f} runs/s "
+        f"together, all {together['runs']} runs learned: {together['all_learned']}, "
+        f"integrity ok: {together['integrity_ok']}"
     )
 
 
@@ -386,6 +323,9 @@ def targets_met(figures: dict[str, Any]) -> dict[str, bool]:
         met["novelty"] = all(v >= NOVELTY_TARGET for v in p["novelty"].values())
     if "latency" in figures and 100_000 in figures["latency"]:
         met["p50_at_100k"] = figures["latency"][100_000]["recall_p50_ms"] <= LATENCY_TARGET_MS
+    if "latency" in figures:
+        together = figures["latency"]["concurrent"]
+        met["concurrent_writers"] = together["all_learned"] and together["integrity_ok"]
     return met
 
 
