@@ -8,7 +8,6 @@ report.md, the same figures for people.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -16,7 +15,7 @@ import resource
 import statistics
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -254,9 +253,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append("")
         for when in ("before", "after"):
             state = notebook.get(when)
-            text = "unknown (this build's notebook reports no state)" if state is None else ""
+            text = "unknown (its figures could not be read; see the log)"
             if isinstance(state, dict):
-                text = ", ".join(f"{k}: {v}" for k, v in state.items())
+                text = ", ".join(f"{k}: {_flat(v)}" for k, v in state.items())
             lines.append(f"- {when}: {text}")
     session = report.get("session") or {}
     if session:
@@ -271,6 +270,13 @@ def render_markdown(report: dict[str, Any]) -> str:
             + (f" Stopped: {session['stopped']}." if session.get("stopped") else ""),
         ]
     return "\n".join(lines) + "\n"
+
+
+def _flat(value: Any) -> str:
+    """A figure for one line of Markdown: nested counts as `kind 3 / kind 1`."""
+    if isinstance(value, dict):
+        return " / ".join(f"{k} {v}" for k, v in value.items()) or "none"
+    return str(value)
 
 
 def _num(value: float | None) -> str:
@@ -288,33 +294,18 @@ def write_report(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
     return paths
 
 
-# Where a notebook package may expose its figures; the first that exists is used.
-_STATS_FUNCTIONS = (
-    ("notebook.stats", "notebook_stats"),
-    ("notebook.stats", "stats"),
-    ("notebook", "notebook_stats"),
-    ("notebook", "stats"),
-    ("notebook.store", "stats"),
-)
+# The notebook's figures a report shows; the rest (paths, sizes) would only be noise.
+_REPORTED = ("notes", "retired", "task_types", "runs_learned", "recalls", "by_kind")
 
 
 def notebook_state(path: str) -> dict[str, Any] | None:
-    """The notebook's figures (notes, task types...) or None when this build's notebook
-    offers none; never fails the batch."""
-    for module_name, name in _STATS_FUNCTIONS:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        fn: Callable[..., Any] | None = getattr(module, name, None)
-        if not callable(fn):
-            continue
-        try:
-            state = fn(path)
-        except Exception:  # a report must not fail over the notebook's figures
-            log.exception("could not read the notebook's state from %s", path)
-            return None
-        if hasattr(state, "to_dict"):
-            state = state.to_dict()
-        return dict(state) if isinstance(state, dict) else {"state": str(state)}
-    return None
+    """The notebook's figures (notes, task types, runs learned...), or None when they
+    cannot be read; never fails the batch."""
+    from notebook.stats import notebook_stats
+
+    try:
+        state = notebook_stats(path)
+    except Exception:  # a report must not fail over the notebook's figures
+        log.exception("could not read the notebook's state from %s", path)
+        return None
+    return {key: state[key] for key in _REPORTED if key in state}

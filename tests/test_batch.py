@@ -475,6 +475,28 @@ def test_the_report_counts_accuracy_tokens_rounds_and_failures_by_kind(
     assert len(transcripts) == 5  # one per item
 
 
+@pytest.mark.slow
+def test_the_report_shows_the_notebook_before_and_after_the_batch(
+    tmp_path: Path,
+    wire: WireServer,
+    capsys: pytest.CaptureFixture[str],
+    isolated_home: Path,
+) -> None:
+    tasks = numbered_tasks(tmp_path / "t.jsonl", 3)
+    notebook = tmp_path / "nb.db"
+    args = [str(tasks), *BATCH_FLAGS, "--no-python", "--notebook", str(notebook), "--json"]
+    code, out, _ = run_cli(args, capsys)
+    assert code == 0
+    state = json.loads(out)["notebook"]
+    assert state["path"] == str(notebook) and state["learn"] is True
+    assert state["before"]["runs_learned"] == 0 and state["before"]["notes"] == 0
+    # Each item's run was distilled (its answer matched the target: an example note).
+    assert state["after"]["runs_learned"] == 3
+    assert state["after"]["by_kind"].get("example") == 3
+    markdown = (batch_folder(isolated_home) / "report.md").read_text()
+    assert "- before: notes: 0," in markdown and "runs_learned: 3" in markdown
+
+
 def test_a_failure_that_would_fail_every_item_stops_the_batch(
     tmp_path: Path,
     wire: WireServer,
