@@ -50,11 +50,14 @@ def _run_started(e: RunStarted) -> Any:
 
 
 def _recall(e: Recall) -> Any:
-    keys = ", ".join(f"{n.get('key', n.get('id'))} ({n.get('score', 0):.2f})" for n in e.notes)
-    return Text(
-        f"  recalled {len(e.notes)} notes for {e.task_type or 'this question'}: {keys}",
-        style="magenta",
+    if not e.notes:
+        return Text("  notebook: nothing relevant to recall", style="magenta")
+    # Kind and id, so the user can `conductor notebook show ID` what the model was shown.
+    notes = ", ".join(
+        f"{n.get('kind', 'note')} {n.get('id')} ({n.get('score', 0):.2f})" for n in e.notes
     )
+    kind = f"type {e.task_type}" if e.task_type else "this question"
+    return Text(f"  recalled {len(e.notes)} notes ({kind}): {notes}", style="magenta")
 
 
 def _meta_turn(e: MetaTurnFinished) -> Any:

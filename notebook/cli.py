@@ -99,9 +99,19 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def run_list(args: argparse.Namespace) -> int:
+def _table(*columns: tuple[str, bool]) -> Any:
+    """A compact table; (header, keep whole) per column. Ids are what a user types next
+    (`notebook show`, `runs show`), so they are never cut; free text wraps instead."""
+    from rich import box
     from rich.table import Table
 
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+    for header, whole in columns:
+        table.add_column(header, no_wrap=whole)
+    return table
+
+
+def run_list(args: argparse.Namespace) -> int:
     book = open_book(args)
     if args.types:
         rows = book.read(
@@ -112,10 +122,11 @@ def run_list(args: argparse.Namespace) -> int:
             for row in rows:
                 print(json.dumps(dict(row), ensure_ascii=False))
             return 0
-        table = Table("type", "name", "questions", "runs", "correct", "wrong", "experience")
+        table = _table(("type", True), ("name", False), ("questions", True), ("runs", True),
+                       ("correct", True), ("wrong", True), ("experience", True))  # fmt: skip
         for r in rows:
             sizes = (
-                f"{len(json.loads(r['suggestions']))} sugg, {len(json.loads(r['procedure']))} steps"
+                f"{len(json.loads(r['suggestions']))} tips, {len(json.loads(r['procedure']))} steps"
             )
             table.add_row(
                 r["id"], _cut(r["name"], 40), str(r["members"]), str(r["runs"]),
@@ -143,7 +154,8 @@ def run_list(args: argparse.Namespace) -> int:
         for row in rows:
             print(json.dumps({k: v for k, v in row.items() if k != "terms"}, ensure_ascii=False))
         return 0
-    table = Table("note", "kind", "key", "verified", "+/-/uses", "from run")
+    table = _table(("note", True), ("kind", True), ("key", False), ("verified", True),
+                   ("+/-/uses", True), ("from run", True))  # fmt: skip
     for r in rows:
         table.add_row(
             r["id"], r["kind"], _cut(r["key"], 36), r["verification"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,20 @@ def test_solve_learns_then_recalls_through_the_cli(
     assert book.read_one("select count(*) n from distilled_runs")["n"] == 2
     shown = book.read("select note_id from recalls where run_id = ?", (run_id,))
     assert shown, "the third run was shown notes from the first"
+
+
+def test_the_printed_recall_names_each_note_so_it_can_be_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notebook = tmp_path / "printed.db"
+    base = ["solve", "--model", "demo", "--sandbox", "subprocess", "--notebook", str(notebook)]
+    code, out, _ = cli(capsys, *base, "Use 4 5 6 10 to make 24")
+    assert code == 0 and "nothing relevant to recall" in out
+    code, out, _ = cli(capsys, *base, "Use 1 2 4 7 to make 24")
+    assert code == 0
+    line = " ".join(out[out.index("recalled") :].split("\n\n")[0].split())
+    named = dict((nid, kind) for kind, nid in re.findall(r"(\w+) (n[0-9a-f]{6,}) \(", line))
+    assert named, line
+    kinds = {r["id"]: r["kind"] for r in Notebook(notebook).read("select id, kind from notes")}
+    assert all(kinds.get(nid) == kind for nid, kind in named.items())
+    assert "code" in named.values()
