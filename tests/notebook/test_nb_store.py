@@ -102,3 +102,22 @@ def test_fts_index_follows_note_changes(tmp_path: Path) -> None:
     # Counters change often; they must not touch the index (no trigger on them).
     book.write(lambda c: c.execute("update notes set uses = uses + 1 where id = 'n1'"))
     assert book.read_one("pragma integrity_check")["integrity_check"] == "ok"
+
+
+def test_a_big_file_gets_the_cheap_check_and_is_still_refused_when_corrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import conductor.migrations
+
+    # Every file counts as big: only its header and schema are read on open.
+    monkeypatch.setattr(conductor.migrations, "FULL_CHECK_MAX_BYTES", 0)
+    good = tmp_path / "good.db"
+    Notebook(good).close()
+    Notebook(good).close()  # a sound file opens without the page-by-page check
+    path = tmp_path / "notebook.db"
+    path.write_bytes(b"SQLite format 3\x00" + b"\x13" * 4000)
+    before = _snapshot(path)
+    with pytest.raises(DatabaseError) as caught:
+        Notebook(path)
+    assert str(path) in str(caught.value)
+    assert _snapshot(path) == before
