@@ -91,12 +91,20 @@ async def _run_started(r: RunRenderer, e: RunStarted) -> None:
 
 
 async def _recall(r: RunRenderer, e: Recall) -> None:
-    text = Text(f"recalled {len(e.notes)} notes for {e.task_type or 'this question'}", "bold")
+    if not e.notes:
+        await r.mount(
+            EventLine(Text("notebook: nothing relevant to recall"), "recall"), e.parent_id
+        )
+        return
+    kind = f"type {e.task_type}" if e.task_type else "this question"
+    text = Text(f"recalled {len(e.notes)} notes ({kind})", "bold")
     for note in e.notes:
         why = f"score {float(note.get('score', 0)):.2f}"
         if note.get("rank") is not None:
             why += f", rank {note['rank']}"
-        text.append(f"\n  {note.get('kind', 'note')} {note.get('key', note.get('id'))} ({why})")
+        # The id is what the Notebook screen and `conductor notebook show` look up.
+        key = f" · {note['key']}" if note.get("key") else ""
+        text.append(f"\n  {note.get('kind', 'note')} {note.get('id')}{key} ({why})")
     await r.mount(EventLine(text, "recall"), e.parent_id)
 
 
