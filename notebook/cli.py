@@ -287,7 +287,11 @@ def run_stats(args: argparse.Namespace) -> int:
         return 0
     console = _console()
     for key, value in data.items():
-        console.print(f"{key:<16} {value}", markup=False)
+        if isinstance(value, dict):  # counts by kind, verification, outcome
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
+        elif key == "size_bytes":
+            key, value = "size", f"{value / 1e6:.1f} MB"
+        console.print(f"{key.replace('_', ' '):<16} {value}", markup=False)
     return 0
 
 

@@ -70,6 +70,9 @@ def test_stats_export_import_round_trip(
     code, out, _ = cli(capsys, "notebook", "stats", "--json", "--notebook", str(path))
     stats = json.loads(out)
     assert code == 0 and stats["notes"] == 4 and stats["runs_learned"] == 2
+    code, out, _ = cli(capsys, "notebook", "stats", "--notebook", str(path))
+    assert code == 0 and "runs learned     2" in out
+    assert "by kind          code 1, example 2, procedure 1" in out
     dump = tmp_path / "export.jsonl"
     assert cli(capsys, "notebook", "export", "-o", str(dump), "--notebook", str(path))[0] == 0
     other = tmp_path / "other.db"
