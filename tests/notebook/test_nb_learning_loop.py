@@ -45,7 +45,10 @@ def solve(session: Session, words: list[str], target: str) -> list[Event]:
     return list(session.solve(question, target=target))
 
 
-def test_second_question_of_a_kind_gets_the_working_code(tmp_path: Path) -> None:
+def conductor_with_notebook(
+    tmp_path: Path,
+) -> tuple[ScriptedModel, SubprocessSandbox, Notebook, Session]:
+    """The scripted conductor with a fresh notebook attached (recall and learning on)."""
     model = ScriptedModel(meta, expert)
     sandbox = SubprocessSandbox()
     book = Notebook(tmp_path / "notebook.db")
@@ -57,6 +60,11 @@ def test_second_question_of_a_kind_gets_the_working_code(tmp_path: Path) -> None
         runs_path=tmp_path / "runs",
     )
     NotebookHooks(book, model=model).attach(session)
+    return model, sandbox, book, session
+
+
+def test_second_question_of_a_kind_gets_the_working_code(tmp_path: Path) -> None:
+    model, sandbox, book, session = conductor_with_notebook(tmp_path)
     try:
         first = solve(session, ["pear", "Apple", "fig"], target="Apple fig pear")
         (nothing_yet,) = [e for e in first if isinstance(e, Recall)]
@@ -96,17 +104,7 @@ def test_second_question_of_a_kind_gets_the_working_code(tmp_path: Path) -> None
 
 
 def test_a_recalled_note_counts_harm_when_the_run_goes_wrong(tmp_path: Path) -> None:
-    model = ScriptedModel(meta, expert)
-    sandbox = SubprocessSandbox()
-    book = Notebook(tmp_path / "notebook.db")
-    session = Session(
-        meta_model=model,
-        expert_model=model,
-        sandbox=sandbox,
-        config=RunConfig(max_rounds=4, python_timeout_s=20),
-        runs_path=tmp_path / "runs",
-    )
-    NotebookHooks(book, model=model).attach(session)
+    _model, sandbox, book, session = conductor_with_notebook(tmp_path)
     try:
         solve(session, ["pear", "apple"], target="apple pear")
         # A target the program cannot produce: this run is judged wrong.
