@@ -26,7 +26,7 @@ from notebook.notes import type_token
 from notebook.render import Rendered, render_recall
 from notebook.store import Notebook
 from notebook.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
-from notebook.terms import fts_query, index_token, is_shape, question_terms
+from notebook.terms import SQL_TERMS_MAX, fts_query, index_token, is_shape, question_terms
 
 log = logging.getLogger("conductor.notebook")
 
@@ -95,12 +95,12 @@ def _particulars(book: Notebook, terms: set[str], template: set[str]) -> list[st
 
     Common words would make the full-text search walk most of the index for little.
     """
-    own = [t for t in terms if not is_shape(t) and t not in template]
+    own = [t for t in terms if not is_shape(t) and t not in template][:SQL_TERMS_MAX]
     if not own:
         return []
-    marks = ",".join("?" * len(own[:900]))
+    marks = ",".join("?" * len(own))
     df = {r["term"]: r["df"] for r in book.read(
-        f"select term, df from term_df where term in ({marks})", own[:900]
+        f"select term, df from term_df where term in ({marks})", own
     )}  # fmt: skip
     ceiling = max(50, min(COMMON_MOST, book.questions_seen() * COMMON_SHARE))
     own = [t for t in own if df.get(t, 0) <= ceiling]

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from notebook.store import new_id, record_type_history
-from notebook.terms import is_shape
+from notebook.terms import SQL_TERMS_MAX, is_shape
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,8 @@ def score_types(
     The evidence is summed in SQL (one indexed lookup per term), so a notebook with many
     types costs little more than one with few.
     """
-    terms = sorted(set(terms))[:900]
+    # Shape terms first: on a question too long for one statement, words give way.
+    terms = sorted(set(terms), key=lambda t: (not is_shape(t), t))[:SQL_TERMS_MAX]
     if not terms:
         return []
     marks = ",".join("?" * len(terms))
@@ -113,10 +114,6 @@ def score_types(
         TypeMatch(type_id, name, members, evidence, frozenset(matched[type_id]))
         for type_id, name, members, evidence in rows
     ]
-
-
-def _chunks(items: list[str], size: int) -> list[list[str]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def materialize(conn: sqlite3.Connection, type_id: str, *, params: MatchParams = PARAMS) -> None:

@@ -21,6 +21,10 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
+# Terms bound into one SQL statement at most (SQLite allows 32,766 variables since 3.32):
+# the longest published question has about 1,500.
+SQL_TERMS_MAX = 10_000
+
 SHAPE_PREFIX = "~"  # no word term can start with it
 _NO_SPACE_SCRIPTS = frozenset(
     {"cjk", "kana", "thai", "lao", "khmer", "myanmar", "hangul", "tibetan"}

@@ -134,3 +134,22 @@ def test_hooks_give_a_recall_event_for_the_conductor(book: Notebook) -> None:
         {"id", "key", "kind", "score", "relevance", "source_run"} <= set(n) for n in event.notes
     )
     assert hooks.recall("An entirely new kind of request about lighthouses.").notes == []
+
+
+def test_a_very_long_question_is_still_typed_by_words_late_in_the_alphabet(
+    tmp_path: Path,
+) -> None:
+    # Questions of a program-puzzle task run to ~1,500 distinct terms; the type's own
+    # words here sort last, so a cut by the alphabet would lose every one of them.
+    book = Notebook(tmp_path / "long.db")
+
+    def long_question(seed: int) -> str:
+        filler = " ".join(f"aa{seed}x{j}" for j in range(1200))
+        return f"{filler} zzpuzzle zzsolver zzreturns zzexactly"
+
+    for seed in range(3):
+        learn_from_run(book, run_events(f"long-{seed}", long_question(seed), "42"))
+    terms = question_terms(long_question(99))
+    assert len(terms) > 1200
+    (best, *_) = score_types(book.conn, terms)
+    assert best.members == 3 and "zzpuzzle" in best.matched_terms
