@@ -29,3 +29,11 @@ class TranscriptError(UserFacingError):
             f"{path}:{line}: {reason}. Lines before it were read; "
             "repair or remove that line to read the rest."
         )
+
+
+class ModelUnreachable(UserFacingError):
+    """A model server that cannot be reached at all (refused, unknown host, no route).
+
+    Not transient: retrying will not help, so the first call fails with the cause and
+    the fix, and nothing (learning included) calls the model again in that run.
+    """
