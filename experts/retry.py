@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
+from conductor.errors import ModelUnreachable
 from conductor.interfaces import ModelError
 
 T = TypeVar("T")
@@ -31,6 +32,7 @@ FailureKind = Literal[
     "server",  # other 5xx, 408, 409
     "timeout",
     "connection",
+    "unreachable",  # refused / unknown host / no route: retrying cannot help
     "malformed",  # a reply that is not the JSON (or stream) the API promises
     "broken_stream",  # the stream failed after text was already handed on
     "auth",  # 401 / 403
@@ -52,6 +54,7 @@ class Failure:
     retry_after: float | None = None
     detail: str = ""
     wait_refused: bool = False  # the server asked for a longer wait than we allow
+    cause: str = ""  # for `unreachable`: refused | dns | no_route
 
     @property
     def retryable(self) -> bool:
@@ -164,6 +167,43 @@ class Backoff:
             self.waited_s += seconds
 
 
+class Breaker:
+    """Remembers that a server failed for good, so the calls right after (the learning
+    calls after a failed run, the next batch items) fail at once instead of retrying
+    the same dead server for a minute each. After `cooldown_s` calls are tried again."""
+
+    def __init__(self, cooldown_s: float = 60.0) -> None:
+        self.cooldown_s = cooldown_s
+        self._lock = threading.Lock()
+        self._open_until = 0.0
+        self._error: Exception | None = None
+
+    def check(self) -> None:
+        with self._lock:
+            if self._error is not None and time.monotonic() < self._open_until:
+                error = self._error
+            else:
+                return
+        # A fresh exception of the same type and message, saying it was not retried.
+        raise type(error)(
+            f"{error} (not tried again: this server failed under {self.cooldown_s:g} s ago)"
+        )
+
+    def trip(self, error: Exception) -> None:
+        with self._lock:
+            self._error = error
+            self._open_until = time.monotonic() + self.cooldown_s
+
+    def reset(self) -> None:
+        with self._lock:
+            self._error = None
+
+
+# Failures after which the server is left alone for a while: it is down or refusing,
+# not just busy (a rate limit or a rejected request says nothing about the next call).
+_TRIPPING_KINDS = frozenset({"unreachable", "connection", "server", "overloaded", "timeout"})
+
+
 def call_with_retries(
     attempt: Callable[[], T],
     *,
@@ -171,17 +211,25 @@ def call_with_retries(
     explain: Callable[[Failure, int], str],
     max_retries: int,
     backoff: Backoff,
+    breaker: Breaker | None = None,
 ) -> tuple[T, int]:
     """Run `attempt` until it succeeds; returns its result and the retries it took.
 
     `classify` maps an exception to a `Failure` (None: not ours, re-raised as is);
-    `explain(failure, attempts)` words the `ModelError` raised when retrying stops.
+    `explain(failure, attempts)` words the `ModelError` raised when retrying stops
+    (`ModelUnreachable` when the server cannot be reached at all: never retried).
+    With a `breaker`, a call made soon after a call failed for good fails at once.
     """
+    if breaker is not None:
+        breaker.check()
     retries = 0
     while True:
         backoff.wait()
         try:
-            return attempt(), retries
+            result = attempt()
+            if breaker is not None:
+                breaker.reset()
+            return result, retries
         except Exception as exc:
             failure = classify(exc)
             if failure is None:
@@ -190,7 +238,14 @@ def call_with_retries(
             if asked is not None and asked > backoff.max_retry_after_s:
                 failure = replace(failure, wait_refused=True)
             if not failure.retryable or retries >= max_retries or failure.wait_refused:
-                raise ModelError(explain(failure, retries + 1)) from exc
+                error: Exception
+                if failure.kind == "unreachable":
+                    error = ModelUnreachable(explain(failure, retries + 1))
+                else:
+                    error = ModelError(explain(failure, retries + 1))
+                if breaker is not None and failure.kind in _TRIPPING_KINDS:
+                    breaker.trip(error)
+                raise error from exc
             delay = backoff.delay(retries, asked)
             if failure.kind in SHARED_PAUSE_KINDS:
                 backoff.pause(delay)  # taken by backoff.wait() at the top of the loop
@@ -230,9 +285,11 @@ def explain_failure(
         )
     if failure.kind == "timeout":
         return (
-            f"no reply within {timeout_s:g} s from {url} ({tries}): "
-            "raise --timeout or check the server"
+            f"no reply within {timeout_s:g} s from {url} ({tries}): the server is stalled "
+            "or overloaded; check it, or give the model a longer timeout"
         )
+    if failure.kind == "unreachable":
+        return explain_unreachable(failure, url)
     if failure.kind == "connection":
         return (
             f"could not get a reply from {url} ({tries}){detail}: is the server running "
@@ -254,6 +311,35 @@ def explain_failure(
             "check the model name and the base URL"
         )
     return f"the server at {url} rejected the request ({status}){detail}"
+
+
+def explain_unreachable(failure: Failure, url: str) -> str:
+    """Why the server cannot be reached and what to do; the fix depends on the cause."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or url
+    official = host.endswith(("api.openai.com", "api.anthropic.com"))
+    if failure.cause == "dns":
+        if official:
+            return (
+                f"cannot look up {host}: this machine has no working network or DNS, so "
+                "the hosted API cannot be reached. Connect to the internet, or use a local "
+                "server (see docs/models.md), or `--model demo` to try conductor offline"
+            )
+        return (
+            f"cannot look up the host {host!r} in {url} (name resolution failed): check the "
+            "host name in the base URL or model spec, and this machine's network"
+        )
+    if failure.cause == "refused":
+        return (
+            f"nothing is listening at {url} (connection refused): start the model server "
+            "there, or point conductor at the right port (OPENAI_BASE_URL, "
+            "ANTHROPIC_BASE_URL, or NAME@URL in the model spec; see docs/models.md)"
+        )
+    return (
+        f"cannot reach {url} ({failure.detail or 'no route to host'}): check the address "
+        "and this machine's network"
+    )
 
 
 class MalformedReply(Exception):
@@ -278,16 +364,88 @@ def failure_from_sdk(exc: BaseException, sdk: Any) -> Failure | None:
         return Failure("malformed", detail=exc.message)
     if isinstance(exc, sdk.APIStatusError):
         detail = _api_message(exc.body) or ""
+        if exc.status_code < 400:
+            # An error event inside a stream that began with 200 (Anthropic's
+            # `overloaded_error`): the event's type says what it was, not the status.
+            return _failure_from_error_body(exc.body, detail)
         return Failure.from_status(exc.status_code, exc.response.headers, detail)
     if isinstance(exc, sdk.APITimeoutError):
         return Failure("timeout")
     if isinstance(exc, sdk.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        return Failure("connection", detail=str(cause) if cause else "")
+        return _connection_failure(exc)
+    if isinstance(exc, sdk.APIError):
+        # OpenAI-compatible servers send `data: {"error": ...}` inside a stream; the SDK
+        # raises it as a bare APIError with that body.
+        return _failure_from_error_body(exc.body, _api_message(exc.body) or str(exc))
     if isinstance(exc, transport_errors()):
         # Raised bare by some SDK streams when the connection drops mid-reply.
-        return Failure("connection", detail=str(exc))
+        return _connection_failure(exc)
     return None
+
+
+# The error types both APIs put in an error body, by what they mean for a retry.
+_ERROR_TYPE_STATUS = {
+    "overloaded_error": 529,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "internal_server_error": 500,
+    "timeout_error": 504,
+    "service_unavailable": 503,
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+}
+
+
+def _failure_from_error_body(body: object, detail: str) -> Failure:
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    status = 500  # an error the server gave no type for: treat as the server's
+    if isinstance(inner, dict):
+        kind = str(inner.get("type") or inner.get("code") or "")
+        code = inner.get("code")
+        if kind in _ERROR_TYPE_STATUS:
+            status = _ERROR_TYPE_STATUS[kind]
+        elif isinstance(code, int) and 400 <= code < 600:
+            status = code
+        if kind and kind not in detail:
+            detail = f"{kind}: {detail}" if detail else kind
+    return Failure.from_status(status, None, detail)
+
+
+def _connection_failure(exc: BaseException) -> Failure:
+    """`unreachable` when the server cannot be reached at all, else `connection`."""
+    import socket
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, socket.gaierror):
+            return Failure("unreachable", detail=str(seen), cause="dns")
+        if isinstance(seen, ConnectionRefusedError):
+            return Failure("unreachable", detail=str(seen), cause="refused")
+        if isinstance(seen, OSError) and seen.errno in (101, 113):  # ENETUNREACH, EHOSTUNREACH
+            return Failure("unreachable", detail=str(seen), cause="no_route")
+        seen = seen.__cause__ or seen.__context__
+    text = " ".join(str(e) for e in _chain(exc)).lower()
+    if "name or service not known" in text or "name resolution" in text or "nodename nor" in text:
+        return Failure("unreachable", detail=text[:200], cause="dns")
+    if "connection refused" in text:
+        return Failure("unreachable", detail=text[:200], cause="refused")
+    cause = exc.__cause__ or exc.__context__
+    return Failure("connection", detail=str(cause) if cause else str(exc))
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(found) < 8:
+        found.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return found
 
 
 def transport_errors() -> tuple[type[BaseException], ...]:
