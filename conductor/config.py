@@ -75,8 +75,10 @@ class RunConfig:
     """A turn with calls and an answer: `calls_first` (as the paper) or `answer`."""
     prompt_cache: bool = True
     """Ask the provider to cache the growing meta history."""
-    expert_max_tokens: int | None = None
-    """Output token cap per expert reply (provider default when unset)."""
+    expert_max_tokens: int = 4096
+    """Output token cap per expert reply; a reply cut there is marked truncated."""
+    meta_max_tokens: int = 4096
+    """Output token cap per meta-model turn; a turn cut there is never acted on."""
 
     def limits(self) -> dict[str, Any]:
         return {

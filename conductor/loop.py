@@ -3,8 +3,10 @@
 `Conductor.run(question)` is a generator of events. Model calls and expert calls run
 in worker threads and push their events (streamed text included) into a queue that
 the generator drains, so consumers see everything live and in order of occurrence.
-Limits are checked before every meta-model call; `cancel()` stops a run between steps
-and the run still ends with a `RunFinished` event.
+Limits are checked before every meta-model call and, through `conductor.streaming`,
+while every call streams; `cancel()` closes the streams in flight and takes effect
+within a fraction of a second. The run always ends with a `RunFinished` event whose
+usage counts every call that returned, the cancelled ones included.
 """
 
 from __future__ import annotations
@@ -30,31 +32,51 @@ from conductor.events import (
     Recall,
     RunFinished,
     RunStarted,
-    TextDelta,
     new_id,
 )
-from conductor.interfaces import ChatModel, Message, Sandbox, Usage
+from conductor.interfaces import ChatModel, Completion, Message, Sandbox, StreamStopped, Usage
 from conductor.protocol import ParsedTurn, parse_turn
+from conductor.streaming import Ledger, RunGuard, StreamWatch
 from experts.expert import ExpertContext, ExpertOutcome, call_expert
 
 T = TypeVar("T")
 _DONE = object()
+# After a cancel or a limit, how long the run waits for the calls in flight to close
+# their streams and report their usage before it stops without them.
+STOP_GRACE_S = 0.25
+_POLL_S = 0.02
 
 
 class RunCancelled(Exception):
     pass
 
 
+class StreamLimit(Exception):
+    """A limit was reached while a call streamed; the run ends with that `LimitHit`."""
+
+    def __init__(self, hit: LimitHit) -> None:
+        super().__init__(hit.limit)
+        self.hit = hit
+
+
 @dataclass
 class RunState:
     run_id: str
     started: float = field(default_factory=time.monotonic)
-    usage: Usage = field(default_factory=Usage)
-    meta_usage: Usage = field(default_factory=Usage)
+    ledger: Ledger = field(default_factory=Ledger)
+    guard: RunGuard | None = None
     rounds: int = 0
     expert_calls: int = 0
     sandbox_runs: int = 0
     answer: str | None = None
+
+    @property
+    def usage(self) -> Usage:
+        return self.ledger.usage
+
+    @property
+    def meta_usage(self) -> Usage:
+        return self.ledger.meta_usage
 
 
 class Conductor:
@@ -92,6 +114,7 @@ class Conductor:
         self._cancel.clear()
         cfg = self.config
         state = RunState(run_id=run_id or time.strftime("%Y%m%d-%H%M%S-") + new_id()[:6])
+        state.guard = RunGuard(cfg, state.ledger, self._cancel)
         yield RunStarted(
             run_id=state.run_id,
             question=question,
@@ -120,6 +143,9 @@ class Conductor:
             status = yield from self._rounds(state, first)
         except RunCancelled:
             status = "interrupted"
+        except StreamLimit as stop:
+            status = "limit"
+            yield stop.hit
         except Exception as exc:
             # A system failure: record it and finish the run, then let the caller see it.
             status, error = "error", exc
@@ -155,19 +181,9 @@ class Conductor:
             yield turn
             t0 = time.monotonic()
             completion = yield from self._in_worker(
-                lambda emit, turn=turn: self.meta_model.complete(
-                    list(history),
-                    system=prompts.META_SYSTEM,
-                    on_text=lambda s: emit(
-                        TextDelta(parent_id=turn.id, run_id=state.run_id, text=s)
-                    ),
-                    cache=cfg.prompt_cache,
-                    role="meta",
-                )
+                state, lambda emit, turn=turn: self._meta_call(state, history, turn.id, emit)
             )
             state.rounds = round_no
-            state.usage += completion.usage
-            state.meta_usage += completion.usage
             history.append(Message("assistant", completion.text))
             yield MetaTurnFinished(
                 parent_id=turn.id,
@@ -177,9 +193,27 @@ class Conductor:
                 usage=completion.usage,
                 model=completion.model,
                 duration_s=time.monotonic() - t0,
+                stop_reason=completion.stop_reason,
+                truncated=completion.truncated,
             )
-            parsed = parse_turn(completion.text)
+            self._raise_if_stopped(state, completion)
             header = prompts.ROUND_HEADER.format(round=round_no + 1)
+            if completion.truncated:
+                # Never act on a cut turn: its last call or answer may be half-written.
+                message = prompts.TRUNCATED.format(limit=cfg.meta_max_tokens)
+                yield Observation(
+                    parent_id=turn.id, run_id=state.run_id, reason="truncated", message=message
+                )
+                user_text = header + message
+                continue
+            if not completion.text.strip():
+                message = prompts.EMPTY_REPLY + prompts.NUDGE
+                yield Observation(
+                    parent_id=turn.id, run_id=state.run_id, reason="empty_reply", message=message
+                )
+                user_text = header + message
+                continue
+            parsed = parse_turn(completion.text)
             if parsed.has_answer and (not parsed.calls or cfg.calls_and_answer == "answer"):
                 state.answer = parsed.final_answer
                 yield FinalAnswer(
@@ -229,7 +263,16 @@ class Conductor:
         calls = parsed.dispatchable
 
         def work(emit: Callable[[Event], None]) -> list[ExpertOutcome]:
-            ctx = ExpertContext(self.expert_model, self.sandbox, self.config, emit, state.run_id)
+            assert state.guard is not None
+            ctx = ExpertContext(
+                self.expert_model,
+                self.sandbox,
+                self.config,
+                emit,
+                state.run_id,
+                guard=state.guard,
+                charge=lambda usage: state.ledger.charge(usage, meta=False),
+            )
             jobs = [
                 (lambda c=c, i=i: call_expert(c, ctx, parent_id=turn_id, round=round_no, index=i))
                 for i, c in enumerate(calls)
@@ -241,17 +284,65 @@ class Conductor:
 
         outcomes: list[ExpertOutcome] = []
         if calls:
-            outcomes = yield from self._in_worker(work)
+            outcomes = yield from self._in_worker(state, work)
         for outcome in outcomes:
-            state.usage += outcome.usage
             state.expert_calls += 1
             state.sandbox_runs += outcome.sandbox_runs
             blocks.append(prompts.EXPERT_OUTPUT.format(name=outcome.name, output=outcome.output))
         empty = [prompts.EMPTY_INSTRUCTION.format(name=c.name) for c in parsed.calls if c.is_empty]
         return "\n\n".join(blocks + empty)
 
-    def _in_worker(self, work: Callable[[Callable[[Event], None]], T]) -> Generator[Event, None, T]:
-        """Run `work(emit)` in a thread, yielding the events it emits as they come."""
+    def _meta_call(
+        self, state: RunState, history: list[Message], turn_id: str, emit: Callable[[Event], None]
+    ) -> Completion:
+        """One meta turn, streamed through a watch; charged the moment it returns."""
+        assert state.guard is not None
+        messages = list(history)
+
+        def prompt() -> str:
+            return "\n".join([prompts.META_SYSTEM, *(m.content for m in messages)])
+
+        watch = StreamWatch(
+            state.guard,
+            emit,
+            run_id=state.run_id,
+            parent_id=turn_id,
+            model=self.meta_model,
+            prompt=prompt,
+        )
+        watch.check_before()  # a cancel or limit that came first: do not start the call
+        completion = self.meta_model.complete(
+            messages,
+            system=prompts.META_SYSTEM,
+            on_text=watch,
+            cache=self.config.prompt_cache,
+            role="meta",
+            max_tokens=self.config.meta_max_tokens,
+        )
+        state.ledger.charge(completion.usage, meta=True)
+        return completion
+
+    def _raise_if_stopped(self, state: RunState, completion: Completion) -> None:
+        """A call stopped mid-stream ends the run: cancelled, or at the limit it hit."""
+        if not completion.stopped:
+            return
+        if self._cancel.is_set():
+            raise RunCancelled()
+        assert state.guard is not None
+        if state.guard.limit is not None:
+            raise StreamLimit(state.guard.limit)
+
+    def _in_worker(
+        self, state: RunState, work: Callable[[Callable[[Event], None]], T]
+    ) -> Generator[Event, None, T]:
+        """Run `work(emit)` in a thread, yielding the events it emits as they come.
+
+        A cancel (or the wall-time limit, which needs no text to arrive) is seen within
+        `_POLL_S` even while text streams; the calls in flight then get `STOP_GRACE_S`
+        to close their streams and charge their usage before the run stops anyway.
+        """
+        assert state.guard is not None
+        guard = state.guard
         events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         box: dict[str, Any] = {}
 
@@ -264,32 +355,46 @@ class Conductor:
                 events.put(_DONE)
 
         threading.Thread(target=target, daemon=True, name="conductor-worker").start()
+        stop_deadline: float | None = None
         while True:
-            try:
-                item = events.get(timeout=0.1)
-            except queue.Empty:
+            if stop_deadline is None:
                 if self._cancel.is_set():
-                    raise RunCancelled() from None
+                    stop_deadline = time.monotonic() + STOP_GRACE_S
+                elif self.config.max_wall_s is not None and guard.limit is None:
+                    hit = guard.over_limit(state.run_id)
+                    if hit is not None and hit.limit == "wall_time":
+                        guard.note_limit(hit)
+                        stop_deadline = time.monotonic() + STOP_GRACE_S
+            timeout = _POLL_S
+            if stop_deadline is not None:
+                timeout = stop_deadline - time.monotonic()
+                if timeout <= 0:
+                    self._stop_now(guard)
+            try:
+                item = events.get(timeout=max(timeout, 0.001))
+            except queue.Empty:
                 continue
             if item is _DONE:
                 break
             yield item
         if "error" in box:
-            raise box["error"]
-        if self._cancel.is_set():
-            raise RunCancelled()
+            error = box["error"]
+            if isinstance(error, StreamStopped) or stop_deadline is not None:
+                self._stop_now(guard)  # a model that does not stream let the stop through
+            raise error
+        # A call stopped part-way returns normally with what it had; the caller records
+        # it, then `_raise_if_stopped` or the next limit check ends the run.
         return box["value"]
 
-    def _limit_reached(self, state: RunState) -> LimitHit | None:
-        cfg = self.config
+    def _stop_now(self, guard: RunGuard) -> None:
         if self._cancel.is_set():
             raise RunCancelled()
-        checks = [
-            ("tokens", state.usage.total_tokens, cfg.max_tokens),
-            ("cost", state.usage.cost_usd, cfg.max_cost_usd),
-            ("wall_time", time.monotonic() - state.started, cfg.max_wall_s),
-        ]
-        for name, value, maximum in checks:
-            if maximum is not None and value >= maximum:
-                return LimitHit(run_id=state.run_id, limit=name, value=value, maximum=maximum)
-        return None
+        if guard.limit is not None:
+            raise StreamLimit(guard.limit)
+        raise RunCancelled()
+
+    def _limit_reached(self, state: RunState) -> LimitHit | None:
+        if self._cancel.is_set():
+            raise RunCancelled()
+        assert state.guard is not None
+        return state.guard.over_limit(state.run_id)

@@ -38,6 +38,7 @@ from experts.retry import (
     transport_errors,
 )
 from experts.tokens import estimated_usage, prompt_text, warn_no_usage
+from experts.tokens import warm as warm_tokenizer
 
 log = logging.getLogger("conductor.experts")
 
@@ -89,6 +90,7 @@ class AnthropicModel:
         self.max_retries = max_retries
         self.backoff = backoff or Backoff()
         self.breaker = Breaker()
+        warm_tokenizer()  # ready by the time a stream needs an estimate
         self.default_max_tokens = default_max_tokens
         self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
         if not self.price.known:

@@ -41,6 +41,7 @@ from experts.retry import (
     transport_errors,
 )
 from experts.tokens import estimated_usage, prompt_text, warn_no_usage
+from experts.tokens import warm as warm_tokenizer
 
 log = logging.getLogger("conductor.experts")
 
@@ -95,6 +96,7 @@ class OpenAIModel:
         self.max_retries = max_retries
         self.backoff = backoff or Backoff()
         self.breaker = Breaker()
+        warm_tokenizer()  # ready by the time a stream needs an estimate
         self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
         if not self.price.known:
             log.warning("no price known for %r: its calls are counted as costing $0", model)

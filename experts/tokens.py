@@ -7,8 +7,8 @@ is close enough to stop a runaway stream. Without the package, four characters a
 
 from __future__ import annotations
 
-import functools
 import logging
+import threading
 from typing import Any
 
 from conductor.interfaces import Usage
@@ -16,25 +16,51 @@ from conductor.interfaces import Usage
 log = logging.getLogger("conductor.experts")
 
 
-@functools.cache
-def _encoding() -> Any:
+_loaded = threading.Event()
+_start_lock = threading.Lock()
+_started = False
+_encoding: Any = None
+
+
+def _load() -> None:
+    global _encoding
     try:
+        import warnings
+
         import bpe_openai
 
-        return bpe_openai.get_encoding("o200k_base")
+        with warnings.catch_warnings():  # it loads its data with a deprecated call
+            warnings.simplefilter("ignore", DeprecationWarning)
+            _encoding = bpe_openai.get_encoding("o200k_base")
     except Exception as exc:  # missing or broken package: fall back, say so once
         log.warning("no BPE tokenizer (%s): token estimates use 4 characters a token", exc)
-        return None
+    finally:
+        _loaded.set()
 
 
-def estimate_tokens(text: str) -> int:
-    """Tokens in `text` by a real tokenizer (or 4 characters a token without one)."""
+def warm() -> None:
+    """Start loading the tokenizer in the background (it takes a second or two), so
+    that a stream stopped later is not kept waiting for it."""
+    global _started
+    with _start_lock:
+        if _started:
+            return
+        _started = True
+    threading.Thread(target=_load, daemon=True, name="conductor-tokenizer").start()
+
+
+def estimate_tokens(text: str, *, wait: bool = True) -> int:
+    """Tokens in `text` by a real tokenizer (or 4 characters a token without one).
+    With `wait=False` a tokenizer still loading is not waited for (a cancel must be
+    quick): the character estimate stands in."""
     if not text:
         return 0
-    encoding = _encoding()
-    if encoding is None:
+    warm()
+    if wait:
+        _loaded.wait()
+    if _encoding is None:
         return (len(text) + 3) // 4
-    return len(encoding.encode(text))
+    return len(_encoding.encode(text))
 
 
 _warned: set[str] = set()
@@ -45,9 +71,10 @@ def estimated_usage(
 ) -> Usage:
     """Usage for a call whose server reported none (or only its `input_tokens`): the
     unknown part goes to `estimated_tokens`, never into the measured fields."""
-    estimate = estimate_tokens(output_text)
+    # Never held up by a tokenizer still loading: this runs when a stream is stopped.
+    estimate = estimate_tokens(output_text, wait=False)
     if input_tokens is None:
-        estimate += estimate_tokens(prompt_text)
+        estimate += estimate_tokens(prompt_text, wait=False)
     return Usage(
         input_tokens=input_tokens or 0, calls=1, estimated_calls=1, estimated_tokens=estimate
     )

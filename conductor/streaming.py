@@ -1,0 +1,136 @@
+"""Watching a streamed model call: cancel and the run's limits act mid-stream.
+
+Each model call of a run gets a `StreamWatch` as its `on_text`. Every piece of text it
+forwards is also a chance to stop: on cancel, or when the run's tokens, cost or wall
+time would pass a limit counting this call's estimate so far, it raises
+`StreamStopped`; the provider then closes the connection (the server stops
+generating) and returns what came with the usage it knows. Finished calls are charged
+to the run's `Ledger` the moment they return, from whichever thread made them, so a
+cancel never loses the usage of a call that was paid for.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from conductor.config import RunConfig
+from conductor.events import Event, LimitHit, TextDelta
+from conductor.interfaces import StreamStopped, Usage
+
+
+@dataclass
+class Ledger:
+    """Usage of every call of a run, written from any worker thread."""
+
+    usage: Usage = field(default_factory=Usage)
+    meta_usage: Usage = field(default_factory=Usage)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def charge(self, usage: Usage, *, meta: bool) -> None:
+        with self._lock:
+            self.usage = self.usage + usage
+            if meta:
+                self.meta_usage = self.meta_usage + usage
+
+
+class RunGuard:
+    """What every call of one run checks: the cancel flag and the limits."""
+
+    def __init__(self, config: RunConfig, ledger: Ledger, cancel: threading.Event) -> None:
+        self.config = config
+        self.ledger = ledger
+        self.cancel = cancel
+        self.started = time.monotonic()
+        self.limit: LimitHit | None = None  # the limit that stopped a stream, once hit
+        self._lock = threading.Lock()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def over_limit(
+        self, run_id: str, extra_tokens: int = 0, extra_cost: float = 0.0
+    ) -> LimitHit | None:
+        """The first limit the run has reached, counting a call in flight."""
+        cfg = self.config
+        usage = self.ledger.usage
+        checks = [
+            ("tokens", usage.tokens_for_limits + extra_tokens, cfg.max_tokens),
+            ("cost", usage.cost_usd + extra_cost, cfg.max_cost_usd),
+            ("wall_time", self.elapsed(), cfg.max_wall_s),
+        ]
+        for name, value, maximum in checks:
+            if maximum is not None and value >= maximum:
+                return LimitHit(run_id=run_id, limit=name, value=value, maximum=maximum)
+        return None
+
+    def note_limit(self, hit: LimitHit) -> None:
+        with self._lock:
+            if self.limit is None:
+                self.limit = hit
+
+
+class StreamWatch:
+    """The `on_text` of one call: forwards text as `TextDelta`s, stops on cancel/limit."""
+
+    def __init__(
+        self,
+        guard: RunGuard,
+        emit: Callable[[Event], None],
+        *,
+        run_id: str,
+        parent_id: str,
+        model: Any,
+        prompt: Callable[[], str],
+    ) -> None:
+        self.guard = guard
+        self.emit = emit
+        self.run_id = run_id
+        self.parent_id = parent_id
+        self.price = getattr(model, "price", None)
+        self._prompt = prompt
+        self._prompt_tokens: int | None = None
+        self.chars = 0
+        self.pieces = 0
+
+    def __call__(self, text: str) -> None:
+        self.emit(TextDelta(parent_id=self.parent_id, run_id=self.run_id, text=text))
+        self.chars += len(text)
+        self.pieces += 1
+        self.check()
+
+    def check_before(self) -> None:
+        """Before the call: do not start it after a cancel or a limit already hit."""
+        guard = self.guard
+        if guard.cancel.is_set():
+            raise StreamStopped("cancelled")
+        if guard.limit is not None:
+            raise StreamStopped(f"limit:{guard.limit.limit}")
+
+    def check(self) -> None:
+        self.check_before()
+        guard = self.guard
+        tokens, cost = self._in_flight()
+        hit = guard.over_limit(self.run_id, tokens, cost)
+        if hit is not None:
+            guard.note_limit(hit)
+            raise StreamStopped(f"limit:{hit.limit}")
+
+    def _in_flight(self) -> tuple[int, float]:
+        """This call's tokens so far, estimated: prompt (by tokenizer, once) plus output
+        (a streamed piece is about a token; four characters a token if pieces are big)."""
+        cfg = self.guard.config
+        if cfg.max_tokens is None and cfg.max_cost_usd is None:
+            return 0, 0.0
+        if self._prompt_tokens is None:
+            from experts.tokens import estimate_tokens
+
+            self._prompt_tokens = estimate_tokens(self._prompt(), wait=False)
+        output = max(self.pieces, self.chars // 4)
+        cost = 0.0
+        if self.price is not None and cfg.max_cost_usd is not None:
+            cost = self.price.cost(Usage(input_tokens=self._prompt_tokens, output_tokens=output))
+        return self._prompt_tokens + output, cost
