@@ -39,8 +39,8 @@ MOCKS = {
     "mock-answer": '>> FINAL ANSWER:\n"""\n42\n"""',
     "mock-expert": 'Expert Mathematician:\n"""\nWhat is 6 times 7?\n"""',
     "mock-ignore": "I like turtles. Here is a poem about the sea instead of an answer.",
-    "mock-python": 'Expert Python:\n"""\n```python\nprint(6 * 7)\n```\n"""',
-    "mock-empty": "",
+    "mock-python": 'Expert Python:\n"""\n```python\nprint(6 * 7)\n```\nPlease run this code!\n"""',
+    "mock-empty": " ",  # LiteLLM treats "" as no mock at all
     "mock-500": "litellm.InternalServerError",
 }
 
