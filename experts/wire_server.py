@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
+import struct
 import sys
 import threading
 import time
@@ -60,6 +62,8 @@ class Fault:
     delay_s: float = 0.0  # answer only after this long (past the client's timeout)
     cut_after: int | None = None  # send this many stream events, then drop the connection
     message: str = ""  # the error message in the body (default: names the injected fault)
+    stream_error: str | None = None  # after `cut_after` events, this error type in-stream
+    reset: bool = False  # abort the connection (TCP reset) before answering
 
     @classmethod
     def rate_limit(cls, retry_after: float | None = 1.0, *, in_ms: bool = False) -> Fault:
@@ -90,8 +94,22 @@ class Fault:
         """Start the reply, then hang up part-way (a dropped connection)."""
         return cls(200, cut_after=after_events)
 
+    @classmethod
+    def error_in_stream(cls, error_type: str = "overloaded_error", after_events: int = 1) -> Fault:
+        """A 200 stream that carries an error part-way: Anthropic's `event: error`, or
+        the `data: {"error": ...}` chunk OpenAI-compatible servers send."""
+        return cls(200, cut_after=after_events, stream_error=error_type)
+
+    @classmethod
+    def connection_reset(cls) -> Fault:
+        return cls(0, reset=True)
+
     @property
     def name(self) -> str:
+        if self.reset:
+            return "reset"
+        if self.stream_error is not None:
+            return f"stream_error:{self.stream_error}"
         if self.raw_body is not None:
             return "malformed"
         if self.delay_s:
@@ -147,12 +165,15 @@ class WireServer:
         api_key: str | None = None,
         cache_min_tokens: int = 0,
         models: Iterable[str] = ("wire-model",),
+        stream_usage: bool = True,
     ) -> None:
         """`latency_s` is waited before every answer; `chunk_chars` sizes streamed text
         pieces; with `api_key` set, requests without it get a 401; prompts shorter than
         `cache_min_tokens` are never cached (the real services need 1024 or more);
-        `models` is what `GET /v1/models` lists."""
+        `models` is what `GET /v1/models` lists; `stream_usage=False` plays a server that
+        ignores `stream_options.include_usage` (usage never sent while streaming)."""
         self.models = list(models)
+        self.stream_usage = stream_usage
         self.responder = responder
         self.latency_s = latency_s
         self.chunk_chars = max(1, chunk_chars)
@@ -331,11 +352,26 @@ class _Handler(BaseHTTPRequestHandler):
             owner._stopping.wait(owner.latency_s)
         if isinstance(answer, Fault):
             record.fault = answer.name
+            if answer.reset:
+                # SO_LINGER 0: closing sends a TCP reset instead of an orderly FIN.
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                self.close_connection = True
+                self.connection.close()
+                return
             if answer.delay_s:
                 owner._stopping.wait(answer.delay_s)
                 answer = Reply("(a reply sent after the injected delay)")
             elif answer.cut_after is not None:
-                self._send_reply(owner, api, body, Reply(FILLER), cut_after=answer.cut_after)
+                self._send_reply(
+                    owner,
+                    api,
+                    body,
+                    Reply(FILLER),
+                    cut_after=answer.cut_after,
+                    stream_error=answer.stream_error,
+                )
                 return
             else:
                 record.status = answer.status
@@ -363,6 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
         body: dict[str, Any],
         reply: Reply,
         cut_after: int | None = None,
+        stream_error: str | None = None,
     ) -> None:
         total, read, write = owner._cached_tokens(api, body)
         text, stop = fmt.apply_max_tokens(api, body, reply)
@@ -378,7 +415,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(200, data, "application/json")
             return
         pieces = [text[i : i + owner.chunk_chars] for i in range(0, len(text), owner.chunk_chars)]
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = owner.stream_usage and bool(
+            (body.get("stream_options") or {}).get("include_usage")
+        )
         events = fmt.stream_events(api, msg_id, model, pieces, stop, usage, include_usage)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -387,6 +426,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         for sent, event in enumerate(events):
             if cut_after is not None and sent >= cut_after:
+                if stream_error is not None:  # an error event, then an orderly end
+                    self._write_chunk(fmt.stream_error_event(api, stream_error).encode())
+                    self._write_chunk(b"")
+                    return
                 self.close_connection = True  # no final chunk: the client sees a cut stream
                 return
             self._write_chunk(event.encode())
