@@ -166,6 +166,7 @@ class WireServer:
         cache_min_tokens: int = 0,
         models: Iterable[str] = ("wire-model",),
         stream_usage: bool = True,
+        chunk_delay_s: float = 0.0,
     ) -> None:
         """`latency_s` is waited before every answer; `chunk_chars` sizes streamed text
         pieces; with `api_key` set, requests without it get a 401; prompts shorter than
@@ -174,6 +175,7 @@ class WireServer:
         ignores `stream_options.include_usage` (usage never sent while streaming)."""
         self.models = list(models)
         self.stream_usage = stream_usage
+        self.chunk_delay_s = chunk_delay_s  # between streamed events: a model generating
         self.responder = responder
         self.latency_s = latency_s
         self.chunk_chars = max(1, chunk_chars)
@@ -432,6 +434,8 @@ class _Handler(BaseHTTPRequestHandler):
                     return
                 self.close_connection = True  # no final chunk: the client sees a cut stream
                 return
+            if owner.chunk_delay_s and sent:
+                owner._stopping.wait(owner.chunk_delay_s)
             self._write_chunk(event.encode())
         self._write_chunk(b"")
 
