@@ -237,3 +237,38 @@ def test_the_token_limit_counts_estimates_for_a_server_without_usage(tmp_path: P
     finished = events[-1]
     assert isinstance(finished, RunFinished) and finished.status == "limit"
     assert [e.limit for e in events if e.kind == "limit_hit"] == ["tokens"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_wall_time_limit_stops_a_slow_stream(provider: str, tmp_path: Path) -> None:
+    # 100 pieces 50 ms apart: 5 s of streaming, stopped at the 0.5 s limit.
+    with WireServer(["word " * 100], chunk_chars=5, chunk_delay_s=0.05) as server:
+        session = Session(
+            meta_model=make_model(provider, server),
+            config=RunConfig(python=False, max_wall_s=0.5),
+            runs_path=tmp_path,
+        )
+        events = list(session.solve("What is 6 times 7?"))
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status == "limit"
+    assert [e.limit for e in events if e.kind == "limit_hit"] == ["wall_time"]
+    turn = next(e for e in events if e.kind == "meta_turn_finished")
+    assert turn.stop_reason == "stopped:limit:wall_time" and len(turn.text) < 500
+    assert finished.usage.calls == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_cost_limit_stops_a_priced_stream(provider: str, tmp_path: Path) -> None:
+    # gpt-4o / claude-haiku-4-5 are priced: a long reply passes a tiny cost limit mid-way.
+    with WireServer(["word " * 2000], chunk_chars=5) as server:
+        session = Session(
+            meta_model=make_model(provider, server),
+            config=RunConfig(python=False, max_cost_usd=0.003),
+            runs_path=tmp_path,
+        )
+        events = list(session.solve("What is 6 times 7?"))
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status == "limit"
+    assert [e.limit for e in events if e.kind == "limit_hit"] == ["cost"]
+    turn = next(e for e in events if e.kind == "meta_turn_finished")
+    assert turn.stop_reason == "stopped:limit:cost" and len(turn.text) < len("word " * 2000)
