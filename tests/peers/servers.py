@@ -201,7 +201,8 @@ def litellm_config(llama_url: str | None) -> str:
             f"      api_base: {llama_url}",
             "      api_key: unused",
         ]
-    lines += ["litellm_settings:", "  drop_params: true", "  telemetry: false"]
+    lines += ["litellm_settings:", "  drop_params: true", "  telemetry: false", "  num_retries: 0"]
+    lines += ["router_settings:", "  num_retries: 0"]
     return "\n".join(lines) + "\n"
 
 
