@@ -11,7 +11,6 @@ usage counts every call that returned, the cancelled ones included.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -34,29 +33,19 @@ from conductor.events import (
     RunStarted,
     new_id,
 )
-from conductor.interfaces import ChatModel, Completion, Message, Sandbox, StreamStopped, Usage
+from conductor.interfaces import ChatModel, Completion, Message, Sandbox, Usage
 from conductor.protocol import ParsedTurn, parse_turn
-from conductor.streaming import Ledger, RunGuard, StreamWatch
+from conductor.streaming import (
+    Ledger,
+    RunCancelled,
+    RunGuard,
+    StreamLimit,
+    StreamWatch,
+    in_worker,
+)
 from experts.expert import ExpertContext, ExpertOutcome, call_expert
 
 T = TypeVar("T")
-_DONE = object()
-# After a cancel or a limit, how long the run waits for the calls in flight to close
-# their streams and report their usage before it stops without them.
-STOP_GRACE_S = 0.25
-_POLL_S = 0.02
-
-
-class RunCancelled(Exception):
-    pass
-
-
-class StreamLimit(Exception):
-    """A limit was reached while a call streamed; the run ends with that `LimitHit`."""
-
-    def __init__(self, hit: LimitHit) -> None:
-        super().__init__(hit.limit)
-        self.hit = hit
 
 
 @dataclass
@@ -335,66 +324,13 @@ class Conductor:
     def _in_worker(
         self, state: RunState, work: Callable[[Callable[[Event], None]], T]
     ) -> Generator[Event, None, T]:
-        """Run `work(emit)` in a thread, yielding the events it emits as they come.
-
-        A cancel (or the wall-time limit, which needs no text to arrive) is seen within
-        `_POLL_S` even while text streams; the calls in flight then get `STOP_GRACE_S`
-        to close their streams and charge their usage before the run stops anyway.
-        """
         assert state.guard is not None
-        guard = state.guard
-        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = work(events.put)
-            except BaseException as exc:
-                box["error"] = exc
-            finally:
-                events.put(_DONE)
-
-        threading.Thread(target=target, daemon=True, name="conductor-worker").start()
-        stop_deadline: float | None = None
-        while True:
-            if stop_deadline is None:
-                if self._cancel.is_set():
-                    stop_deadline = time.monotonic() + STOP_GRACE_S
-                elif self.config.max_wall_s is not None and guard.limit is None:
-                    hit = guard.over_limit(state.run_id)
-                    if hit is not None and hit.limit == "wall_time":
-                        guard.note_limit(hit)
-                        stop_deadline = time.monotonic() + STOP_GRACE_S
-            timeout = _POLL_S
-            if stop_deadline is not None:
-                timeout = stop_deadline - time.monotonic()
-                if timeout <= 0:
-                    self._stop_now(guard)
-            try:
-                item = events.get(timeout=max(timeout, 0.001))
-            except queue.Empty:
-                continue
-            if item is _DONE:
-                break
-            yield item
-        if "error" in box:
-            error = box["error"]
-            if isinstance(error, StreamStopped) or stop_deadline is not None:
-                self._stop_now(guard)  # a model that does not stream let the stop through
-            raise error
-        # A call stopped part-way returns normally with what it had; the caller records
-        # it, then `_raise_if_stopped` or the next limit check ends the run.
-        return box["value"]
-
-    def _stop_now(self, guard: RunGuard) -> None:
-        if self._cancel.is_set():
-            raise RunCancelled()
-        if guard.limit is not None:
-            raise StreamLimit(guard.limit)
-        raise RunCancelled()
+        return (yield from in_worker(state.guard, work, run_id=state.run_id))
 
     def _limit_reached(self, state: RunState) -> LimitHit | None:
         if self._cancel.is_set():
             raise RunCancelled()
         assert state.guard is not None
+        if state.guard.limit is not None:  # a stream was stopped at it already
+            return state.guard.limit
         return state.guard.over_limit(state.run_id)

@@ -11,15 +11,35 @@ cancel never loses the usage of a call that was paid for.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from conductor.config import RunConfig
 from conductor.events import Event, LimitHit, TextDelta
 from conductor.interfaces import StreamStopped, Usage
+
+T = TypeVar("T")
+_DONE = object()
+# After a cancel or a limit, how long the run waits for the calls in flight to close
+# their streams and report their usage before it stops without them.
+STOP_GRACE_S = 0.25
+_POLL_S = 0.02
+
+
+class RunCancelled(Exception):
+    """The run was cancelled; it ends `interrupted`."""
+
+
+class StreamLimit(Exception):
+    """A limit was reached while a call streamed; the run ends with that `LimitHit`."""
+
+    def __init__(self, hit: LimitHit) -> None:
+        super().__init__(hit.limit)
+        self.hit = hit
 
 
 @dataclass
@@ -134,3 +154,65 @@ class StreamWatch:
         if self.price is not None and cfg.max_cost_usd is not None:
             cost = self.price.cost(Usage(input_tokens=self._prompt_tokens, output_tokens=output))
         return self._prompt_tokens + output, cost
+
+
+def in_worker(
+    guard: RunGuard, work: Callable[[Callable[[Event], None]], T], *, run_id: str
+) -> Generator[Event, None, T]:
+    """Run `work(emit)` in a thread, yielding the events it emits as they come.
+
+    A cancel (or the wall-time limit, which needs no text to arrive) is seen within
+    `_POLL_S` even while text streams; the calls in flight then get `STOP_GRACE_S` to
+    close their streams and charge their usage before the run stops anyway
+    (`RunCancelled` or `StreamLimit`). A call stopped part-way returns normally with
+    what it had: the caller records it, then stops.
+    """
+    events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work(events.put)
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            events.put(_DONE)
+
+    threading.Thread(target=target, daemon=True, name="conductor-worker").start()
+    stop_deadline: float | None = None
+    while True:
+        if stop_deadline is None:
+            if guard.cancel.is_set():
+                stop_deadline = time.monotonic() + STOP_GRACE_S
+            elif guard.config.max_wall_s is not None and guard.limit is None:
+                hit = guard.over_limit(run_id)
+                if hit is not None and hit.limit == "wall_time":
+                    guard.note_limit(hit)
+                    stop_deadline = time.monotonic() + STOP_GRACE_S
+        timeout = _POLL_S
+        if stop_deadline is not None:
+            timeout = stop_deadline - time.monotonic()
+            if timeout <= 0:
+                stop_now(guard)
+        try:
+            item = events.get(timeout=max(timeout, 0.001))
+        except queue.Empty:
+            continue
+        if item is _DONE:
+            break
+        yield item
+    if "error" in box:
+        error = box["error"]
+        if isinstance(error, StreamStopped) or stop_deadline is not None:
+            stop_now(guard)  # a model that does not stream let the stop through
+        raise error
+    return box["value"]
+
+
+def stop_now(guard: RunGuard) -> None:
+    """End the run: cancelled, or at the limit a stream was stopped at."""
+    if guard.cancel.is_set():
+        raise RunCancelled()
+    if guard.limit is not None:
+        raise StreamLimit(guard.limit)
+    raise RunCancelled()
