@@ -272,3 +272,59 @@ def test_the_cost_limit_stops_a_priced_stream(provider: str, tmp_path: Path) -> 
     assert [e.limit for e in events if e.kind == "limit_hit"] == ["cost"]
     turn = next(e for e in events if e.kind == "meta_turn_finished")
     assert turn.stop_reason == "stopped:limit:cost" and len(turn.text) < len("word " * 2000)
+
+
+def _cancel_after_text(session: Session, pieces: int) -> list[Event]:
+    """Run, and cancel once `pieces` streamed pieces have arrived."""
+    from conductor.events import TextDelta
+
+    events: list[Event] = []
+    seen = 0
+    for event in session.solve("What is 6 times 7?"):
+        events.append(event)
+        if isinstance(event, TextDelta):
+            seen += 1
+            if seen == pieces:
+                session.cancel()
+    return events
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cancel_during_a_streamed_meta_turn_keeps_its_partial_usage(
+    provider: str, tmp_path: Path
+) -> None:
+    with WireServer(["word " * 100], chunk_chars=5, chunk_delay_s=0.05) as server:
+        session = Session(
+            meta_model=make_model(provider, server),
+            config=RunConfig(python=False),
+            runs_path=tmp_path,
+        )
+        events = _cancel_after_text(session, 3)
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status == "interrupted"
+    turn = next(e for e in events if e.kind == "meta_turn_finished")
+    assert turn.stop_reason == "stopped:cancelled" and turn.text.startswith("word word")
+    assert len(turn.text) < 100  # closed part-way, not read to the end
+    assert finished.usage.calls == 1 and finished.usage.estimated_calls == 1
+    transcript = read_transcript(tmp_path / f"{finished.run_id}.jsonl")
+    assert transcript.finished is not None and transcript.finished.usage == finished.usage
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cancel_during_parallel_expert_streams_keeps_every_calls_usage(
+    provider: str, tmp_path: Path
+) -> None:
+    slow = "thinking " * 60
+    with WireServer([TWO_EXPERTS, slow, slow], chunk_chars=9, chunk_delay_s=0.05) as server:
+        session = Session(
+            meta_model=make_model(provider, server),
+            config=RunConfig(python=False, parallel_experts=True),
+            runs_path=tmp_path,
+        )
+        events = _cancel_after_text(session, 12)  # the meta turn's pieces, then experts'
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status == "interrupted"
+    calls = [e for e in events if e.kind == "expert_call_finished"]
+    assert len(calls) == 2 and all(c.stop_reason == "stopped:cancelled" for c in calls)
+    assert finished.usage.calls == 3  # the meta turn and both partial expert calls
+    assert not [e for e in events if e.kind == "error"]
