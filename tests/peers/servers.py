@@ -66,8 +66,9 @@ def find_llama_server() -> tuple[Path, Path] | None:
 
 def find_litellm() -> Path | None:
     env = ENV["CONDUCTOR_LITELLM"]
-    path = Path(env) if env else CACHE / "litellm-venv" / "bin" / "litellm"
-    return path if path.exists() else None
+    if env:
+        return Path(env) if Path(env).exists() else None
+    return next(iter(sorted(CACHE.glob("litellm-*-venv/bin/litellm"), reverse=True)), None)
 
 
 def _get(url: str, timeout: float = 2.0) -> tuple[int, str]:
