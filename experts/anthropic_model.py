@@ -38,7 +38,6 @@ from experts.retry import (
     transport_errors,
 )
 from experts.tokens import estimated_usage, prompt_text, warn_no_usage
-from experts.tokens import warm as warm_tokenizer
 
 log = logging.getLogger("conductor.experts")
 
@@ -90,7 +89,6 @@ class AnthropicModel:
         self.max_retries = max_retries
         self.backoff = backoff or Backoff()
         self.breaker = Breaker()
-        warm_tokenizer()  # ready by the time a stream needs an estimate
         self.default_max_tokens = default_max_tokens
         self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
         if not self.price.known:
@@ -209,7 +207,7 @@ class AnthropicModel:
         except StreamStopped as stop:
             text = "".join(pieces)
             known = getattr(getattr(start, "usage", None), "input_tokens", None)
-            usage = estimated_usage(prompt, text, input_tokens=known or None)
+            usage = estimated_usage(prompt, text, input_tokens=known or None, wait=False)
             model = start.model if start is not None else self.model
             return Completion(text, usage, model, STOPPED_PREFIX + stop.reason)
         except (anthropic.APIError, *transport_errors()) as exc:

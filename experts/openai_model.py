@@ -41,7 +41,6 @@ from experts.retry import (
     transport_errors,
 )
 from experts.tokens import estimated_usage, prompt_text, warn_no_usage
-from experts.tokens import warm as warm_tokenizer
 
 log = logging.getLogger("conductor.experts")
 
@@ -96,7 +95,6 @@ class OpenAIModel:
         self.max_retries = max_retries
         self.backoff = backoff or Backoff()
         self.breaker = Breaker()
-        warm_tokenizer()  # ready by the time a stream needs an estimate
         self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
         if not self.price.known:
             log.warning("no price known for %r: its calls are counted as costing $0", model)
@@ -194,7 +192,7 @@ class OpenAIModel:
                             on_text(choice.delta.content)
         except StreamStopped as stop:
             text = "".join(pieces)
-            usage = estimated_usage(prompt, text)
+            usage = estimated_usage(prompt, text, wait=False)
             return Completion(text, usage, model or self.model, STOPPED_PREFIX + stop.reason)
         except (openai.APIError, *transport_errors()) as exc:
             if pieces:

@@ -67,14 +67,14 @@ _warned: set[str] = set()
 
 
 def estimated_usage(
-    prompt_text: str, output_text: str, *, input_tokens: int | None = None
+    prompt_text: str, output_text: str, *, input_tokens: int | None = None, wait: bool = True
 ) -> Usage:
     """Usage for a call whose server reported none (or only its `input_tokens`): the
-    unknown part goes to `estimated_tokens`, never into the measured fields."""
-    # Never held up by a tokenizer still loading: this runs when a stream is stopped.
-    estimate = estimate_tokens(output_text, wait=False)
+    unknown part goes to `estimated_tokens`, never into the measured fields. A stream
+    just stopped passes `wait=False`: a cancel is not held up by a tokenizer loading."""
+    estimate = estimate_tokens(output_text, wait=wait)
     if input_tokens is None:
-        estimate += estimate_tokens(prompt_text, wait=False)
+        estimate += estimate_tokens(prompt_text, wait=wait)
     return Usage(
         input_tokens=input_tokens or 0, calls=1, estimated_calls=1, estimated_tokens=estimate
     )
