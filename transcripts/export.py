@@ -90,7 +90,7 @@ def _md(event: Event) -> str | None:
     if isinstance(event, FinalAnswer):
         return f"## Final answer\n\n{_block(event.answer)}"
     if isinstance(event, LimitHit):
-        return f"> **Limit reached:** {event.limit} ({event.value:g} of {event.maximum:g})"
+        return f"> **Limit reached:** {_code(event.limit)} ({event.value:g} of {event.maximum:g})"
     if isinstance(event, ErrorEvent):
         return f"> **Error ({_code(event.where)}):**\n\n{_block(event.message)}"
     if isinstance(event, RunFinished):
@@ -101,7 +101,7 @@ def _md(event: Event) -> str | None:
             f"{event.sandbox_runs} | {u.input_tokens} | {u.output_tokens} | ${u.cost_usd:.4f} | {event.duration_s:.1f} s |"
         )
     if isinstance(event, NotesWritten):
-        return f"> **Notebook:** {len(event.note_ids)} notes written ({event.verification})"
+        return f"> **Notebook:** {len(event.note_ids)} notes written ({_code(event.verification)})"
     return None
 
 

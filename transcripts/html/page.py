@@ -25,6 +25,8 @@ from pygments.lexers import PythonLexer
 
 from conductor.display import visible, visible_line
 from conductor.interfaces import Usage
+from conductor.printer import exec_status
+from transcripts.audit import FINDING_KINDS
 
 _FORMATTER = HtmlFormatter(nowrap=True, classes=True)
 _LEXER = PythonLexer()
@@ -73,6 +75,7 @@ def environment() -> jinja2.Environment:
         money=money,
         words=first_words,
     )
+    env.globals.update(exec_status=exec_status, finding_kinds=FINDING_KINDS)
     return env
 
 

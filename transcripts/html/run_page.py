@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from conductor.events import Event
-from conductor.printer import exec_status
-from transcripts.audit import FINDING_KINDS
 from transcripts.html.page import render
 from transcripts.outline import RunOutline, outline, outline_file
 
@@ -43,9 +41,9 @@ def note_rows(run: RunOutline, notebook: Path | str | None = None) -> dict[str, 
         return {}
     rows: dict[str, dict[str, Any]] = {}
     for path in paths:
-        if not path.is_file():
-            continue
         try:
+            if not path.is_file():  # a recorded path may be odd (NUL, too long)
+                continue
             from notebook.store import Notebook
 
             with Notebook(path) as book:
@@ -81,8 +79,6 @@ def run_html(
         notes=notes,
         started_at=started_at,
         sandbox_runs=sum(len(c.execs) for c in run.calls),
-        finding_kinds=FINDING_KINDS,
-        exec_status=exec_status,
     )
 
 
