@@ -99,7 +99,10 @@ def write_batch_html(batch: Path | str, output: Path | str | None = None) -> Pat
         render(
             "batch.html.j2",
             title=f"Batch {folder.name}",
-            header={"task": identity.get("task", ""), "model": identity.get("model", "")},
+            header={
+                "task": (identity.get("spec") or {}).get("name") or identity.get("task", ""),
+                "model": identity.get("model", ""),
+            },
             rows=rows,
             counts=counts,
             statuses=sorted(statuses),
