@@ -85,7 +85,7 @@ def test_replays_of_a_published_record_differ_exactly_where_one_reply_changed(
     changed, call, old = with_reply_changed(record, 0, "A different reply.\n(B) heptagon")
     diff = diff_runs(outline(replay(record)), outline(replay(changed)))
     assert len(diff.changes) == 1
-    pair, pair_call, field = diff.changes[0]
+    _, pair_call, field = diff.changes[0]
     assert pair_call is not None and field is not None
     assert pair_call.name == call.expert and field.name == "reply"
     assert (field.left, field.right) == (old, "A different reply.\n(B) heptagon")

@@ -6,3 +6,4 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 export CONDUCTOR_CHROMIUM="${CONDUCTOR_CHROMIUM:-$(command -v chromium)}"
 chromium --version
+export CONDUCTOR_REQUIRE_BROWSER=1

@@ -18,6 +18,8 @@ from conductor.errors import UserFacingError
 from transcripts.html.page import render
 from transcripts.html.run_page import write_run_html
 
+STATUSES = ("answered", "no_answer", "limit", "error", "interrupted")
+
 
 def find_batch(ref: str) -> Path:
     """A batch folder from a path, a batch id, or a unique prefix of one."""
@@ -105,7 +107,7 @@ def write_batch_html(batch: Path | str, output: Path | str | None = None) -> Pat
             },
             rows=rows,
             counts=counts,
-            statuses=sorted(statuses),
+            statuses=[*STATUSES, *sorted(set(statuses) - set(STATUSES))],
         ),
         encoding="utf-8",
     )
