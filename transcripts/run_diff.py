@@ -66,6 +66,7 @@ class RoundPair:
     right: RoundView | None
     meta: FieldDiff
     calls: list[CallPair] = field(default_factory=list)
+    position: int = 0  # 1-based place among the aligned rounds
 
     @property
     def status(self) -> Status:
@@ -196,6 +197,8 @@ def _round_pair(left: RoundView | None, right: RoundView | None) -> RoundPair:
 
 def diff_runs(left: RunOutline, right: RunOutline) -> RunDiff:
     rounds = [_round_pair(a, b) for a, b in _align(left.rounds, right.rounds, _round_key)]  # type: ignore[arg-type]
+    for position, pair in enumerate(rounds, start=1):
+        pair.position = position
     answer = lambda run: run.final.answer if run.final is not None else ""  # noqa: E731
     return RunDiff(
         left,

@@ -11,12 +11,13 @@ from pathlib import Path
 
 from conductor.printer import usage_line
 from transcripts.html.page import render
+from transcripts.html.run_page import known_score
 from transcripts.outline import RunOutline, outline_file
 from transcripts.run_diff import RunDiff, diff_runs
 
 
 def _totals(run: RunOutline) -> list[str]:
-    score = run.score or {}
+    score = known_score(run) or {}
     return [
         run.started.model if run.started else "",
         run.status,

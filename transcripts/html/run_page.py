@@ -56,6 +56,29 @@ def note_rows(run: RunOutline, notebook: Path | str | None = None) -> dict[str, 
     return rows
 
 
+def known_score(run: RunOutline) -> dict[str, Any] | None:
+    """The run's recorded score; else, for a run of a known task with a target, the
+    task's own rule applied now (no sandbox: a rule that needs one gives no score)."""
+    if run.score is not None:
+        return run.score
+    started = run.started
+    if started is None or not started.task or started.target is None or run.final is None:
+        return None
+    from conductor.scoring import score
+    from conductor.taskfile import TaskItem
+
+    item = TaskItem(id=run.run_id, input=started.question, target=started.target)
+    try:
+        result = score(started.task, run.final.answer, item, with_paper=False)
+    except Exception:  # an unknown task or a rule that cannot run here: no score shown
+        return None
+    if not result.scored:
+        return None
+    data = result.to_dict()
+    data["detail"] = f"{result.detail} (scored at export by the {started.task} rule)"
+    return data
+
+
 def run_html(
     run: RunOutline | Iterable[Event],
     *,
@@ -75,7 +98,7 @@ def run_html(
         "run.html.j2",
         title=f"Run {run.run_id}",
         run=run,
-        score=score if score is not None else run.score,
+        score=score if score is not None else known_score(run),
         notes=notes,
         started_at=started_at,
         sandbox_runs=sum(len(c.execs) for c in run.calls),
