@@ -137,8 +137,12 @@ def _read(ref: str):
     transcript = read_transcript(transcript_path(ref))
     if transcript.problem is not None:
         from rich.console import Console
+        from rich.text import Text
 
-        Console(stderr=True).print(f"[yellow]warning:[/] {transcript.problem}")
+        from conductor.display import visible_line
+
+        warning = Text("warning: ", style="yellow").append(visible_line(str(transcript.problem)))
+        Console(stderr=True).print(warning)
     return transcript
 
 
