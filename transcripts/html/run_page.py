@@ -57,12 +57,16 @@ def note_rows(run: RunOutline, notebook: Path | str | None = None) -> dict[str, 
 
 
 def known_score(run: RunOutline) -> dict[str, Any] | None:
-    """The run's recorded score; else, for a run of a known task with a target, the
-    task's own rule applied now (no sandbox: a rule that needs one gives no score)."""
+    """The run's recorded score; else, for an imported published record (whose question
+    is exactly the task's input), the task's own rule applied now (no sandbox: a rule
+    that needs one gives no score). Other runs' questions may be worded freely, which a
+    rule reading the input (Game of 24's numbers) would misjudge, so they get none."""
     if run.score is not None:
         return run.score
     started = run.started
-    if started is None or not started.task or started.target is None or run.final is None:
+    if started is None or started.tags.get("source") != "published":
+        return None
+    if not started.task or started.target is None or run.final is None:
         return None
     from conductor.scoring import score
     from conductor.taskfile import TaskItem
