@@ -220,3 +220,32 @@ def test_run_page_shows_hostile_text_as_text() -> None:
     assert "\\x1b]52;c;cHduZWQ=\\x07" in page
     assert "{{ 7*7 }}" in page  # shown, not evaluated by the template engine
     assert "default-src 'none'" in page  # the policy itself, written by us
+
+
+@given(hostile_text)
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+def test_batch_index_holds_only_its_own_markup(tmp_path_factory, text: str) -> None:
+    import json
+
+    from transcripts.html.batch_page import write_batch_html
+
+    folder = tmp_path_factory.mktemp("batch")
+    _write(folder / "runs" / "r.jsonl", hostile_events(text))
+    record = {
+        "item_id": text[:30],
+        "line": 1,
+        "final": True,
+        "run_id": "hostile-run",
+        "transcript": "runs/r.jsonl",
+        "status": "answered",
+        "answer": text,
+        "target": text,
+        "score": {"correct": False, "detail": text, "scored": True},
+        "usage": {"input_tokens": 1, "output_tokens": 2, "cost_usd": 0.0},
+        "rounds": 1,
+        "duration_s": 0.1,
+    }
+    (folder / "results.jsonl").write_text(json.dumps(record) + "\n")
+    index = write_batch_html(folder)
+    assert_inert_html(index.read_text())
+    assert_inert_html((index.parent / "runs" / "hostile-run.html").read_text())

@@ -75,3 +75,73 @@ def test_generated_hostile_runs_are_drawn_visible(tmp_path_factory, text: str) -
 
     path = write(tmp_path_factory.mktemp("hostile") / "run.jsonl", text)
     assert_clean(asyncio.run(shown_pages(path)))
+
+
+HOSTILE = "".join(SEQUENCES + MARKUP)
+LIVE_TURNS = (
+    f"{HOSTILE}\n\nExpert Python:\n" + '"""\n' + f"Print the escapes. {HOSTILE}\n" + '"""',
+    f'{HOSTILE}\n\n>> FINAL ANSWER:\n"""\n{HOSTILE}\n"""',
+)
+
+
+def live_expert(name: str, instruction: str) -> str:
+    # Real code in a real (subprocess) sandbox, printing raw escapes to stdout and stderr.
+    code = (
+        "import sys\n"
+        "print('\\x1b]52;c;cHduZWQ=\\x07\\x1b[2J\\x9b31m\\u202eevil\\x00')\n"
+        "print('\\x1b[1A\\x1b[2K fake', file=sys.stderr)\n"
+    )
+    return f"{HOSTILE}\n```python\n{code}```\nPlease run this code!"
+
+
+@pytest.mark.anyio
+async def test_a_live_run_streams_hostile_text_visible() -> None:
+    """The Solve screen while the model streams in 8-character pieces, which split the
+    escape sequences across fragments, and while the sandbox prints raw escapes."""
+    from tui_helpers import scripted_factory
+
+    from tui.screens.solve import SolveScreen
+
+    app = ConductorApp(make_settings(), session_factory=scripted_factory(LIVE_TURNS, live_expert))
+    pages: list[str] = []
+    async with app.run_test(size=(160, 80)) as pilot:
+        assert isinstance(app.screen, SolveScreen)
+        box = app.screen.query_one("#question")
+        # The user's own question stays plain: the Input widget shows what they typed.
+        box.value = "Print the escapes"
+        box.focus()
+        await pilot.press("enter")
+        screen = app.screen
+        while screen.finished is None:
+            pages.append(screen_text(app))
+            await pilot.pause(0.05)
+        for block in screen.query(ExpertBlock):
+            block.collapsed = False
+        await pilot.pause(0.3)
+        pages.append(screen_text(app))
+        assert screen.query(SandboxBlock), "the code did not run"
+    assert_clean(pages)
+    assert "\\x1b]52;c;cHduZWQ=" in pages[-1]
+
+
+@pytest.mark.anyio
+async def test_streamed_fragments_are_shown_visible_before_the_turn_settles() -> None:
+    """Fragments split escape sequences and CRLF pairs; what is drawn mid-stream is clean."""
+    from textual.app import App
+
+    from tui.widgets.blocks import StreamedMarkdown
+
+    class Host(App[None]):
+        def compose(self):
+            yield StreamedMarkdown()
+
+    text = "\r\n".join(SEQUENCES) + "\n"
+    app = Host()
+    async with app.run_test(size=(160, 40)) as pilot:
+        widget = app.query_one(StreamedMarkdown)
+        for start in range(0, len(text), 3):
+            await widget.stream(text[start : start + 3])
+        await pilot.pause(0.3)
+        page = screen_text(app)
+        assert "\\x1b[2J" in page, "the streamed text is not on screen yet"
+        assert_clean([page])

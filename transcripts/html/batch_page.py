@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from conductor.batch_report import ItemRecord
-from conductor.batch_store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
+from conductor.batch_store import (
+    MANIFEST_FILE,
+    RESULTS_FILE,
+    ResultsLog,
+    batches_dir,
+    safe_name,
+)
 from conductor.errors import UserFacingError
 from transcripts.html.page import render
 from transcripts.html.run_page import write_run_html
@@ -81,7 +87,8 @@ def write_batch_html(batch: Path | str, output: Path | str | None = None) -> Pat
         link = ""
         transcript = record.get("transcript")
         if transcript and (folder / transcript).exists() and record.get("run_id"):
-            page = Path("runs") / f"{record['run_id']}.html"
+            # A file name from the run id, never a path (the id is data read back).
+            page = Path("runs") / f"{safe_name(str(record['run_id']), 120)}.html"
             write_run_html(folder / transcript, out / page, score=record.get("score"))
             link = page.as_posix()
         rows.append(_row(record, link))
