@@ -263,3 +263,15 @@ def test_a_2000_round_run_opens_whole(browser, tmp_path: Path) -> None:
     page.locator("a[href='#final']").click()
     assert page.locator("#final-answer").is_visible()
     assert_quiet(opened)
+
+
+def test_the_request_recorder_sees_a_fetch(browser, tmp_path: Path) -> None:
+    """The control for every 'no request' above: a page that does fetch is caught."""
+    control = tmp_path / "control.html"
+    control.write_text(
+        '<!doctype html><img src="http://example.invalid/pixel.png">'
+        '<link rel="stylesheet" href="https://example.invalid/a.css">'
+    )
+    opened = browser(control)
+    opened.page.wait_for_timeout(300)
+    assert any("example.invalid" in url for url in opened.foreign_requests)
