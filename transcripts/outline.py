@@ -194,14 +194,13 @@ def outline(events: list[Event], *, problem: str | None = None) -> RunOutline:
         if not out.run_id and event.run_id:
             out.run_id = event.run_id
     out.audit = audit_events(events)
-    _place_findings(out, rounds, calls)
+    _place_findings(out, calls)
     return out
 
 
-def _place_findings(out: RunOutline, rounds: dict[str, RoundView], calls: dict[str, CallView]):
+def _place_findings(out: RunOutline, calls: dict[str, CallView]) -> None:
     """Each finding goes beside the call or round it points at, else to its round number."""
-    by_exec = {id(x): c for c in out.calls for x in c.execs}
-    exec_ids = {x.id: by_exec[id(x)] for c in out.calls for x in c.execs}
+    exec_ids = {x.id: c for c in out.calls for x in c.execs}
     by_number = {r.number: r for r in out.rounds}
     for finding in out.audit.findings:
         call = calls.get(finding.event_id or "") or exec_ids.get(finding.event_id or "")

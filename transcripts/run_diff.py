@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from transcripts.outline import CallView, RoundView, RunOutline
 
 Status = Literal["same", "changed", "only_left", "only_right"]
 _TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
+T = TypeVar("T")
 
 
 @dataclass
@@ -137,18 +139,22 @@ def _call_key(call: CallView) -> tuple[str, str]:
     return (call.name, _flat(call.instruction))
 
 
-def _round_key(r: RoundView) -> tuple:
+def _round_key(r: RoundView) -> Hashable:
     return tuple(_call_key(c) for c in r.calls) or ("text", _flat(r.text)[:200])
 
 
-def _exec_fields(call: CallView, side: str) -> list[str]:
-    values = []
+def _exec_parts(call: CallView) -> dict[str, list[str]]:
+    """Per part of a sandbox run (code, stdout, stderr, exit status), one entry per run."""
+    parts: dict[str, list[str]] = {"code": [], "stdout": [], "stderr": [], "exit status": []}
     for x in call.execs:
         status = "timed out" if x.result.timed_out else f"exit {x.result.exit_code}"
         if x.result.signal is not None:
             status = f"signal {x.result.signal}"
-        values.append((x.code, x.result.stdout, x.result.stderr, status))
-    return [v[["code", "stdout", "stderr", "exit"].index(side)] for v in values]
+        for name, value in zip(
+            parts, (x.code, x.result.stdout, x.result.stderr, status), strict=True
+        ):
+            parts[name].append(value)
+    return parts
 
 
 def _compare_calls(left: CallView, right: CallView) -> list[FieldDiff]:
@@ -157,19 +163,20 @@ def _compare_calls(left: CallView, right: CallView) -> list[FieldDiff]:
         FieldDiff("instruction", left.instruction, right.instruction),
         FieldDiff("reply", left.reply, right.reply),
     ]
-    for part in ("code", "stdout", "stderr", "exit"):
-        a, b = _exec_fields(left, part), _exec_fields(right, part)
-        name = part if part != "exit" else "exit status"
-        fields.append(FieldDiff(name, "\n---\n".join(a), "\n---\n".join(b)))
+    ours, theirs = _exec_parts(left), _exec_parts(right)
+    for name in ours:  # several runs of one call are joined, in order
+        fields.append(FieldDiff(name, "\n---\n".join(ours[name]), "\n---\n".join(theirs[name])))
     return fields
 
 
-def _align(left: list, right: list, key) -> list[tuple[object | None, object | None]]:
+def _align(
+    left: list[T], right: list[T], key: Callable[[T], Hashable]
+) -> list[tuple[T | None, T | None]]:
     """Pairs of items, aligned where their keys match; unmatched stretches pair in order."""
     matcher = difflib.SequenceMatcher(
         None, [key(x) for x in left], [key(x) for x in right], autojunk=False
     )
-    pairs: list[tuple[object | None, object | None]] = []
+    pairs: list[tuple[T | None, T | None]] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         a, b = left[i1:i2], right[j1:j2]
         if tag == "equal" or tag == "replace":
@@ -188,18 +195,21 @@ def _round_pair(left: RoundView | None, right: RoundView | None) -> RoundPair:
     if left is None or right is None:
         return pair
     for a, b in _align(left.calls, right.calls, _call_key):
-        call = CallPair(a, b)  # type: ignore[arg-type]
+        call = CallPair(a, b)
         if a is not None and b is not None:
-            call.fields = _compare_calls(a, b)  # type: ignore[arg-type]
+            call.fields = _compare_calls(a, b)
         pair.calls.append(call)
     return pair
 
 
 def diff_runs(left: RunOutline, right: RunOutline) -> RunDiff:
-    rounds = [_round_pair(a, b) for a, b in _align(left.rounds, right.rounds, _round_key)]  # type: ignore[arg-type]
+    rounds = [_round_pair(a, b) for a, b in _align(left.rounds, right.rounds, _round_key)]
     for position, pair in enumerate(rounds, start=1):
         pair.position = position
-    answer = lambda run: run.final.answer if run.final is not None else ""  # noqa: E731
+
+    def answer(run: RunOutline) -> str:
+        return run.final.answer if run.final is not None else ""
+
     return RunDiff(
         left,
         right,
