@@ -500,3 +500,14 @@ def test_an_openai_compatible_server_is_found_by_env_and_its_first_model_used(
         assert model.complete(HI).text == "served locally"
         assert not model.price.known  # a local model: cost 0, flagged
         assert wire.requests[-1].headers["authorization"] == "Bearer unused"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_truncated_plain_body_is_retried(provider: str, server: WireServer) -> None:
+    # A non-streamed call (as the notebook's learning calls are): the server promises a
+    # whole JSON body, sends half of it and hangs up.
+    server.inject(Fault.disconnect())
+    server.add("whole reply")
+    completion = make_model(provider, server).complete(HI)
+    assert (completion.text, completion.retries) == ("whole reply", 1)
+    assert server.requests[0].fault == "disconnect" and not server.requests[0].body.get("stream")
