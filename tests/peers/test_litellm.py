@@ -6,11 +6,12 @@ reply, a 500) and a route to llama-server's SmolLM2. Each test checks the record
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 from conftest import kinds, run_cli, solve_json, spec, transcript_of
 from servers import Peer
-from support import docker_reason
+from support import docker_reason, skip_or_fail
 
 from transcripts.index import RunIndex
 
@@ -89,8 +90,8 @@ def test_an_empty_reply_is_nudged_saying_the_server_sent_nothing(
 @pytest.mark.parametrize("provider", FORMATS)
 def test_expert_python_runs_in_the_sandbox(provider: str, litellm: Peer) -> None:
     reason = docker_reason()
-    if reason is not None and not __import__("shutil").which("bwrap"):
-        pytest.skip(f"no sandbox here: {reason}, and no bubblewrap")
+    if reason is not None and not shutil.which("bwrap"):
+        skip_or_fail(f"no sandbox here: {reason}, and no bubblewrap", "CONDUCTOR_REQUIRE_DOCKER")
     _proc, result = solve_json(
         "What is 6 times 7?", "--model", spec(provider, "mock-python", litellm),
         "--max-rounds", "2", key=litellm.key,
