@@ -67,6 +67,27 @@ class RunGuard:
         self.started = time.monotonic()
         self.limit: LimitHit | None = None  # the limit that stopped a stream, once hit
         self._lock = threading.Lock()
+        self._closers: dict[int, Callable[[], None]] = {}
+
+    def register(self, key: int, close: Callable[[], None] | None) -> None:
+        """A stream in flight, and how to close it from another thread (None: done)."""
+        with self._lock:
+            if close is None:
+                self._closers.pop(key, None)
+            else:
+                self._closers[key] = close
+
+    def close_streams(self) -> None:
+        """Close every stream in flight at once: the reads waiting on them end now,
+        whether or not the server sends anything more (a stalled server included)."""
+        with self._lock:
+            closers = list(self._closers.values())
+            self._closers.clear()
+        for close in closers:
+            try:
+                close()
+            except OSError:
+                pass  # already closed
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -115,6 +136,26 @@ class StreamWatch:
         self._prompt_tokens: int | None = None
         self.chars = 0
         self.pieces = 0
+
+    def attach(self, close: Callable[[], None]) -> None:
+        """Called by a provider once its stream is open: how to close it from the run's
+        thread. If a stop came first, the stream is closed at once."""
+        self.guard.register(id(self), close)
+        if self.guard.cancel.is_set() or self.guard.limit is not None:
+            self.guard.close_streams()
+
+    def detach(self) -> None:
+        self.guard.register(id(self), None)
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the run stopped this stream, if it did (for a provider whose read failed
+        because the stream was closed under it)."""
+        if self.guard.cancel.is_set():
+            return "cancelled"
+        if self.guard.limit is not None:
+            return f"limit:{self.guard.limit.limit}"
+        return None
 
     def __call__(self, text: str) -> None:
         self.emit(TextDelta(parent_id=self.parent_id, run_id=self.run_id, text=text))
@@ -184,11 +225,16 @@ def in_worker(
         if stop_deadline is None:
             if guard.cancel.is_set():
                 stop_deadline = time.monotonic() + STOP_GRACE_S
+                guard.close_streams()
             elif guard.config.max_wall_s is not None and guard.limit is None:
                 hit = guard.over_limit(run_id)
                 if hit is not None and hit.limit == "wall_time":
                     guard.note_limit(hit)
                     stop_deadline = time.monotonic() + STOP_GRACE_S
+                    guard.close_streams()
+            elif guard.limit is not None:  # a call's stream hit a limit: stop the others
+                stop_deadline = time.monotonic() + STOP_GRACE_S
+                guard.close_streams()
         timeout = _POLL_S
         if stop_deadline is not None:
             timeout = stop_deadline - time.monotonic()

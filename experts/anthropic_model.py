@@ -37,6 +37,8 @@ from experts.retry import (
     failure_from_sdk,
     transport_errors,
 )
+from experts.streams import attach_closer
+from experts.streams import stop_reason as stopped_by_run
 from experts.tokens import estimated_usage, prompt_text, warn_no_usage
 
 log = logging.getLogger("conductor.experts")
@@ -194,26 +196,34 @@ class AnthropicModel:
                     except StreamStopped:
                         pass
                 return completion
-            with raw.parse() as events:  # leaving it closes the connection
-                for event in events:
-                    if event.type == "message_start":
-                        start = event.message
-                    elif event.type == "content_block_delta" and event.delta.type == "text_delta":
-                        pieces.append(event.delta.text)
-                        on_text(event.delta.text)
-                    elif event.type == "message_delta":
-                        delta_usage = event.usage
-                        stop_reason = event.delta.stop_reason or stop_reason
+            detach = attach_closer(on_text, raw.http_response)
+            try:
+                with raw.parse() as events:  # leaving it closes the connection
+                    for event in events:
+                        if event.type == "message_start":
+                            start = event.message
+                        elif (
+                            event.type == "content_block_delta" and event.delta.type == "text_delta"
+                        ):
+                            pieces.append(event.delta.text)
+                            on_text(event.delta.text)
+                        elif event.type == "message_delta":
+                            delta_usage = event.usage
+                            stop_reason = event.delta.stop_reason or stop_reason
+            finally:
+                detach()
         except StreamStopped as stop:
-            text = "".join(pieces)
-            known = getattr(getattr(start, "usage", None), "input_tokens", None)
-            usage = estimated_usage(prompt, text, input_tokens=known or None, wait=False)
-            model = start.model if start is not None else self.model
-            return Completion(text, usage, model, STOPPED_PREFIX + stop.reason)
+            return self._stopped(pieces, prompt, start, stop.reason)
         except (anthropic.APIError, *transport_errors()) as exc:
+            closed_by_us = stopped_by_run(on_text)
+            if closed_by_us is not None:  # the run closed the connection under the read
+                return self._stopped(pieces, prompt, start, closed_by_us)
             if pieces:
                 raise StreamBroken(f"after {sum(map(len, pieces))} characters: {exc}") from exc
             raise
+        closed_by_us = stopped_by_run(on_text)
+        if closed_by_us is not None and not stop_reason:  # ended early: closed under the read
+            return self._stopped(pieces, prompt, start, closed_by_us)
         if start is None:
             raise MalformedReply("it held no message_start event")
         first, last = start.usage, delta_usage
@@ -228,6 +238,15 @@ class AnthropicModel:
             _pick(last, first, "cache_creation_input_tokens"),
         )
         return Completion("".join(pieces), usage, start.model, stop_reason)
+
+    def _stopped(self, pieces: list[str], prompt: str, start: Any, reason: str) -> Completion:
+        """What a stream stopped part-way returned: the prompt's tokens if the server
+        sent them at the start, the rest estimated."""
+        text = "".join(pieces)
+        known = getattr(getattr(start, "usage", None), "input_tokens", None)
+        usage = estimated_usage(prompt, text, input_tokens=known or None, wait=False)
+        model = start.model if start is not None else self.model
+        return Completion(text, usage, model, STOPPED_PREFIX + reason)
 
     def _explain(self, failure: Failure, attempts: int) -> str:
         return explain_failure(

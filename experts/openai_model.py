@@ -40,6 +40,7 @@ from experts.retry import (
     failure_from_sdk,
     transport_errors,
 )
+from experts.streams import attach_closer, stop_reason
 from experts.tokens import estimated_usage, prompt_text, warn_no_usage
 
 log = logging.getLogger("conductor.experts")
@@ -179,29 +180,43 @@ class OpenAIModel:
                     _deliver(on_text, completion.text)
                 return completion
             stream = raw.parse()
-            with stream:  # leaving it closes the connection: the server stops generating
-                for chunk in stream:
-                    chunks += 1
-                    model = chunk.model or model
-                    if chunk.usage is not None:
-                        usage_seen = chunk.usage
-                    for choice in chunk.choices[:1]:
-                        finish = choice.finish_reason or finish
-                        if choice.delta and choice.delta.content:
-                            pieces.append(choice.delta.content)
-                            on_text(choice.delta.content)
+            detach = attach_closer(on_text, raw.http_response)
+            try:
+                with stream:  # leaving it closes the connection: the server stops generating
+                    for chunk in stream:
+                        chunks += 1
+                        model = chunk.model or model
+                        if chunk.usage is not None:
+                            usage_seen = chunk.usage
+                        for choice in chunk.choices[:1]:
+                            finish = choice.finish_reason or finish
+                            if choice.delta and choice.delta.content:
+                                pieces.append(choice.delta.content)
+                                on_text(choice.delta.content)
+            finally:
+                detach()
         except StreamStopped as stop:
-            text = "".join(pieces)
-            usage = estimated_usage(prompt, text, wait=False)
-            return Completion(text, usage, model or self.model, STOPPED_PREFIX + stop.reason)
+            return self._stopped(pieces, prompt, model, stop.reason)
         except (openai.APIError, *transport_errors()) as exc:
+            closed_by_us = stop_reason(on_text)
+            if closed_by_us is not None:  # the run closed the connection under the read
+                return self._stopped(pieces, prompt, model, closed_by_us)
             if pieces:
                 raise StreamBroken(f"after {sum(map(len, pieces))} characters: {exc}") from exc
             raise
+        closed_by_us = stop_reason(on_text)
+        if closed_by_us is not None and not finish:  # ended early: closed under the read
+            return self._stopped(pieces, prompt, model, closed_by_us)
         if chunks == 0:
             raise MalformedReply("it held no completion chunks")
         text = "".join(pieces)
         return Completion(text, self._usage(usage_seen, prompt, text), model or self.model, finish)
+
+    def _stopped(self, pieces: list[str], prompt: str, model: str, reason: str) -> Completion:
+        """What a stream stopped part-way returned; its usage never came: estimated."""
+        text = "".join(pieces)
+        usage = estimated_usage(prompt, text, wait=False)
+        return Completion(text, usage, model or self.model, STOPPED_PREFIX + reason)
 
     def _usage(self, usage: Any, prompt: str, text: str) -> Usage:
         if usage is None or not (usage.prompt_tokens or usage.completion_tokens):

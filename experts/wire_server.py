@@ -98,7 +98,7 @@ class WireServer:
         ignores `stream_options.include_usage` (usage never sent while streaming)."""
         self.models = list(models)
         self.stream_usage = stream_usage
-        self.chunk_delay_s = chunk_delay_s  # between streamed events: a model generating
+        self.chunk_delay_s = chunk_delay_s  # between text pieces: a model generating
         self.responder = responder
         self.latency_s = latency_s
         self.chunk_chars = max(1, chunk_chars)
@@ -349,6 +349,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
+        preamble = 3 if api == "anthropic" else 1  # events before the first text piece
         for sent, event in enumerate(events):
             if cut_after is not None and sent >= cut_after:
                 if stream_error is not None:  # an error event, then an orderly end
@@ -357,7 +358,7 @@ class _Handler(BaseHTTPRequestHandler):
                     return
                 self.close_connection = True  # no final chunk: the client sees a cut stream
                 return
-            if owner.chunk_delay_s and sent:
+            if owner.chunk_delay_s and sent > preamble:  # the first piece comes at once
                 owner._stopping.wait(owner.chunk_delay_s)
             self._write_chunk(event.encode())
         self._write_chunk(b"")

@@ -328,3 +328,23 @@ def test_cancel_during_parallel_expert_streams_keeps_every_calls_usage(
     assert len(calls) == 2 and all(c.stop_reason == "stopped:cancelled" for c in calls)
     assert finished.usage.calls == 3  # the meta turn and both partial expert calls
     assert not [e for e in events if e.kind == "error"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cancel_while_the_server_stalls_mid_stream_still_keeps_the_call(
+    provider: str, tmp_path: Path
+) -> None:
+    # 10 s between pieces: nothing arrives during the cancel's grace period, so only
+    # closing the connection under the blocked read can end the call in time.
+    with WireServer(["word " * 20], chunk_chars=5, chunk_delay_s=10.0) as server:
+        session = Session(
+            meta_model=make_model(provider, server, timeout=30.0),
+            config=RunConfig(python=False),
+            runs_path=tmp_path,
+        )
+        events = _cancel_after_text(session, 1)
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status == "interrupted"
+    turn = next(e for e in events if e.kind == "meta_turn_finished")
+    assert turn.stop_reason == "stopped:cancelled" and turn.text == "word "
+    assert finished.usage.calls == 1 and finished.usage.estimated_calls == 1
