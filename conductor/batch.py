@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conductor import interrupts
 from conductor.batch_report import ItemRecord, Tally
 from conductor.batch_store import FORMAT_VERSION, RESULTS_FILE, ResultsLog, is_finished, safe_name
 from conductor.errors import ConfigError, UnknownModelError, UserFacingError
@@ -161,10 +162,19 @@ class BatchRunner:
         ]
         for worker in workers:
             worker.start()
+
+        def on_signal(name: str) -> bool:
+            # A stop signal (interrupts.py) stops the batch gently: items in flight are
+            # cancelled and end recorded as interrupted, so a re-run runs them again.
+            self.outcome.user_interrupt = True
+            self.stop(f"stopped by {name}")
+            return True
+
         try:
-            for worker in workers:
-                while worker.is_alive():
-                    worker.join(timeout=0.2)  # short joins keep Ctrl-C deliverable
+            with interrupts.graceful(on_signal):
+                for worker in workers:
+                    while worker.is_alive():
+                        worker.join(timeout=0.2)  # short joins keep Ctrl-C deliverable
         except KeyboardInterrupt:
             self.outcome.user_interrupt = True
             self.stop("interrupted by the user")

@@ -7,7 +7,7 @@ import json
 import sys
 
 from conductor.config import load_settings
-from conductor.events import FinalAnswer, RunFinished
+from conductor.events import FinalAnswer, RunFinished, RunStarted
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_solve(args: argparse.Namespace) -> int:
+    from conductor import interrupts
     from conductor.printer import RichPrinter
     from conductor.session import build_session
     from experts.registry import CONFIGURE_HINT, choose
@@ -72,32 +73,97 @@ def run_solve(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     choice = choose(settings.model)
     if choice.provider == "demo" and not args.json:
-        print(f"Using the offline demo model ({choice.reason}). {CONFIGURE_HINT}", file=sys.stderr)
-    session = build_session(settings)
-    sinks = () if (args.json or args.quiet) else (RichPrinter(),)
-    answer, finished = None, None
+        interrupts.say(f"Using the offline demo model ({choice.reason}). {CONFIGURE_HINT}")
     try:
-        for event in session.solve(question, sinks=sinks):
-            if isinstance(event, FinalAnswer):
-                answer = event.answer
-            elif isinstance(event, RunFinished):
-                finished = event
+        session = build_session(settings)
+    except KeyboardInterrupt as exc:
+        name = getattr(exc, "signal_name", "SIGINT")
+        interrupts.say(f"stopped by {name} before the run started; nothing was recorded.")
+        return interrupts.EXIT_CODES.get(name, 130)
+    sinks: tuple = ()
+    if not (args.json or args.quiet):
+        printer = RichPrinter()
+        # rich ends the process (SystemExit) when stdout's reader is gone; here the
+        # session stops the run instead, so its end is recorded and told.
+        printer.console.on_broken_pipe = _output_closed  # type: ignore[method-assign]
+        sinks = (printer,)
+    answer, started, finished = None, None, None
+
+    def stop(signal_name: str) -> bool:
+        if session.phase != "running":
+            return False  # learning (or nothing) is in progress: abandon it at once
+        session.cancel()
+        return True
+
+    try:
+        with interrupts.graceful(stop):
+            for event in session.solve(question, sinks=sinks):
+                if isinstance(event, RunStarted):
+                    started = event
+                elif isinstance(event, FinalAnswer):
+                    answer = event.answer
+                elif isinstance(event, RunFinished):
+                    finished = event
+    except KeyboardInterrupt as exc:
+        name = getattr(exc, "signal_name", "SIGINT")
+        if finished is not None:
+            interrupts.say(
+                f"stopped by {name} while learning: run {finished.run_id} is saved "
+                f"({finished.status}); nothing was learned from it."
+            )
+        elif started is not None:
+            interrupts.say(
+                f"stopped by {name}: run {started.run_id} is saved as interrupted "
+                "(`conductor runs show` it)."
+            )
+        else:
+            interrupts.say(f"stopped by {name} before the run started; nothing was recorded.")
+        return interrupts.EXIT_CODES.get(name, 130)
     finally:
         if session.sandbox is not None:
             session.sandbox.close()
-    if args.json and finished is not None:
-        print(
-            json.dumps(
-                {
-                    "run_id": finished.run_id,
-                    "status": finished.status,
-                    "answer": answer,
-                    "rounds": finished.rounds,
-                    "usage": finished.usage.to_dict(),
-                    "duration_s": round(finished.duration_s, 3),
-                }
-            )
+    signal_name = interrupts.last_signal()
+    if finished is not None and (signal_name or session.stopped_by):
+        why = f"stopped by {signal_name}" if signal_name else session.stopped_by
+        how = (
+            f"as interrupted after {finished.rounds} rounds"
+            if finished.status == "interrupted"
+            else f"({finished.status})"
         )
-    elif args.quiet:
-        print(answer if answer is not None else "")
+        interrupts.say(
+            f"{why}: run {finished.run_id} is saved {how} "
+            f"(`conductor runs show {finished.run_id}`)."
+        )
+    try:
+        if args.json and finished is not None:
+            print(
+                json.dumps(
+                    {
+                        "run_id": finished.run_id,
+                        "status": finished.status,
+                        "answer": answer,
+                        "rounds": finished.rounds,
+                        "usage": finished.usage.to_dict(),
+                        "duration_s": round(finished.duration_s, 3),
+                    }
+                ),
+                flush=True,
+            )
+        elif args.quiet:
+            print(answer if answer is not None else "", flush=True)
+    except BrokenPipeError:
+        interrupts.silence_broken_stdout()
+        return interrupts.EXIT_CODES["SIGPIPE"]
+    if signal_name is not None:
+        return interrupts.EXIT_CODES.get(signal_name, 130)
+    if session.stopped_by is not None:
+        interrupts.silence_broken_stdout()
+        return interrupts.EXIT_CODES["SIGPIPE"]
     return 0 if finished is not None and finished.status == "answered" else 1
+
+
+def _output_closed() -> None:
+    from conductor import interrupts
+
+    interrupts.silence_broken_stdout()
+    raise BrokenPipeError("the reader of the output has gone (a closed pipe)")

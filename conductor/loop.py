@@ -123,7 +123,11 @@ class Conductor:
         try:
             recalled = ""
             if self.recall is not None:
-                event = self.recall(question, ledger=state.ledger)
+                # In a worker, like a model call: a cancel is seen while recall works.
+                recall = self.recall
+                event = yield from self._in_worker(
+                    lambda emit: recall(question, ledger=state.ledger)
+                )
                 if event is not None:
                     event.run_id = state.run_id
                     recalled = event.rendered

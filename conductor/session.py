@@ -7,6 +7,7 @@ closed in `finally`: an interrupted or crashed run keeps everything it did.
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -55,6 +56,9 @@ class Session:
     # "idle", "running", "learning": lets a signal handler choose how to stop.
     phase: str = "idle"
     ledger: UsageLedger | None = None  # the current (or last) run's ledger
+    # Why the session cancelled its own run (a sink's reader went away), if it did.
+    stopped_by: str | None = None
+    _dead: set[int] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         self.conductor = Conductor(
@@ -85,6 +89,8 @@ class Session:
         writer: TranscriptWriter | None = None
         events: list[Event] = []
         ledger = self.ledger = UsageLedger()
+        self.stopped_by = None
+        self._dead = set()
         finished: RunFinished | None = None
         started_at = time.monotonic()
         self.phase = "running"
@@ -162,12 +168,18 @@ class Session:
             targets.append(self.index)
         targets.extend(sinks)
         for target in targets:
+            if id(target) in self._dead:
+                continue
             try:
                 target.handle(event)
             except Exception as exc:
-                if isinstance(exc, BrokenPipeError) or getattr(target, "cancels_run", False):
-                    # Nobody reads the output any more (`| head`, a closed terminal).
+                if target is not writer and _reader_gone(exc):
+                    # Nobody reads this output any more (`| head`, a closed terminal):
+                    # stop the run, as a shell would, and record that it was stopped.
+                    self._dead.add(id(target))
+                    self.stopped_by = self.stopped_by or "output closed"
                     self.cancel()
+                    continue
                 log.warning(
                     "%s could not take a %s event (%s: %s); the run goes on",
                     type(target).__name__,
@@ -176,6 +188,12 @@ class Session:
                     exc,
                     exc_info=log.isEnabledFor(logging.DEBUG),
                 )
+
+
+def _reader_gone(exc: BaseException) -> bool:
+    return isinstance(exc, BrokenPipeError) or (
+        isinstance(exc, OSError) and exc.errno in (errno.EIO, errno.EPIPE)
+    )
 
 
 def build_session(
