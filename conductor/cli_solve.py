@@ -19,6 +19,18 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, help="tokens a run may spend")
     parser.add_argument("--max-cost", type=float, help="dollars a run may spend")
     parser.add_argument("--no-python", action="store_true", help="do not offer Expert Python")
+    parser.add_argument(
+        "--model-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds a model call may go silent before it is retried (default 60)",
+    )
+    parser.add_argument(
+        "--python-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds each sandboxed program may run (default 10)",
+    )
     # The notebook flags (a command may have declared its own already).
     notebook_flags = (
         ("--notebook", {"metavar": "PATH", "help": "notebook file (default: notebook.db)"}),
@@ -35,6 +47,7 @@ def settings_from_args(args: argparse.Namespace):
         "max_rounds": args.max_rounds,
         "max_tokens": args.max_tokens,
         "max_cost_usd": args.max_cost,
+        "python_timeout_s": getattr(args, "python_timeout", None),
     }
     if args.no_python:
         run["python"] = False
@@ -42,6 +55,7 @@ def settings_from_args(args: argparse.Namespace):
         "model": args.model,
         "expert_model": args.expert_model,
         "sandbox": args.sandbox,
+        "model_timeout_s": getattr(args, "model_timeout", None),
         "run": {k: v for k, v in run.items() if v is not None},
     }
     for flag, key in (("notebook", "notebook"),):

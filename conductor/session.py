@@ -203,8 +203,9 @@ def build_session(
     from experts.registry import get_model
     from sandbox.registry import open_sandbox
 
-    meta = get_model(settings.model)
-    expert = get_model(settings.expert_model) if settings.expert_model else meta
+    timeout = settings.model_timeout_s
+    meta = get_model(settings.model, timeout=timeout)
+    expert = get_model(settings.expert_model, timeout=timeout) if settings.expert_model else meta
     if sandbox is None and settings.run.python:
         sandbox = open_sandbox(settings.sandbox)
     session = Session(

@@ -112,8 +112,8 @@ def install() -> None:
     real_get, real_choose, real_open = registry.get_model, registry.choose, sandboxes.open_sandbox
     real_recall = NotebookHooks.recall
 
-    def get_model(spec: str = "auto"):
-        return StageModel() if spec == "fault" else real_get(spec)
+    def get_model(spec: str = "auto", **options):
+        return StageModel() if spec == "fault" else real_get(spec, **options)
 
     def choose(spec: str = "auto"):
         if spec == "fault":
