@@ -36,7 +36,7 @@ from conductor.events import (
     RunStarted,
     new_id,
 )
-from conductor.interfaces import SandboxUnavailable
+from conductor.interfaces import SandboxUnavailable, Usage
 from conductor.session import Session
 from conductor.taskfile import TaskItem
 
@@ -235,6 +235,9 @@ class BatchRunner:
         try:
             if finished is not None:
                 record.update(_from_finished(finished))
+                # The item's cost is the run's and its learning's (reported apart too).
+                learning = Usage.from_dict(record.get("learning_usage"))
+                record["usage"] = (finished.usage + learning).to_dict()
             if failure is not None:
                 record.update(status="error", error=_error(failure))
             record["final"] = record["status"] != "interrupted" and not (
@@ -309,6 +312,8 @@ def _note(event: Event, record: ItemRecord) -> None:
         record["recalled"] = len(event.notes)
     elif isinstance(event, NotesWritten):
         record["notes_written"] = record.get("notes_written", 0) + len(event.note_ids)
+        spent = Usage.from_dict(record.get("learning_usage")) + event.usage
+        record["learning_usage"] = spent.to_dict()
     elif isinstance(event, RunStarted):
         record["run_id"] = event.run_id
 
