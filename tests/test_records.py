@@ -317,3 +317,20 @@ def test_a_dead_processes_run_is_repaired_on_the_next_start(tmp_path: Path) -> N
     assert index.get("r-alive")["status"] == "running"
     repaired = read_transcript(path)
     assert [e.kind for e in repaired.events] == ["run_started", "error", "run_finished"]
+
+
+def test_a_line_cut_by_a_killed_writer_is_skipped_and_what_follows_is_read(
+    tmp_path: Path,
+) -> None:
+    from transcripts.writer import TranscriptWriter
+
+    path = tmp_path / "r.jsonl"
+    with TranscriptWriter(path) as writer:
+        writer.handle(RunStarted(run_id="r", question="q"))
+    with path.open("a") as fh:
+        fh.write('{"v": 1, "kind": "meta_turn_sta')  # killed mid-write (no newline)
+    with TranscriptWriter(path) as writer:  # the repair appends on a fresh line
+        writer.handle(RunFinished(run_id="r", status="interrupted"))
+    transcript = read_transcript(path)
+    assert [e.kind for e in transcript.events] == ["run_started", "run_finished"]
+    assert transcript.problem is not None and transcript.problem.line == 2
