@@ -51,9 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from conductor import interrupts
 
-    interrupts.install()
     try:
-        return _main(argv)
+        with interrupts.installed():
+            return _main(argv)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", None) or interrupts.last_signal() or "SIGINT"
         interrupts.say(

@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 
 # Exit codes as a shell reports a death by each signal (128 + number).
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129, "SIGPIPE": 141}
@@ -52,13 +53,26 @@ def _handler(signum: int, frame: object) -> None:
     raise Interrupted(name)
 
 
-def install() -> None:
-    """Handle the stop signals in this (main) thread; a no-op elsewhere."""
+@contextlib.contextmanager
+def installed() -> Iterator[None]:
+    """Handle the stop signals while inside (main thread only; elsewhere a no-op).
+
+    The previous handlers come back on the way out, so calling the CLI in-process (as
+    tests do) leaves the caller's signal handling as it was.
+    """
     received.clear()
     _terminal_fds[:] = [fd for fd in (1, 2) if _isatty(fd)]
+    previous: dict[int, Any] = {}
     for name in STOP_SIGNALS:
+        number = getattr(signal, name)
         with contextlib.suppress(ValueError, OSError):  # not the main thread
-            signal.signal(getattr(signal, name), _handler)
+            previous[number] = signal.signal(number, _handler)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(number, handler)
 
 
 @contextlib.contextmanager
