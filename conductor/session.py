@@ -20,7 +20,8 @@ from conductor.events import ErrorEvent, Event, NotesWritten, Recall, RunFinishe
 from conductor.interfaces import ChatModel, EventSink, Sandbox, Usage
 from conductor.ledger import UsageLedger
 from conductor.loop import Conductor
-from transcripts.index import RunIndex, summarise
+from transcripts.index import RunIndex
+from transcripts.repair import summarise
 from transcripts.writer import TranscriptWriter
 
 log = logging.getLogger("conductor")
