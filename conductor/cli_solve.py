@@ -7,6 +7,7 @@ import json
 import sys
 
 from conductor.config import load_settings
+from conductor.display import visible
 from conductor.events import FinalAnswer, RunFinished, RunStarted
 
 
@@ -164,7 +165,9 @@ def run_solve(args: argparse.Namespace) -> int:
                 flush=True,
             )
         elif args.quiet:
-            print(answer if answer is not None else "", flush=True)
+            # Exact for a pipe; on a terminal the model's control characters are shown, not run.
+            text = answer if answer is not None else ""
+            print(visible(text) if sys.stdout.isatty() else text, flush=True)
     except BrokenPipeError:
         interrupts.silence_broken_stdout()
         return interrupts.EXIT_CODES["SIGPIPE"]
