@@ -6,7 +6,8 @@ round 2 Expert Python (whose program runs in the real subprocess sandbox), round
 answers; learning then makes its own model calls. When the run reaches the stage named
 by $FAULT_STAGE (before_model, mid_stream, expert, sandbox, learning), the driver writes
 $FAULT_MARK and waits until $FAULT_RELEASE exists (30 s at most), so the test can send a
-signal (or close a pipe) exactly there. Nothing else is faked: the CLI, the session, the
+signal (or close a pipe) exactly there. At the sandbox stage nothing is held: the
+program really runs in the sandbox (for 4 s) when the mark is written. Nothing else is faked: the CLI, the session, the
 transcript writer, runs.db, the notebook and the printer are the real ones.
 """
 
@@ -33,6 +34,12 @@ ROUND_1 = 'Expert Mathematician:\n"""\nWhat is 6 times 7?\n"""'
 ROUND_2 = 'Expert Python:\n"""\nPrint 6 times 7.\n"""'
 ROUND_3 = '>> FINAL ANSWER:\n"""\n42\n"""'
 PROGRAM = "```python\nprint(6 * 7)\n```\nPlease run this code!"
+# At the sandbox stage the program really runs while the fault arrives: it says so with
+# a line the sandbox's output shows, then waits (the sandbox's own timeout ends it).
+SLOW_PROGRAM = (
+    "```python\nimport time\nprint('fault-driver program running', flush=True)\n"
+    "time.sleep(4)\nprint(6 * 7)\n```\nPlease run this code!"
+)
 # What every call costs: each call that returned must show in the run's usage.
 CALL_USAGE = Usage(input_tokens=100, output_tokens=10, cost_usd=0.001, calls=1)
 
@@ -75,7 +82,7 @@ class StageModel:
                     reach("mid_stream")
                 on_text(text[10:])
         elif system is not None and system.startswith("You are Expert Python"):
-            text = PROGRAM
+            text = SLOW_PROGRAM if STAGE == "sandbox" else PROGRAM
             purpose = "expert"
         elif system is not None and system.startswith("You are Expert"):
             reach("expert")
@@ -97,7 +104,9 @@ class StageSandbox:
         self.name = inner.name
 
     def run(self, code: str, *, timeout: float = 10.0, stdin: str = ""):
-        reach("sandbox")
+        if STAGE == "sandbox":
+            # Say the stage is reached once the program is running (not before it).
+            threading.Timer(0.5, lambda: MARK.write_text("sandbox")).start()
         return self.inner.run(code, timeout=timeout, stdin=stdin)
 
     def close(self) -> None:
