@@ -130,7 +130,8 @@ def install() -> None:
         return real_choose(spec)
 
     def open_sandbox(name: str = "auto", **options):
-        return StageSandbox(real_open("subprocess", **options))
+        backend = os.environ.get("FAULT_SANDBOX", "subprocess")
+        return StageSandbox(real_open(backend, **options))
 
     def recall(self, question: str, **kwargs):
         reach("before_model")

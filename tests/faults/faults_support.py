@@ -96,12 +96,14 @@ def env_for(home: Path, work: Path, stage: str = "") -> dict[str, str]:
     return env
 
 
-def start(home: Path, work: Path, args: list[str], stage: str = "") -> Driven:
+def start(
+    home: Path, work: Path, args: list[str], stage: str = "", sandbox: str = "subprocess"
+) -> Driven:
     work.mkdir(parents=True, exist_ok=True)
     stderr_path = work / "stderr"
     proc = subprocess.Popen(
         [sys.executable, str(DRIVER), *args],
-        env=env_for(home, work, stage),
+        env={**env_for(home, work, stage), "FAULT_SANDBOX": sandbox},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=stderr_path.open("wb"),
@@ -109,8 +111,14 @@ def start(home: Path, work: Path, args: list[str], stage: str = "") -> Driven:
     return Driven(home, work, proc, stderr_path)
 
 
-def solve(home: Path, work: Path, stage: str = "", question: str = "What is 6*7?") -> Driven:
-    return start(home, work, ["solve", question, *RUN_ARGS], stage)
+def solve(
+    home: Path,
+    work: Path,
+    stage: str = "",
+    question: str = "What is 6*7?",
+    sandbox: str = "subprocess",
+) -> Driven:
+    return start(home, work, ["solve", question, *RUN_ARGS], stage, sandbox)
 
 
 def apply_fault(driven: Driven, fault: str) -> None:

@@ -168,3 +168,35 @@ def test_a_closed_terminal_ends_the_run_recorded(tmp_path: Path, stage: str) -> 
     assert after == []
     assert index_row(home, finished.run_id)["status"] == finished.status
     assert finished.run_id not in learned_runs(home)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.parametrize("fault", ["SIGINT", "SIGTERM", "KILL"])
+def test_a_stop_during_a_docker_sandbox_run(
+    tmp_path: Path, fault: str, require_docker: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same cell on the hardened Docker sandbox: the program is running in it."""
+    import os
+
+    cache = os.environ.get("CONDUCTOR_SANDBOX_CACHE", str(Path.home() / ".cache/conductor-sandbox"))
+    monkeypatch.setenv("CONDUCTOR_SANDBOX_CACHE", cache)
+    home = tmp_path / "home"
+    driven = solve(home, tmp_path / "work", "sandbox", sandbox="docker")
+    driven.wait_for_stage(timeout=120)
+    apply_fault(driven, fault)
+    code = driven.finish(timeout=60)
+    transcript = only_transcript(home)
+    assert transcript.problem is None
+    if fault == "KILL":
+        assert transcript.finished is None
+        again = solve(home, tmp_path / "again", sandbox="docker")
+        assert again.finish(timeout=120) == 0, again.stderr
+        transcript = next(t for t in transcripts(home) if t.path == transcript.path)
+    else:
+        assert code == EXIT[fault] and "Traceback" not in driven.stderr, driven.stderr
+    finished, _ = ending(transcript)
+    assert finished.status == "interrupted"
+    # The program was still running: its run is not in the record as if it had finished.
+    assert "sandbox_exec" not in {e.kind for e in transcript.events}
+    assert index_row(home, finished.run_id)["status"] == "interrupted"
