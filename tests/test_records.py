@@ -334,3 +334,31 @@ def test_a_line_cut_by_a_killed_writer_is_skipped_and_what_follows_is_read(
     transcript = read_transcript(path)
     assert [e.kind for e in transcript.events] == ["run_started", "run_finished"]
     assert transcript.problem is not None and transcript.problem.line == 2
+
+
+def test_a_batch_items_usage_includes_its_learning(tmp_path: Path) -> None:
+    from conductor.batch import BatchPlan, BatchRunner
+    from conductor.taskfile import TaskItem
+    from notebook.hooks import NotebookHooks
+
+    hooks = NotebookHooks.open(tmp_path / "notebook.db", model=None)
+    models: list[Priced] = []
+
+    def make(item: TaskItem) -> Session:
+        model = Priced([ANSWER])
+        models.append(model)
+        hooks.model = model
+        run = Session(model, config=RunConfig(python=False), runs_path=tmp_path / "runs")
+        hooks.attach(run, recall=False)
+        return run
+
+    items = [TaskItem(id="a", input="What is 6 times 7?", target="42", line=1)]
+    plan = BatchPlan(tmp_path / "batch", "t-0123456789ab", "t", items, lambda i: i.input)
+    runner = BatchRunner(plan, make, concurrency=1)
+    runner.run()
+    (record,) = runner.log.read().values()
+    learning_calls = models[0].calls - 1
+    assert learning_calls >= 1
+    assert record["learning_usage"]["calls"] == learning_calls
+    assert record["usage"]["calls"] == 1 + learning_calls
+    assert record["usage"]["cost_usd"] == pytest.approx(0.1 * (1 + learning_calls))
