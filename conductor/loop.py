@@ -34,9 +34,9 @@ from conductor.events import (
     new_id,
 )
 from conductor.interfaces import ChatModel, Completion, Message, Sandbox, Usage
+from conductor.ledger import UsageLedger
 from conductor.protocol import ParsedTurn, parse_turn
 from conductor.streaming import (
-    Ledger,
     RunCancelled,
     RunGuard,
     StreamLimit,
@@ -52,7 +52,8 @@ T = TypeVar("T")
 class RunState:
     run_id: str
     started: float = field(default_factory=time.monotonic)
-    ledger: Ledger = field(default_factory=Ledger)
+    # Every model call of the run records its usage here as it returns (ledger.py).
+    ledger: UsageLedger = field(default_factory=UsageLedger)
     guard: RunGuard | None = None
     rounds: int = 0
     expert_calls: int = 0
@@ -61,11 +62,12 @@ class RunState:
 
     @property
     def usage(self) -> Usage:
-        return self.ledger.usage
+        """What the run has spent so far (learning comes later and is reported apart)."""
+        return self.ledger.run_total()
 
     @property
     def meta_usage(self) -> Usage:
-        return self.ledger.meta_usage
+        return self.ledger.total("meta")
 
 
 class Conductor:
@@ -78,7 +80,8 @@ class Conductor:
         sandbox: Sandbox | None = None,
         config: RunConfig | None = None,
         *,
-        recall: Callable[[str], Recall | None] | None = None,
+        # Called as recall(question, ledger=...): its model calls go on the run's ledger.
+        recall: Callable[..., Recall | None] | None = None,
     ) -> None:
         self.meta_model = meta_model
         self.expert_model = expert_model or meta_model
@@ -99,10 +102,13 @@ class Conductor:
         task: str = "",
         target: str | None = None,
         tags: dict[str, Any] | None = None,
+        ledger: UsageLedger | None = None,
     ) -> Iterator[Event]:
         self._cancel.clear()
         cfg = self.config
         state = RunState(run_id=run_id or time.strftime("%Y%m%d-%H%M%S-") + new_id()[:6])
+        if ledger is not None:
+            state.ledger = ledger
         state.guard = RunGuard(cfg, state.ledger, self._cancel)
         yield RunStarted(
             run_id=state.run_id,
@@ -121,7 +127,11 @@ class Conductor:
         try:
             recalled = ""
             if self.recall is not None:
-                event = self.recall(question)
+                # In a worker, like a model call: a cancel is seen while recall works.
+                recall = self.recall
+                event = yield from self._in_worker(
+                    state, lambda emit: recall(question, ledger=state.ledger)
+                )
                 if event is not None:
                     event.run_id = state.run_id
                     recalled = event.rendered
@@ -253,14 +263,10 @@ class Conductor:
 
         def work(emit: Callable[[Event], None]) -> list[ExpertOutcome]:
             assert state.guard is not None
+            # Metered: each expert call's usage goes on the ledger the moment it returns.
+            expert_model = state.ledger.metered(self.expert_model, "expert")
             ctx = ExpertContext(
-                self.expert_model,
-                self.sandbox,
-                self.config,
-                emit,
-                state.run_id,
-                guard=state.guard,
-                charge=lambda usage: state.ledger.charge(usage, meta=False),
+                expert_model, self.sandbox, self.config, emit, state.run_id, guard=state.guard
             )
             jobs = [
                 (lambda c=c, i=i: call_expert(c, ctx, parent_id=turn_id, round=round_no, index=i))
@@ -300,7 +306,8 @@ class Conductor:
             prompt=prompt,
         )
         watch.check_before()  # a cancel or limit that came first: do not start the call
-        completion = self.meta_model.complete(
+        # Metered: the usage goes on the ledger the moment the call returns.
+        completion = state.ledger.metered(self.meta_model, "meta").complete(
             messages,
             system=prompts.META_SYSTEM,
             on_text=watch,
@@ -308,7 +315,6 @@ class Conductor:
             role="meta",
             max_tokens=self.config.meta_max_tokens,
         )
-        state.ledger.charge(completion.usage, meta=True)
         return completion
 
     def _raise_if_stopped(self, state: RunState, completion: Completion) -> None:

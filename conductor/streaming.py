@@ -5,8 +5,9 @@ forwards is also a chance to stop: on cancel, or when the run's tokens, cost or 
 time would pass a limit counting this call's estimate so far, it raises
 `StreamStopped`; the provider then closes the connection (the server stops
 generating) and returns what came with the usage it knows. Finished calls are charged
-to the run's `Ledger` the moment they return, from whichever thread made them, so a
-cancel never loses the usage of a call that was paid for.
+to the run's `UsageLedger` (conductor/ledger.py) the moment they return, from
+whichever thread made them, so a cancel never loses the usage of a call that was paid
+for.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from conductor.config import RunConfig
 from conductor.events import Event, LimitHit, TextDelta
 from conductor.interfaces import StreamStopped, Usage
+from conductor.ledger import UsageLedger
 
 T = TypeVar("T")
 _DONE = object()
@@ -42,25 +43,10 @@ class StreamLimit(Exception):
         self.hit = hit
 
 
-@dataclass
-class Ledger:
-    """Usage of every call of a run, written from any worker thread."""
-
-    usage: Usage = field(default_factory=Usage)
-    meta_usage: Usage = field(default_factory=Usage)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def charge(self, usage: Usage, *, meta: bool) -> None:
-        with self._lock:
-            self.usage = self.usage + usage
-            if meta:
-                self.meta_usage = self.meta_usage + usage
-
-
 class RunGuard:
     """What every call of one run checks: the cancel flag and the limits."""
 
-    def __init__(self, config: RunConfig, ledger: Ledger, cancel: threading.Event) -> None:
+    def __init__(self, config: RunConfig, ledger: UsageLedger, cancel: threading.Event) -> None:
         self.config = config
         self.ledger = ledger
         self.cancel = cancel
@@ -97,7 +83,7 @@ class RunGuard:
     ) -> LimitHit | None:
         """The first limit the run has reached, counting a call in flight."""
         cfg = self.config
-        usage = self.ledger.usage
+        usage = self.ledger.run_total()
         checks = [
             ("tokens", usage.tokens_for_limits + extra_tokens, cfg.max_tokens),
             ("cost", usage.cost_usd + extra_cost, cfg.max_cost_usd),

@@ -48,7 +48,6 @@ class ExpertContext:
     emit: Emit
     run_id: str
     guard: RunGuard | None = None  # cancel and limits, checked while the reply streams
-    charge: Callable[[Usage], None] | None = None  # the run's ledger, charged on return
 
 
 def call_expert(
@@ -119,8 +118,6 @@ def call_expert(
             ctx, started, text="", output=output, usage=Usage(), t0=t0, model="", error=str(exc)
         )
         return ExpertOutcome(call.name, output, Usage())
-    if ctx.charge is not None:
-        ctx.charge(completion.usage)
     reply = completion.text
     output = cap_text(reply, ctx.config.expert_reply_cap_chars)
     if completion.truncated:

@@ -124,7 +124,8 @@ def explain_failure(
     if failure.kind == "timeout":
         return (
             f"no reply within {timeout_s:g} s from {url} ({tries}): the server is stalled "
-            "or overloaded; check it, or give the model a longer timeout"
+            "or overloaded; check it, or raise the timeout with --model-timeout SECONDS "
+            "(or model_timeout_s in the config)"
         )
     if failure.kind == "unreachable":
         return explain_unreachable(failure, url)

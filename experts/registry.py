@@ -84,8 +84,10 @@ def choose(spec: str = "auto") -> ModelChoice:
     )
 
 
-def get_model(spec: str = "auto") -> ChatModel:
+def get_model(spec: str = "auto", *, timeout: float | None = None) -> ChatModel:
+    """The model a name means; `timeout` (seconds of silence per attempt) for providers."""
     choice = choose(spec)
+    options = {"timeout": timeout} if timeout else {}
     if choice.provider == "demo":
         from experts.demo import demo_model
 
@@ -94,7 +96,10 @@ def get_model(spec: str = "auto") -> ChatModel:
         from experts.anthropic_model import AnthropicModel
 
         return AnthropicModel(
-            choice.model or DEFAULT_ANTHROPIC_MODEL, base_url=choice.base_url, name=_name(spec)
+            choice.model or DEFAULT_ANTHROPIC_MODEL,
+            base_url=choice.base_url,
+            name=_name(spec),
+            **options,
         )
     from experts.openai_model import OpenAIModel
 
@@ -104,7 +109,7 @@ def get_model(spec: str = "auto") -> ChatModel:
         model = DEFAULT_OPENAI_MODEL if not custom_url else ""
     if not model:
         model = _first_served_model(custom_url or "")
-    return OpenAIModel(model, base_url=choice.base_url, name=_name(spec, model))
+    return OpenAIModel(model, base_url=choice.base_url, name=_name(spec, model), **options)
 
 
 def _name(spec: str, model: str = "") -> str | None:
