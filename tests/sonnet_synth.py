@@ -52,7 +52,7 @@ def _roughen(rng: random.Random, lines: list[str], words: list[str]) -> list[str
         i = rng.randrange(len(lines))
         kind = rng.randrange(12)
         if kind == 0:  # a broken rhyme
-            lines[i] = " ".join(lines[i].split()[:-1] + [rng.choice(words)])
+            lines[i] = " ".join([*lines[i].split()[:-1], rng.choice(words)])
         elif kind == 1:
             lines[i] += rng.choice([",", ".", ";", "!", "?", ":", "—", "...", '"', "'"])
         elif kind == 2:

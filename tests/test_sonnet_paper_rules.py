@@ -43,7 +43,7 @@ def with_line(index: int, text: str) -> str:
 
 
 def with_end(index: int, word: str) -> str:
-    return with_line(index, " ".join(lines()[index].split()[:-1] + [word]))
+    return with_line(index, " ".join([*lines()[index].split()[:-1], word]))
 
 
 def judged(poem: str) -> bool:
@@ -92,9 +92,9 @@ def test_each_rule(case: str, poem: str, passes: bool) -> None:
 def test_three_suspicious_words_become_errors() -> None:
     # Each of three groups loses its rhyme to a word with exactly one outside rhyme.
     poem = with_end(0, "thing,").split("\n")
-    poem[4] = " ".join(poem[4].split()[:-1] + ["be,"])  # C: be / rain; be rhymes with sea
-    poem[9] = " ".join(poem[9].split()[:-1] + ["stay,"])  # F: stay / down; stay ~ day, away
-    assert sp.scheme_errors("\n".join(poem[:2] + poem[2:]), SCHEME)
+    poem[4] = " ".join([*poem[4].split()[:-1], "be,"])  # C: be / rain; be rhymes with sea
+    poem[9] = " ".join([*poem[9].split()[:-1], "stay,"])  # F: stay / down; stay ~ day, away
+    assert sp.scheme_errors("\n".join(poem), SCHEME)
     one = with_end(0, "thing,")
     assert sp.scheme_errors(one, SCHEME) == []
 
