@@ -77,6 +77,8 @@ class ReplayModel:
         self._slots = [_Slot(t.number, c) for t in record.turns for c in t.calls or []]
         self._prev_prompt: list[str] = []
         self._prev_tokens: list[int] = []
+        # The last message of every meta request: what our loop sent back each round.
+        self.meta_requests: list[str] = []
         # What went wrong while answering, for the replay report.
         self.unmatched: list[str] = []
         self.lost_replies = 0
@@ -118,6 +120,7 @@ class ReplayModel:
             )
         turn = self.record.turns[self._next_turn]
         self._next_turn += 1
+        self.meta_requests.append(messages[-1].content if messages else "")
         prompt = [system or "", *(m.content for m in messages)]
         tokens = self._prompt_tokens(prompt)
         cached = 0

@@ -19,6 +19,7 @@ from published_builder import (
 )
 
 from conductor.cli import main
+from conductor.events import ExpertCallStarted
 from conductor.interfaces import ExecResult, Message, SandboxUnavailable
 from conductor.replay import (
     harness_view,
@@ -130,6 +131,7 @@ def test_a_record_replays_with_the_same_answer_calls_rounds_and_output(sandbox) 
         True,
     )
     assert (result.sandbox_runs, result.sandbox_compared, result.sandbox_identical) == (1, 1, 1)
+    assert (result.quoted_rounds, result.quoted_identical) == (2, 2)
     assert result.input_tokens > result.input_tokens_cached > 0
 
 
@@ -137,9 +139,35 @@ def test_a_different_program_output_is_a_listed_mismatch(sandbox) -> None:
     result = replay_record(parse_record(sorting_record(printed="['pear']"), line=3), sandbox)
     assert result.faithful  # the meta model's side is unchanged
     assert result.sandbox_identical == 0
-    [mismatch] = result.mismatches
+    mismatch, quoted = result.mismatches
     assert (mismatch.line, mismatch.kind) == (3, "sandbox")
     assert "['pear']" in mismatch.detail and "['apple', 'pear']" in mismatch.detail
+    # ... and the meta model was shown the new output, not the recorded one
+    assert (quoted.kind, result.quoted_rounds, result.quoted_identical) == ("quoted_output", 2, 1)
+    assert "code output" in quoted.detail
+
+
+def test_what_the_loop_quotes_back_is_checked_against_the_record(sandbox) -> None:
+    from conductor.replay_quotes import check_quotes, quoted_blocks
+
+    rec = parse_record(sorting_record(), line=5)
+    model = ReplayModel(rec)
+    from conductor.loop import Conductor
+    from conductor.replay import question_of, replay_config
+
+    events = list(Conductor(model, model, sandbox, replay_config()).run(question_of(rec)))
+    names: dict[int, list[str]] = {}
+    for e in events:
+        if isinstance(e, ExpertCallStarted):
+            names.setdefault(e.round, []).append(e.name)
+    requests = model.meta_requests
+    assert check_quotes(rec, requests, names).identical == 2
+    # One character of an expert's reply lost on the way back is a difference.
+    reviewer, linguist = quoted_blocks(requests[2], names[2])
+    assert (reviewer, linguist) == ("Yes.", "apple pear")
+    tampered = requests[2].replace("apple pear\n", "apple pea\n", 1)
+    check = check_quotes(rec, [*requests[:2], tampered], names)
+    assert (check.rounds, check.identical) == (2, 1) and check.differences
 
 
 def test_a_turn_with_calls_and_an_answer_runs_the_calls_first(sandbox) -> None:
