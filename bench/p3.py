@@ -27,6 +27,7 @@ from rich.table import Table  # noqa: E402
 
 from conductor.replay import SandboxPool  # noqa: E402
 from conductor.scoring import score  # noqa: E402
+from conductor.scoring.puzzles import SANDBOX_OPTIONS  # noqa: E402
 from conductor.taskfile import TaskItem, read_task_file  # noqa: E402
 from sandbox.registry import open_sandbox  # noqa: E402
 from tests.p3_cases import ADVERSARIAL, CONTROL, reference_answers  # noqa: E402
@@ -62,10 +63,10 @@ def main() -> None:
     parser.add_argument("--sandbox", default="docker")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--limit", type=int)
-    parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a run (default 60)")
     args = parser.parse_args()
     items: list[TaskItem] = read_task_file(task_file()).items[: args.limit]
-    pool = SandboxPool(lambda: open_sandbox(args.sandbox))
+    pool = SandboxPool(lambda: open_sandbox(args.sandbox, **SANDBOX_OPTIONS))
     try:
         run_all(pool, args.jobs, items[: args.jobs], lambda item, box: box.run("print(1)"))  # warm
         # Baseline: the sandbox's floor, two trivial runs per puzzle.

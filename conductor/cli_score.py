@@ -154,7 +154,9 @@ def _open_sandbox(name: str) -> Sandbox:
         raise UserFacingError(
             "scoring runs untrusted answers; use --sandbox docker or bwrap, not subprocess"
         )
-    return open_sandbox(name)
+    from conductor.scoring.puzzles import SANDBOX_OPTIONS
+
+    return open_sandbox(name, **SANDBOX_OPTIONS)
 
 
 def run_score(args: argparse.Namespace) -> int:

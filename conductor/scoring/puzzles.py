@@ -40,7 +40,9 @@ from conductor.taskfile import TaskItem
 
 NEEDS_TARGET = False
 PAPER_TIMEOUT_S = 3.0
-MAX_VALUE_CHARS = 2_000_000  # a packed value beyond this is not read back
+MAX_VALUE_CHARS = 6_000_000  # a packed value beyond this is not read back
+# Open sandboxes for P3 with these options: run 1's stdout carries the solution's value.
+SANDBOX_OPTIONS = {"keep_bytes": 2 * MAX_VALUE_CHARS + 4096}
 _FENCE = "```python"
 _DIGITS = "import sys as _sys\nif hasattr(_sys, 'set_int_max_str_digits'):\n    _sys.set_int_max_str_digits(0)\n"
 
@@ -131,7 +133,10 @@ def solution_value(answer: str, env: ScoringEnv) -> tuple[str | None, str]:
     if value is None:
         return None, f"solution() gave no value: {_failure(result)}"
     if result.stdout_truncated or len(value) > MAX_VALUE_CHARS:
-        return None, "solution()'s value is more than the sandbox passes back"
+        return None, (
+            f"solution()'s value ({result.stdout_bytes:,} bytes packed) is more than the "
+            "sandbox passes back; open it with puzzles.SANDBOX_OPTIONS (Docker)"
+        )
     try:
         json.loads(zlib.decompress(base64.b64decode(value, validate=True)))
     except (ValueError, zlib.error):
