@@ -171,9 +171,12 @@ class ReplayModel:
             lambda s: _key(s.call.instruction) == loose,
         )
         for test in tests:
-            for slot in free:
-                if test(slot):
-                    return slot
+            found = [slot for slot in free if test(slot)]
+            # Two experts of one turn may get the same instruction: the name decides,
+            # so concurrent calls get the same replies in every replay.
+            named = [slot for slot in found if slot.call.expert == name]
+            if named or found:
+                return (named or found)[0]
         # The same expert asked in this turn with slightly different words.
         same_name = [s for s in free if s.turn == turn and s.call.expert == name]
         return same_name[0] if len(same_name) == 1 else None

@@ -84,6 +84,23 @@ def test_expert_replies_are_found_by_instruction_in_any_order() -> None:
     assert model.unmatched == []
 
 
+def test_two_experts_with_one_instruction_get_their_own_replies() -> None:
+    both = (
+        call("Expert Geometer", "Which shape?") + "\n\n" + call("Expert Designer", "Which shape?")
+    )
+    rec = record(
+        "shape",
+        "(A)",
+        (both, outputs(2, ("Expert Geometer", "a kite"), ("Expert Designer", "a sector"))),
+        (answer("(A)"), None),
+    )
+    for order in (("Expert Designer", "Expert Geometer"), ("Expert Geometer", "Expert Designer")):
+        model = ReplayModel(parse_record(rec, line=1))
+        model.complete([], role="meta")
+        replies = {name: expert(model, name, "Which shape?") for name in order}
+        assert replies == {"Expert Geometer": "a kite", "Expert Designer": "a sector"}
+
+
 def test_python_reply_is_the_experts_words_without_what_the_harness_appended() -> None:
     model = ReplayModel(parse_record(sorting_record(), line=1))
     model.complete([], role="meta")
