@@ -172,7 +172,9 @@ def test_what_the_loop_quotes_back_is_checked_against_the_record(sandbox) -> Non
     from conductor.loop import Conductor
     from conductor.replay import question_of, replay_config
 
-    events = list(Conductor(model, model, sandbox, replay_config()).run(question_of(rec)))
+    config = replay_config()
+    config.python_timeout_s = 60  # the paper's 3 s is for replays, not a loaded test machine
+    events = list(Conductor(model, model, sandbox, config).run(question_of(rec)))
     names: dict[int, list[str]] = {}
     for e in events:
         if isinstance(e, ExpertCallStarted):
@@ -359,3 +361,15 @@ def test_replay_through_the_docker_sandbox(shared_dir: Path, require_docker) -> 
     assert report.sandbox == "docker" and report.records == 8
     assert report.sandbox_compared >= 5
     assert report.sandbox_outputs_identical == report.sandbox_compared, report.mismatches
+
+
+def test_readme_replay_table_has_the_columns_the_markdown_option_prints(tmp_path: Path) -> None:
+    from conductor.cli_replay import markdown_table
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- replay-table -->")[1].split("<!-- /replay-table -->")[0]
+    assert markdown_table([]).splitlines()[0] in block.splitlines()
+    path = write_file(tmp_path / "GameOf24.jsonl", sorting_record())
+    report = replay_file(path, SubprocessSandbox)
+    [row] = markdown_table([report]).splitlines()[2:]
+    assert row.startswith("| GameOf24 | 1 | 1 | 1 | 1 (100.0%) | 1 | 1/1 | 2/2 |")
