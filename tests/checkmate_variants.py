@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import chess
+from support import meta_prompting_dir
 
 from conductor.scoring.base import ScoringEnv
 from conductor.scoring.checkmate import ours, paper_rule, position_after
 from conductor.taskfile import TaskItem
 
-TASK_FILE = (
-    Path(__file__).resolve().parents[2] / "shared/data/meta-prompting/tasks/CheckmateInOne.jsonl"
-)
+TASK_FILE = meta_prompting_dir() / "tasks" / "CheckmateInOne.jsonl"
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,6 @@ class Tally:
     deserved: int = 0
     paper: int = 0
     ours: int = 0
-    paper_only: int = 0  # paper right where ours is wrong... counted by who is right
     disagree: int = 0
     ours_right_on_disagreement: int = 0
     example: str = ""
