@@ -44,3 +44,28 @@ def test_every_adversarial_answer_scores_wrong(attack: str, p3_items, puzzle_san
             with_paper=False,
         )
         assert not result.correct, (attack, result.detail)
+
+
+@pytest.mark.docker
+def test_the_batch_scorer_passes_back_a_large_solution_value(require_docker) -> None:
+    """A batch hands the scorer its run's sandbox, opened without P3's options; the
+    scorer must still carry a value far over the run sandbox's output cap."""
+    from conductor.batch_setup import make_scorer
+    from conductor.config import Settings
+    from conductor.tasks import get_spec
+    from sandbox.registry import open_sandbox
+
+    sat = (
+        "def sat(x: list):\n"
+        "    return len(x) == 300000 and all(v == i * 7919 % 1000003 for i, v in enumerate(x))"
+    )
+    item = TaskItem(id="large-value", input=sat, metadata={"sat": sat, "ans_type": "List[int]"})
+    answer = "def solution():\n    return [i * 7919 % 1000003 for i in range(300000)]"
+    run_sandbox = open_sandbox("docker")
+    try:
+        verdict = make_scorer(get_spec("P3_Test"), "docker", Settings())(
+            answer, item, run_sandbox, ""
+        )
+    finally:
+        run_sandbox.close()
+    assert verdict["correct"], verdict
