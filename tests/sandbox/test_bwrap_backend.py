@@ -72,7 +72,9 @@ def test_runs_code_and_reports_like_the_protocol_says(box: BwrapSandbox) -> None
     assert result.backend == "bwrap" and result.infra_error is None and not result.timed_out
     crashed = box.run("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
     assert crashed.signal == 11 and crashed.exit_code is None
-    assert open_sandbox("bwrap").name == "bwrap"
+    opened = open_sandbox("bwrap")
+    assert opened.name == "bwrap"
+    opened.close()
 
 
 def test_the_sandbox_sees_only_what_it_is_given(box: BwrapSandbox) -> None:
@@ -237,6 +239,7 @@ except OSError as exc:
     print("refused after", n, exc.errno)
 """
     result = box.run(code, timeout=10)
+    box.close()
     words = result.stdout.split()
     assert words[:2] == ["refused", "after"] and int(words[2]) < 16, result.stdout
     assert result.duration_s < 5  # the sleeping children died with the run
@@ -291,7 +294,10 @@ def test_a_root_file_system_replaces_the_hosts_python(bwrap_ready: None, tmp_pat
     box = BwrapSandbox(rootfs=rootfs)
     assert box.python_source == f"rootfs {rootfs}"
     result = box.run("import conductor_rootfs_marker as m\nprint(m.WHERE)")
+    box.close()
     assert result.ok, result.stderr or result.infra_error
     assert result.stdout.split()[0] == "rootfs"
-    host = BwrapSandbox(rootfs="/").run("import conductor_rootfs_marker")
+    host_box = BwrapSandbox(rootfs="/")
+    host = host_box.run("import conductor_rootfs_marker")
+    host_box.close()
     assert "ModuleNotFoundError" in host.stderr
