@@ -9,8 +9,8 @@ The host never trusts anything inside to end the sandbox: it kills the sandbox's
 cgroup (as root) and SIGKILLs the PID namespace's init by the pid bwrap reported on
 `--json-status-fd` (the kernel then kills every process of the namespace), and bwrap's
 own process group. After a timeout, an OOM kill, an output flood, a runner death or a
-protocol breach the sandbox is destroyed and a fresh one (started in the background
-meanwhile) serves the next cell.
+protocol breach the sandbox is destroyed and a fresh one, started in the background at
+that moment, serves the next cell.
 
 Which Python: the debootstrap root file system that `conductor sandbox build --offline`
 unpacks (Debian's python3 with numpy and sympy, as in the Docker image) when it
@@ -249,8 +249,8 @@ class BwrapSandbox:
         with self._spare_ready:
             self._spare_ready.wait_for(lambda: self._spare and self._spare[0] is not _PENDING)
             taken = self._spare.pop()
-        if isinstance(taken, BwrapSession):
-            self._warm_spare()  # the next one warms while this one serves
+        # No spare is kept while this one serves (each costs a preloaded interpreter);
+        # `_retire` starts the replacement the moment a sandbox is given up.
         return taken
 
     def _start_session(self) -> BwrapSession:

@@ -140,7 +140,6 @@ MASKED_PATHS = (
     "/proc/sys/kernel/random/boot_id",
     "/proc/meminfo",
     "/proc/version",
-    "/proc/sys/kernel/hostname",
 )
 # Host uids for cells: far above real and subuid ranges, one per container.
 CELL_UID_BASE = 2_000_000_000
