@@ -101,6 +101,7 @@ class BwrapSandbox:
         self._spare: list[BwrapSession | Exception] = []
         self._spare_ready = threading.Condition()
         self._closed = False
+        self._threads: list[threading.Thread] = []
         self.sessions_started = 0
         _OPEN.add(self)
         if warm:
@@ -125,9 +126,12 @@ class BwrapSandbox:
                 )
 
     def close(self) -> None:
+        """End every sandbox this object started; nothing of them runs when this returns."""
         with self._lock:
             self._closed = True
             self._retire(replace=False)
+            for thread in list(self._threads):  # reaps, and a spare still starting
+                thread.join(timeout=READY_TIMEOUT_S)
             with self._spare_ready:
                 spares, self._spare = self._spare, []
             for spare in spares:
@@ -220,7 +224,7 @@ class BwrapSandbox:
     def _retire(self, *, replace: bool = True) -> None:
         session, self._session = self._session, None
         if session is not None:
-            threading.Thread(target=session.destroy, name="conductor-bwrap-reap").start()
+            self._background(session.destroy, "conductor-bwrap-reap")
         if replace and not self._closed:
             self._warm_spare()
 
@@ -229,7 +233,13 @@ class BwrapSandbox:
             if self._spare:
                 return
             self._spare.append(_PENDING)
-        threading.Thread(target=self._start_spare, name="conductor-bwrap-warm", daemon=True).start()
+        self._background(self._start_spare, "conductor-bwrap-warm")
+
+    def _background(self, target: object, name: str) -> None:
+        self._threads = [t for t in self._threads if t.is_alive()]
+        thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
+        self._threads.append(thread)
+        thread.start()
 
     def _start_spare(self) -> None:
         try:
