@@ -307,7 +307,7 @@ class BwrapSandbox:
                 env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
                 cwd="/",
                 pass_fds=tuple(fds.values()),
-                preexec_fn=_child_setup(
+                preexec_fn=launch.child_setup(
                     self.limits,
                     cgroup,
                     keep_uid=not self.privileged,
@@ -344,35 +344,6 @@ def _close_all() -> None:
     for sandbox in list(_OPEN):
         with contextlib.suppress(Exception):
             sandbox.close()
-
-
-def _child_setup(
-    limits: Limits, cgroup: SandboxCgroup | None, *, keep_uid: bool, overlay: object = None
-):
-    """What the forked child does before exec'ing bwrap: plain system calls only."""
-    rlimits = launch.host_rlimits(limits, keep_uid=keep_uid)
-    joins = cgroup.join_paths() if cgroup else []
-
-    def setup() -> None:
-        os.setsid()
-        for path in joins:  # the whole sandbox is born inside its cgroup
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
-        with contextlib.suppress(OSError):
-            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-            os.write(fd, b"1000")  # if memory runs out, the sandbox goes first
-            os.close(fd)
-        if callable(overlay):
-            overlay()
-        import resource
-
-        for kind, soft, hard in rlimits:
-            resource.setrlimit(kind, (soft, hard))
-
-    return setup
 
 
 def _built_rootfs() -> Path | None:

@@ -19,6 +19,7 @@ Two modes, chosen by who we are:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import secrets
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox import seccomp_policy
+from sandbox.cgroups import SandboxCgroup
 
 SANDBOX_UID = 10001  # the cell's uid inside an unprivileged user namespace
 WORKDIR = "/work"
@@ -223,6 +225,33 @@ def data_fd(data: bytes, *, name: str) -> int:
 
 def seccomp_fd() -> int:
     return data_fd(seccomp_policy.bpf_program(), name="conductor-seccomp")
+
+
+def child_setup(
+    limits: Limits, cgroup: SandboxCgroup | None, *, keep_uid: bool, overlay: object = None
+):
+    """What the forked child does before exec'ing bwrap: plain system calls only."""
+    rlimits = host_rlimits(limits, keep_uid=keep_uid)
+    joins = cgroup.join_paths() if cgroup else []
+
+    def setup() -> None:
+        os.setsid()
+        for path in joins:  # the whole sandbox is born inside its cgroup
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
+        with contextlib.suppress(OSError):
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            os.write(fd, b"1000")  # if memory runs out, the sandbox goes first
+            os.close(fd)
+        if callable(overlay):
+            overlay()
+        for kind, soft, hard in rlimits:
+            resource.setrlimit(kind, (soft, hard))
+
+    return setup
 
 
 def host_rlimits(limits: Limits, *, keep_uid: bool) -> list[tuple[int, int, int]]:
