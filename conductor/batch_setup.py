@@ -8,6 +8,7 @@ the machine.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -160,6 +161,10 @@ class IndexSink:
         from transcripts.index import RunIndex
 
         self.index = RunIndex()
+        try:  # runs left `running` by a batch or solve that was killed: interrupted now
+            self.index.repair_abandoned()
+        except Exception:
+            logging.getLogger("conductor.batch").exception("could not repair dead runs")
         self.runs_path = runs_path
         self._lock = threading.Lock()
 
