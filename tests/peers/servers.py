@@ -45,6 +45,17 @@ MOCKS = {
 }
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: be sent SIGTERM when the test process dies, so a
+    killed test run leaves no server behind (Linux; elsewhere a no-op)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -176,6 +187,7 @@ def start_llama_server(binary: Path, model: Path, workdir: Path, *, slots: int =
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,
     )  # fmt: skip
     server = LlamaServer("llama-server", process, port, log_path, log)
     server.wait_ready("/health", timeout=60)
@@ -230,6 +242,7 @@ def start_litellm(binary: Path, workdir: Path, llama_url: str | None) -> Peer:
         stdin=subprocess.DEVNULL,
         env=env,
         cwd=workdir,
+        preexec_fn=_die_with_parent,
     )
     peer = Peer("litellm", process, port, log_path, log, key)
     peer.wait_ready("/health/liveliness", timeout=180)
