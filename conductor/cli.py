@@ -63,8 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args) or 0)
     except UserFacingError as exc:
         from rich.console import Console
+        from rich.markup import escape
 
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         return 2
     except KeyboardInterrupt:
         print("interrupted; everything finished so far is saved.", file=sys.stderr)

@@ -1,0 +1,134 @@
+"""A real Ray cluster of several nodes on this one machine, for tests and benchmarks.
+
+Each node is `ray start --block` in its own session (so it and everything it starts
+can be found and stopped by process id), with its own small footprint: one CPU, an
+80 MB object store, no dashboard, no usage stats, everything under one temporary
+directory. `kill_node` SIGKILLs a node's whole process tree at once, as if its machine
+had died; `stop` ends every node this object started and nothing else.
+
+Ray rewrites `--node-ip-address 127.0.0.1` to the machine's outward address (so that
+other machines could join); the nodes still run on this machine only, and the GCS and
+raylets listen on every interface as Ray always does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RAY = str(Path(sys.executable).parent / "ray")
+READY = "block forever"
+
+# Node death is noticed after health_check_failure_threshold missed checks.
+HEALTH = {
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_timeout_ms": "3000",
+    "RAY_health_check_failure_threshold": "4",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def descendants(pid: int) -> list[int]:
+    tree, found, todo = _children(), [], [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+class LocalCluster:
+    def __init__(self, *, cpus: int = 1, env: dict[str, str] | None = None) -> None:
+        self.cpus = cpus
+        self.root = Path(tempfile.mkdtemp(prefix="cray-", dir="/tmp"))
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.env = {
+            **(env or os.environ),
+            "RAY_USAGE_STATS_ENABLED": "0",
+            **HEALTH,
+        }
+        self.nodes: list[subprocess.Popen[bytes]] = []
+
+    def start(self, workers: int = 1) -> LocalCluster:
+        self._node(["--head", "--port", str(self.port), "--include-dashboard=false"])
+        for _ in range(workers):
+            self.add_node()
+        return self
+
+    def add_node(self) -> subprocess.Popen[bytes]:
+        return self._node(["--address", self.address])
+
+    def _node(self, role: list[str]) -> subprocess.Popen[bytes]:
+        n = len(self.nodes)
+        log = self.root / f"node{n}.log"
+        command = [RAY, "start", "--block", *role, "--node-ip-address", "127.0.0.1"]
+        command += ["--num-cpus", str(self.cpus), "--object-store-memory", str(80 * 1024**2)]
+        command += ["--disable-usage-stats", "--temp-dir", str(self.root / "ray")]
+        with log.open("wb") as out:
+            node = subprocess.Popen(
+                command, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.nodes.append(node)
+        deadline = time.monotonic() + 120
+        while READY not in log.read_text(errors="replace"):
+            if node.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"ray node {n} did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        return node
+
+    def kill_node(self, node: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the node and everything it started, all at once."""
+        for pid in [node.pid, *descendants(node.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        node.wait(timeout=30)
+
+    def stop(self) -> None:
+        for node in reversed(self.nodes):
+            tree = [node.pid, *descendants(node.pid)]
+            if node.poll() is None:
+                node.send_signal(signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    node.wait(timeout=15)
+            for pid in tree:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                node.wait(timeout=10)
+        self.nodes = []
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
