@@ -25,6 +25,7 @@ class Worker:
     actor: Any
     label: str = "?"
     node_id: str = ""
+    sandbox: str = ""
     inflight: int = 0
     alive: bool = True
     items: int = 0
@@ -54,6 +55,8 @@ class WorkerPool:
                 worker.actor = self.make_actor(None)
                 place = ray.get(worker.actor.where.remote(), timeout=300)
             worker.label, worker.node_id = place["label"], place["node_id"]
+            worker.sandbox = place.get("sandbox", "")
+            log.info("Ray worker on %s, sandbox: %s", worker.label, worker.sandbox or "none")
         with self._lock:
             self.workers.extend(fresh)
 
@@ -101,7 +104,7 @@ class WorkerPool:
             log.warning("could not start a replacement Ray worker: %s", exc)
             return
         with self._lock:
-            self.workers.append(Worker(actor, place["label"], place["node_id"]))
+            self.workers.append(Worker(actor, place["label"], place["node_id"], place["sandbox"]))
         log.info("replacement Ray worker started on %s", place["label"])
 
     def broadcast(self, method: str, *args: Any) -> None:
@@ -114,7 +117,13 @@ class WorkerPool:
 
     def summary(self) -> list[dict[str, Any]]:
         return [
-            {"node": w.label, "alive": w.alive, "items": w.items, "lost_items": w.lost_items}
+            {
+                "node": w.label,
+                "alive": w.alive,
+                "items": w.items,
+                "lost_items": w.lost_items,
+                "sandbox": w.sandbox or None,
+            }
             for w in self.workers
         ]
 
