@@ -21,7 +21,7 @@ import shutil
 import socket
 import tempfile
 import threading
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,18 @@ from conductor.batch import BatchPlan, BatchRunner
 from conductor.batch_setup import make_scorer, sandbox_opener
 from conductor.config import Settings
 from conductor.events import Event
+from conductor.interfaces import ChatModel
 from conductor.session import Session, build_session
 from conductor.taskfile import TaskItem
 from conductor.tasks import TaskSpec
+from notebook.distill import distill_run, reflect
+from notebook.learn import LearnOptions, TypeChoice, choose_type, model_can_reflect
+from notebook.merge import LearnedRun
+from notebook.runview import view_run
+from notebook.store import Notebook
+from notebook.tasktypes import score_types
+from notebook.terms import question_terms
+from notebook.verify import verify_run
 
 log = logging.getLogger("conductor.batch")
 
@@ -178,8 +187,6 @@ class ItemWorker:
 
     def _distill(self, events: list[Event]) -> list[Event]:
         """After a run: its notes for the driver to merge; nothing written here."""
-        from notebook.merge import distill_learned
-
         with self._lock:
             hooks = self._hooks
         learned = distill_learned(
@@ -201,7 +208,6 @@ class ItemWorker:
             import ray
 
             from notebook.hooks import NotebookHooks
-            from notebook.store import Notebook
 
             path = self.scratch / f"notebook-v{version}.db"
             path.write_bytes(ray.get(ref))
@@ -211,6 +217,57 @@ class ItemWorker:
 
     def close(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def distill_learned(
+    book: Notebook | None,
+    events: list[Event],
+    *,
+    model: ChatModel | None = None,
+    options: LearnOptions | None = None,
+) -> LearnedRun | None:
+    """The slow half of learning, reading `book` (a snapshot) and writing nothing."""
+    options = options or LearnOptions()
+    view = view_run(events)
+    if view is None or not view.question.strip():
+        return None
+    verification = verify_run(events)
+    drafts = distill_run(view, verification)
+    online = model_can_reflect(model)
+    reflection = "skipped: no model" if model is None else "skipped: offline model"
+    if online and options.reflect:
+        assert model is not None
+        extra, reflection = reflect(model, view, verification)
+        drafts.extend(extra)
+    terms = question_terms(view.question)
+    choice, rejected = TypeChoice(), []
+    if online and options.pick_type and book is not None:
+        assert model is not None
+        with book.reading() as conn:
+            candidates = score_types(conn, terms, limit=5, params=options.params)
+        described = []
+        for match in candidates:
+            row = book.read_one("select description from task_types where id = ?", (match.type_id,))
+            described.append((match, row["description"] if row else ""))
+        choice = choose_type(model, view.question, described)
+        if choice.type_id is None:
+            rejected = [match.type_id for match in candidates]
+    return LearnedRun(
+        run_id=view.run_id,
+        question=view.question,
+        task=view.task,
+        answer=view.answer,
+        target=view.target,
+        status=view.status,
+        verification=verification.level,
+        outcome=verification.outcome,
+        terms=sorted(terms),
+        drafts=[asdict(d) for d in drafts],
+        choice=asdict(choice),
+        rejected_types=rejected,
+        recalled=list(view.recall.notes) if view.recall is not None else [],
+        reflection=reflection,
+    )
 
 
 class _QueueSink:

@@ -20,9 +20,7 @@ import re
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 # Zero-width and line/paragraph separators that hide or break text unseen.
 _INVISIBLE = "\u2028\u2029\ufeff\u200b\u2060"
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + _INVISIBLE + "\ud800-\udfff]"
-)
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + _INVISIBLE + "\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:

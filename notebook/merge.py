@@ -3,10 +3,11 @@
 Two callers, one rule (a note is kept once; a duplicate or near-duplicate from another
 run strengthens it and adds that run to its provenance):
 
-- A batch on a Ray cluster. Workers never write the notebook: `distill_learned` (on the
-  worker, reading its snapshot) does the slow part of learning, verification, notes,
-  the model's reflection and its pick of a task type, and returns a `LearnedRun`; the
-  driver, the single writer, calls `merge_learned` in one short transaction. Notes go
+- A batch on a Ray cluster. Workers never write the notebook: on the worker, reading
+  its snapshot, `conductor.batch_ray_worker.distill_learned` does the slow part of
+  learning (verification, notes, the model's reflection and its pick of a task type)
+  and returns a `LearnedRun`; the driver, the single writer, calls `merge_learned` in
+  one short transaction. Notes go
   in through `notebook.notes.add_note`, the same duplicate and near-duplicate merge as
   learning on one machine, which records each run in the note's history.
 - `conductor notebook merge A.db B.db`: `merge_notebooks` folds B into A. Task types are
@@ -28,14 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from conductor.errors import UserFacingError
-from conductor.events import Event, NotesWritten
+from conductor.events import NotesWritten
 from conductor.interfaces import ChatModel
-from notebook.distill import NoteDraft, distill_run, excerpt, reflect
+from notebook.distill import NoteDraft, excerpt
 from notebook.induction import induce_if_due
-from notebook.learn import LearnOptions, TypeChoice, choose_type, model_can_reflect
+from notebook.learn import LearnOptions, TypeChoice
 from notebook.notes import VERIFICATION_RANK, Provenance, add_note, note_terms
 from notebook.notes import record_recall_feedback as count_recall
-from notebook.runview import view_run
 from notebook.store import Notebook, record_note_history, record_type_history
 from notebook.tasktypes import (
     PARAMS,
@@ -48,7 +48,6 @@ from notebook.tasktypes import (
 )
 from notebook.terms import question_terms
 from notebook.transfer import TYPE_COLUMNS
-from notebook.verify import verify_run
 
 # History actions that mean "this run arrived at this note".
 SOURCE_ACTIONS = ("created", "merged", "duplicate-skipped")
@@ -79,57 +78,6 @@ class LearnedRun:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LearnedRun:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
-
-
-def distill_learned(
-    book: Notebook | None,
-    events: list[Event],
-    *,
-    model: ChatModel | None = None,
-    options: LearnOptions | None = None,
-) -> LearnedRun | None:
-    """The slow half of learning, reading `book` (a snapshot) and writing nothing."""
-    options = options or LearnOptions()
-    view = view_run(events)
-    if view is None or not view.question.strip():
-        return None
-    verification = verify_run(events)
-    drafts = distill_run(view, verification)
-    online = model_can_reflect(model)
-    reflection = "skipped: no model" if model is None else "skipped: offline model"
-    if online and options.reflect:
-        assert model is not None
-        extra, reflection = reflect(model, view, verification)
-        drafts.extend(extra)
-    terms = question_terms(view.question)
-    choice, rejected = TypeChoice(), []
-    if online and options.pick_type and book is not None:
-        assert model is not None
-        with book.reading() as conn:
-            candidates = score_types(conn, terms, limit=5, params=options.params)
-        described = []
-        for match in candidates:
-            row = book.read_one("select description from task_types where id = ?", (match.type_id,))
-            described.append((match, row["description"] if row else ""))
-        choice = choose_type(model, view.question, described)
-        if choice.type_id is None:
-            rejected = [match.type_id for match in candidates]
-    return LearnedRun(
-        run_id=view.run_id,
-        question=view.question,
-        task=view.task,
-        answer=view.answer,
-        target=view.target,
-        status=view.status,
-        verification=verification.level,
-        outcome=verification.outcome,
-        terms=sorted(terms),
-        drafts=[asdict(d) for d in drafts],
-        choice=asdict(choice),
-        rejected_types=rejected,
-        recalled=list(view.recall.notes) if view.recall is not None else [],
-        reflection=reflection,
-    )
 
 
 def merge_learned(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conductor.batch_ray_worker import distill_learned
 from conductor.cli import main
 from conductor.events import (
     Event,
@@ -25,7 +26,7 @@ from conductor.events import (
 )
 from conductor.interfaces import ExecResult
 from notebook.learn import learn_from_run
-from notebook.merge import distill_learned, merge_learned, source_runs
+from notebook.merge import merge_learned, source_runs
 from notebook.store import Notebook
 
 CODE = "words = {words!r}\nprint(' '.join(sorted(words)))\n"
@@ -165,4 +166,5 @@ def test_a_worker_distilled_run_merged_by_the_driver_equals_learning_in_place(
                 "select kind, text, code, support, source_run from notes order by kind, source_run"
             ).fetchall()
 
+    assert len(shape(in_place)) >= 6  # examples, and the shared code and procedure notes
     assert shape(tmp_path / "split.db") == shape(in_place)

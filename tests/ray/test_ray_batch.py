@@ -273,6 +273,42 @@ def test_waves_merge_every_note_once_with_all_its_source_runs(
 
 
 @pytest.mark.slow
+def test_frozen_recalls_the_notebook_as_at_the_start_and_merges_at_the_end(
+    ray_cluster: LocalCluster,
+    tmp_path: Path,
+    isolated_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tasks = write_tasks(tmp_path / "t.jsonl", 12)
+    notebook = tmp_path / "nb.db"
+    with WireServer(responder=learning_responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        args = [str(tasks), *FLAGS, "--notebook", str(notebook), "--concurrency", "4"]
+        code, report, err = run_cli([*args, "--ray", ray_cluster.address], capsys)
+        assert code == 0, err
+        learning = report["ray"]["learning"]
+        assert learning["policy"] == "frozen" and learning["waves"] == 0
+        assert learning["snapshots"] == 1 and learning["runs_merged"] == 12
+        # The notebook was empty when the batch started, and stayed so for every item.
+        assert {r["recalled"] for r in finals_in(isolated_home)} == {0}
+        assert report["notebook"]["before"]["notes"] == 0
+        assert report["notebook"]["after"]["runs_learned"] == 12
+        # The policy is part of the batch: waves is another batch, which now recalls.
+        code, report, err = run_cli(
+            [*args, "--learning", "waves", "--ray", ray_cluster.address], capsys
+        )
+        assert code == 0, err
+        assert report["ray"]["learning"]["policy"] == "waves"
+        assert len(list((isolated_home / "batches").iterdir())) == 2
+        assert report["ray"]["learning"]["runs_merged"] == 12
+        second = Path(report["folder"]) / "results.jsonl"
+        recalled = [json.loads(line)["recalled"] for line in second.read_text().splitlines()]
+        assert min(recalled) > 0  # from its first item on: the first batch's notes
+
+
+@pytest.mark.slow
 def test_a_429_on_one_node_pauses_every_node(
     ray_cluster: LocalCluster,
     tmp_path: Path,
