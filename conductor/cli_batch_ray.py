@@ -242,8 +242,12 @@ def _run(
         "rate_limit": ray.get(gate.stats.remote()) if gate is not None else None,
     }
     write_report(folder.path, report)
-    _append_ray_markdown(folder.path / "report.md", report["ray"])
+    section = ray_markdown(report["ray"])
+    with (folder.path / "report.md").open("a", encoding="utf-8") as fh:
+        fh.write(section)
     _print_report(report, as_json=args.json)
+    if not args.json:
+        print(section)
     if outcome.user_interrupt:
         raise KeyboardInterrupt
     if outcome.stopped:
@@ -305,7 +309,8 @@ def _actors(
     return gate, make_actor
 
 
-def _append_ray_markdown(path: Path, ray_part: dict[str, Any]) -> None:
+def ray_markdown(ray_part: dict[str, Any]) -> str:
+    """The report's Ray section: nodes, workers, moved items, learning, the rate gate."""
     learning = ray_part["learning"]
     lines = [
         "",
@@ -342,5 +347,4 @@ def _append_ray_markdown(path: Path, ray_part: dict[str, Any]) -> None:
             f"{limit['paused_s']} s paused, {limit['requests_admitted']} requests admitted, "
             f"{limit['requests_held']} held back.",
         ]
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
