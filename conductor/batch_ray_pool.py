@@ -115,6 +115,16 @@ class WorkerPool:
                 except Exception:  # a dead worker needs no message
                     pass
 
+    def close(self) -> None:
+        """Let each live worker remove its scratch directory before Ray ends it."""
+        import ray
+
+        asked = [w.actor.close.remote() for w in self.workers if w.alive]
+        try:
+            ray.get(asked, timeout=30)
+        except Exception as exc:  # only temporary files are at stake
+            log.warning("some Ray workers did not clean up: %s", exc)
+
     def summary(self) -> list[dict[str, Any]]:
         return [
             {

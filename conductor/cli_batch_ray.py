@@ -42,7 +42,7 @@ def add_ray_options(p: argparse.ArgumentParser) -> None:
         nargs="?",
         const="local",
         metavar="ADDRESS",
-        help="run the items on a Ray cluster: ADDRESS (host:port or ray://host:port), "
+        help="run the items on a Ray cluster: ADDRESS (the head node's host:port), "
         "`auto` (the cluster `ray start` made here), or nothing to start a small local one",
     )
     p.add_argument(
@@ -199,6 +199,7 @@ def _run(
             outcome = runner.run()
         learning.finish()
     finally:
+        pool.close()
         root.removeHandler(handler)
         handler.close()
     import ray

@@ -100,8 +100,9 @@ class LocalCluster:
         deadline = time.monotonic() + 120
         while READY not in log.read_text(errors="replace"):
             if node.poll() is not None or time.monotonic() > deadline:
+                text = log.read_text(errors="replace")[-3000:]
                 self.stop()
-                raise RuntimeError(f"ray node {n} did not start:\n{log.read_text()[-3000:]}")
+                raise RuntimeError(f"ray node {n} did not start:\n{text}")
             time.sleep(0.2)
         return node
 
