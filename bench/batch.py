@@ -329,6 +329,7 @@ def ray_beside_one_process(
     console.print("starting a two-node Ray cluster on this machine ...")
     with LocalCluster(env=env) as cluster:
         cluster.start(workers=1)
+        os.environ.update(cluster.client_env)  # the driver's token for this cluster
         console.print(f"Ray, two nodes: {RAY_ITEMS} items at concurrency {RAY_CONCURRENCY} ...")
         report = run_batch(
             server, tasks, root / "home-ray", RAY_CONCURRENCY, ("--ray", cluster.address)

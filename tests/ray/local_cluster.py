@@ -6,6 +6,10 @@ can be found and stopped by process id), with its own small footprint: one CPU, 
 directory. `kill_node` SIGKILLs a node's whole process tree at once, as if its machine
 had died; `stop` ends every node this object started and nothing else.
 
+The cluster requires Ray's token authentication with a token of its own (its servers
+listen on every interface), so nothing else can join it, and it cannot be confused
+with another cluster; `client_env` is what a driver needs to connect.
+
 Ray rewrites `--node-ip-address 127.0.0.1` to the machine's outward address (so that
 other machines could join); the nodes still run on this machine only, and the GCS and
 raylets listen on every interface as Ray always does.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -65,15 +70,20 @@ def descendants(pid: int) -> list[int]:
 
 
 class LocalCluster:
-    def __init__(self, *, cpus: int = 1, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *, cpus: int = 1, env: dict[str, str] | None = None, token: str | None = None
+    ) -> None:
         self.cpus = cpus
         self.root = Path(tempfile.mkdtemp(prefix="cray-", dir="/tmp"))
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        token = token or secrets.token_hex(16)
+        self.client_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
         self.env = {
             **(env or os.environ),
             "RAY_USAGE_STATS_ENABLED": "0",
             **HEALTH,
+            **self.client_env,
         }
         self.nodes: list[subprocess.Popen[bytes]] = []
 
