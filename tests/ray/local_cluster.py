@@ -116,6 +116,24 @@ class LocalCluster:
             time.sleep(0.2)
         return node
 
+    def usage(self) -> dict[int, tuple[float, float]]:
+        """Per process of the cluster (nodes, raylets, workers): CPU seconds so far and
+        peak resident MB, read from /proc."""
+        found: dict[int, tuple[float, float]] = {}
+        tick = os.sysconf("SC_CLK_TCK")
+        for node in self.nodes:
+            for pid in [node.pid, *descendants(node.pid)]:
+                try:
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                hwm = next(
+                    (ln.split()[1] for ln in status.splitlines() if ln.startswith("VmHWM")), "0"
+                )
+                found[pid] = ((int(fields[11]) + int(fields[12])) / tick, int(hwm) / 1024)
+        return found
+
     def kill_node(self, node: subprocess.Popen[bytes]) -> None:
         """SIGKILL the node and everything it started, all at once."""
         for pid in [node.pid, *descendants(node.pid)]:
