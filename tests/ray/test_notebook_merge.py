@@ -168,3 +168,33 @@ def test_a_worker_distilled_run_merged_by_the_driver_equals_learning_in_place(
 
     assert len(shape(in_place)) >= 6  # examples, and the shared code and procedure notes
     assert shape(tmp_path / "split.db") == shape(in_place)
+
+
+def test_learned_notes_a_dead_driver_left_unmerged_are_merged_by_the_next_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conductor.batch_ray_learning import LEARNED_FILE, ClusterLearning
+
+    monkeypatch.setattr(ClusterLearning, "_publish", lambda self: None)  # no Ray here
+    notebook = tmp_path / "nb.db"
+    first = ClusterLearning("frozen", notebook=str(notebook), folder=tmp_path, recall=True)
+    snapshot = Notebook(tmp_path / "snapshot.db")
+    for run_id, words in [("r0", WORDS[0]), ("r1", WORDS[1])]:
+        first.received(distill_learned(snapshot, sort_run(run_id, words)).to_dict())  # type: ignore[union-attr]
+    snapshot.close()
+    # The driver dies here: nothing merged yet, both runs on disk, one line cut short.
+    with (tmp_path / LEARNED_FILE).open("a") as fh:
+        fh.write('{"run_id": "r2", "quest')
+    assert not notebook.exists() or notes(notebook) == []
+
+    second = ClusterLearning("frozen", notebook=str(notebook), folder=tmp_path, recall=True)
+    second.start()
+    second.finish()
+    assert second.runs_merged == 2
+    with sqlite3.connect(notebook) as db:
+        runs = {r for (r,) in db.execute("select run_id from distilled_runs")}
+    assert runs == {"r0", "r1"}
+    third = ClusterLearning("frozen", notebook=str(notebook), folder=tmp_path, recall=True)
+    third.start()
+    third.finish()
+    assert third.runs_merged == 0  # learned once, however often the file is read
