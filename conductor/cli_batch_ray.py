@@ -312,6 +312,8 @@ def _actors(
 
 def ray_markdown(ray_part: dict[str, Any]) -> str:
     """The report's Ray section: nodes, workers, moved items, learning, the rate gate."""
+    from conductor.display import visible_line
+
     learning = ray_part["learning"]
     lines = [
         "",
@@ -330,14 +332,14 @@ def ray_markdown(ray_part: dict[str, Any]) -> str:
         "| --- | --- | --- | --- |",
         *(
             f"| {w['node']} | {'yes' if w['alive'] else 'no'} | {w['items']} | "
-            f"{', '.join(w['lost_items']) or '-'} |"
+            f"{', '.join(visible_line(i) for i in w['lost_items']) or '-'} |"
             for w in ray_part["workers"]
         ),
     ]
     if ray_part["moved"]:
         lines += ["", "Items moved after their worker died:", ""]
         lines += [
-            f"- `{m['item_id']}`: from {', '.join(m['from'])} to {m['to']}"
+            f"- `{visible_line(m['item_id'])}`: from {', '.join(m['from'])} to {m['to']}"
             for m in ray_part["moved"]
         ]
     limit = ray_part.get("rate_limit") or {}
