@@ -98,7 +98,7 @@ class WorkerPool:
         if not replace:
             return
         try:
-            actor = self.make_actor(None)
+            actor = self.make_actor(self._elsewhere(worker.node_id))
             place = ray.get(actor.where.remote(), timeout=300)
         except Exception as exc:  # the others carry on with the queue
             log.warning("could not start a replacement Ray worker: %s", exc)
@@ -106,6 +106,16 @@ class WorkerPool:
         with self._lock:
             self.workers.append(Worker(actor, place["label"], place["node_id"], place["sandbox"]))
         log.info("replacement Ray worker started on %s", place["label"])
+
+    def _elsewhere(self, lost_node: str) -> str | None:
+        """An alive node other than the one just lost (Ray may not know yet that it is
+        dead), with the fewest live workers; None lets Ray choose."""
+        with self._lock:
+            load = {w.node_id: 0 for w in self.workers}
+            for w in self.workers:
+                load[w.node_id] += w.alive
+        nodes = [n for n in alive_nodes() if n != lost_node]
+        return min(nodes, key=lambda n: load.get(n, 0)) if nodes else None
 
     def broadcast(self, method: str, *args: Any) -> None:
         for worker in self.workers:

@@ -268,17 +268,21 @@ def _actors(
     session_no: int,
     concurrency: int,
 ) -> tuple[Any, Any]:
-    """The rate gate (on this node) and a function that starts a worker."""
+    """The rate gate (on the head node) and a function that starts a worker."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from conductor.batch_ray_gate import RateGate
     from conductor.batch_ray_worker import ItemWorker
 
-    here = ray.get_runtime_context().get_node_id()
+    # The gate lives on the head node: the cluster ends with it anyway.
+    head = next(
+        (n["NodeID"] for n in ray.nodes() if "node:__internal_head__" in n.get("Resources", {})),
+        ray.get_runtime_context().get_node_id(),
+    )
     gate = (
         ray.remote(RateGate)
-        .options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True))
+        .options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False))
         .remote(args.rpm, args.tpm)
     )
     env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}

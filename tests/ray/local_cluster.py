@@ -10,9 +10,11 @@ The cluster requires Ray's token authentication with a token of its own (its ser
 listen on every interface), so nothing else can join it, and it cannot be confused
 with another cluster; `client_env` is what a driver needs to connect.
 
-Ray rewrites `--node-ip-address 127.0.0.1` to the machine's outward address (so that
-other machines could join); the nodes still run on this machine only, and the GCS and
-raylets listen on every interface as Ray always does.
+The head is started with `--node-ip-address 127.0.0.1`, which Ray rewrites to the
+machine's outward address (so that other machines could join); drivers on this machine
+attach to it. Every further node gets a loopback address of its own (127.0.0.2, ...), so
+no two nodes share an address, as on a real cluster: a driver never lands on a node a
+test is about to kill. The GCS and raylets listen on every interface, as Ray always does.
 """
 
 from __future__ import annotations
@@ -99,7 +101,11 @@ class LocalCluster:
     def _node(self, role: list[str]) -> subprocess.Popen[bytes]:
         n = len(self.nodes)
         log = self.root / f"node{n}.log"
-        command = [RAY, "start", "--block", *role, "--node-ip-address", "127.0.0.1"]
+        # The head on 127.0.0.1 (which Ray turns into this machine's address, where a
+        # driver here attaches), each further node on a loopback address of its own
+        # (127.0.0.2, ...), so each node has its own address as on a real cluster.
+        address = "127.0.0.1" if n == 0 else f"127.0.0.{n + 1}"
+        command = [RAY, "start", "--block", *role, "--node-ip-address", address]
         command += ["--num-cpus", str(self.cpus), "--object-store-memory", str(80 * 1024**2)]
         command += ["--disable-usage-stats", "--temp-dir", str(self.root / "ray")]
         with log.open("wb") as out:

@@ -82,7 +82,9 @@ def wire(monkeypatch: pytest.MonkeyPatch) -> Any:
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any], str]:
     code = main(["batch", *args, "--json"])
     out, err = capsys.readouterr()
-    return code, (json.loads(out.strip().splitlines()[-1]) if out.strip() else {}), err
+    reports = [line for line in out.splitlines() if line.startswith('{"format_version"')]
+    assert reports or code != 0, f"no report in the output:\n{out[-3000:]}\n{err[-3000:]}"
+    return code, (json.loads(reports[-1]) if reports else {}), err
 
 
 @pytest.mark.slow
