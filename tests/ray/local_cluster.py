@@ -86,7 +86,10 @@ class LocalCluster:
             "RAY_USAGE_STATS_ENABLED": "0",
             **HEALTH,
             **self.client_env,
+            # Workers' scratch space goes with the cluster, even that of a killed node.
+            "TMPDIR": str(self.root / "tmp"),
         }
+        (self.root / "tmp").mkdir()
         self.nodes: list[subprocess.Popen[bytes]] = []
 
     def start(self, workers: int = 1) -> LocalCluster:
