@@ -22,6 +22,7 @@ import time
 from collections import deque
 from typing import Any
 
+from conductor import interrupts
 from conductor.batch import BatchPlan, BatchRunner, SessionOutcome
 from conductor.batch_ray_learning import ClusterLearning
 from conductor.batch_ray_pool import Worker, WorkerPool
@@ -80,10 +81,17 @@ class RayBatchRunner(BatchRunner):
         ]
         for feeder in feeders:
             feeder.start()
+
+        def on_signal(name: str) -> bool:  # as on one machine: stop gently, record all
+            self.outcome.user_interrupt = True
+            self.stop(f"stopped by {name}")
+            return True
+
         try:
-            for feeder in feeders:
-                while feeder.is_alive():
-                    feeder.join(timeout=0.2)
+            with interrupts.graceful(on_signal):
+                for feeder in feeders:
+                    while feeder.is_alive():
+                        feeder.join(timeout=0.2)
         except KeyboardInterrupt:
             self.outcome.user_interrupt = True
             self.stop("interrupted by the user")

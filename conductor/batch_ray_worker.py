@@ -29,7 +29,7 @@ from conductor.batch import BatchPlan, BatchRunner
 from conductor.batch_setup import make_scorer, sandbox_opener
 from conductor.config import Settings
 from conductor.events import Event
-from conductor.interfaces import ChatModel
+from conductor.interfaces import ChatModel, Usage
 from conductor.session import Session, build_session
 from conductor.taskfile import TaskItem
 from conductor.tasks import TaskSpec
@@ -157,6 +157,11 @@ class ItemWorker:
                 self._runners.discard(runner)
         record = outcome.get("record")
         learned = self._learned.pop(str((record or {}).get("run_id")), None)
+        if record is not None and learned and learned.get("usage"):
+            # The run's learning is part of the item's cost, as on one machine.
+            spent = Usage.from_dict(learned["usage"])
+            record["learning_usage"] = spent.to_dict()
+            record["usage"] = (Usage.from_dict(record.get("usage")) + spent).to_dict()
         if record is not None and record.get("run_id"):
             (self.scratch / f"{record['run_id']}.jsonl").unlink(missing_ok=True)
         yield {
@@ -185,14 +190,19 @@ class ItemWorker:
             session.after_run.append(self._distill)
         return session
 
-    def _distill(self, events: list[Event]) -> list[Event]:
-        """After a run: its notes for the driver to merge; nothing written here."""
+    def _distill(self, events: list[Event], *, ledger: Any = None) -> list[Event]:
+        """After a run: its notes for the driver to merge; nothing written here. The
+        model calls it makes go on the run's ledger, as when learning in place."""
         with self._lock:
             hooks = self._hooks
-        learned = distill_learned(
-            hooks.book if hooks is not None else None, events, model=self.meta
-        )
+        model = self.meta
+        if ledger is not None and model_can_reflect(model):
+            model = ledger.metered(model, "learning")
+        mark = ledger.mark() if ledger is not None else 0
+        learned = distill_learned(hooks.book if hooks is not None else None, events, model=model)
         if learned is not None:
+            if ledger is not None:
+                learned.usage = ledger.since(mark).to_dict()
             with self._lock:
                 self._learned[learned.run_id] = learned.to_dict()
         return []

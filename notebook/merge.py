@@ -30,7 +30,7 @@ from typing import Any
 
 from conductor.errors import UserFacingError
 from conductor.events import NotesWritten
-from conductor.interfaces import ChatModel
+from conductor.interfaces import ChatModel, Usage
 from notebook.distill import NoteDraft, excerpt
 from notebook.induction import induce_if_due
 from notebook.learn import LearnOptions, TypeChoice
@@ -71,6 +71,7 @@ class LearnedRun:
     rejected_types: list[str] = field(default_factory=list)
     recalled: list[dict[str, Any]] = field(default_factory=list)
     reflection: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)  # what distilling it cost
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,6 +115,7 @@ def merge_learned(
         reflection=learned.reflection,
         feedback=result["feedback"],
         induced=induced,
+        usage=Usage.from_dict(learned.usage),
     )
 
 

@@ -270,6 +270,10 @@ def test_waves_merge_every_note_once_with_all_its_source_runs(
         json.loads(x)["kind"] for x in (folder / "runs" / f"{run}.jsonl").read_text().splitlines()
     ]
     assert kinds[-1] == "notes_written"
+    # What learning cost (the worker's reflection and type pick) is the item's cost too.
+    for row in finals_in(isolated_home):
+        assert row["learning_usage"]["calls"] == 2
+        assert row["usage"]["calls"] == 3 + 2 + (row["recalled"] > 0)  # + recall's pick
     # Later waves recalled what earlier waves learned (the snapshot did move on).
     assert max(r["recalled"] for r in finals_in(isolated_home)) > 0
 
