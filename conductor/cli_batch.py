@@ -78,6 +78,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_run_options(p)
+    from conductor.cli_batch_ray import add_ray_options
+
+    add_ray_options(p)
     p.set_defaults(handler=run_batch)
 
 
@@ -110,6 +113,10 @@ def _items(args: argparse.Namespace) -> list[TaskItem]:
 
 
 def run_batch(args: argparse.Namespace) -> int:
+    if getattr(args, "ray", None) is not None:
+        from conductor.cli_batch_ray import run_ray_batch
+
+        return run_ray_batch(args)
     settings = settings_from_args(args)
     if args.replay:
         settings = dataclasses.replace(settings, recall=False, learn=False)

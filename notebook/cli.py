@@ -63,6 +63,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp = add("import", "read an export into this notebook (duplicates skipped)", run_import)
     imp.add_argument("file", help="a file written by `conductor notebook export`")
 
+    merge = add("merge", "fold other notebooks into one, every source run kept", run_merge)
+    merge.add_argument("target", help="the notebook merged into (created when missing)")
+    merge.add_argument("sources", nargs="+", help="notebooks merged from (left unchanged)")
+    merge.add_argument("--json", action="store_true")
+
     retire = add("retire", "retire a note: it is no longer recalled, and stays", run_retire)
     retire.add_argument("id", help="note id (a unique prefix will do)")
     retire.add_argument("--reason", default="retired by hand", help="why (kept in history)")
@@ -322,6 +327,20 @@ def run_import(args: argparse.Namespace) -> int:
         f"imported into {book.path}: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
         file=sys.stderr,
     )
+    return 0
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from notebook.merge import merge_files
+
+    for source, counts in merge_files(Path(args.target), [Path(s) for s in args.sources]):
+        if args.json:
+            print(json.dumps({"target": args.target, "source": str(source), **counts}))
+        else:
+            print(
+                f"merged {source} into {args.target}: "
+                + ", ".join(f"{k} {v}" for k, v in counts.items())
+            )
     return 0
 
 
