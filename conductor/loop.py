@@ -178,6 +178,16 @@ class Conductor:
                 model=completion.model,
                 duration_s=time.monotonic() - t0,
             )
+            if completion.stop_reason == "declined":
+                # The model says it cannot answer (the offline demo does): a labelled
+                # non-answer, never an answer to learn from.
+                yield Observation(
+                    parent_id=turn.id,
+                    run_id=state.run_id,
+                    reason="declined",
+                    message="The model declined: it cannot answer this question.",
+                )
+                return "declined"
             parsed = parse_turn(completion.text)
             header = prompts.ROUND_HEADER.format(round=round_no + 1)
             if parsed.has_answer and (not parsed.calls or cfg.calls_and_answer == "answer"):
