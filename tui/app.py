@@ -39,7 +39,7 @@ SANDBOX_CHOICES = {
 
 
 class ConductorApp(App[None]):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # also for subclasses elsewhere
     TITLE = "conductor"
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {ConductorCommands}
     MODES: ClassVar[dict[str, Any]] = {

@@ -85,7 +85,8 @@ class SolveScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.refresh_notice()
-        self.query_one("#question", Input).focus()
+        for question in self.query("#question").results(Input):
+            question.focus()
         self.probe_sandbox()
 
     @work(thread=True, exclusive=True, group="probe")
@@ -97,9 +98,10 @@ class SolveScreen(Screen[None]):
         lines = [self.app.model_notice()]
         if self.app.sandbox_problem:
             lines.append(self.app.sandbox_problem)
-        notice = self.query_one("#notice", Static)
-        notice.update("\n".join(lines))
-        notice.set_class(bool(self.app.sandbox_problem), "problem")
+        # The screen may be gone already (quitting at start-up): nothing to update then.
+        for notice in self.query("#notice").results(Static):
+            notice.update("\n".join(lines))
+            notice.set_class(bool(self.app.sandbox_problem), "problem")
 
     # -- running -------------------------------------------------------------
     @on(Input.Submitted, "#question")
