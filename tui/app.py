@@ -104,6 +104,7 @@ class ConductorApp(App[None]):
         self.run_to_open = open_run
         self.batch_dir = batch_dir
         self.sandbox_problem: str | None = None
+        self.solve_screen: SolveScreen | None = None  # set when it mounts
 
     def on_mount(self) -> None:
         self.switch_mode(self.start_mode)
@@ -172,9 +173,9 @@ class ConductorApp(App[None]):
 
     def _settings_changed(self, message: str) -> None:
         self.notify(message, title="settings")
-        refresh = getattr(self.screen, "refresh_notice", None)
-        if refresh is not None:
-            refresh()
+        if self.solve_screen is not None:
+            self.solve_screen.refresh_notice()
+            self.solve_screen.settings_changed()
 
     def set_model(self, name: str) -> None:
         self.settings = replace(self.settings, model=name)

@@ -6,7 +6,8 @@ event is posted to the screen as a message and drawn by the shared renderers in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
@@ -20,6 +21,21 @@ from conductor.errors import UserFacingError
 from conductor.events import Event, RunFinished, RunStarted
 from tui.widgets.run_view import RunView
 from tui.widgets.status_bar import StatusBar
+
+
+@dataclass
+class _Prepared:
+    """A session being started in a thread: `done` is set when `session` or `error` is."""
+
+    session: Session | None = None
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def discard(self) -> None:
+        if self.session is not None and self.session.sandbox is not None:
+            self.session.sandbox.close()
+        self.session = None
+
 
 if TYPE_CHECKING:
     from conductor.session import Session
@@ -75,6 +91,11 @@ class SolveScreen(Screen[None]):
         self.last_run_id: str | None = None
         self.finished: RunFinished | None = None
         self.events_seen = 0
+        # The next run's session, started ahead of the question (the sandbox takes
+        # seconds to start): set by a thread, taken by the next run.
+        self._next = _Prepared()
+        self._stop_before_start = threading.Event()
+        self._closing = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="notice")
@@ -88,6 +109,38 @@ class SolveScreen(Screen[None]):
         for question in self.query("#question").results(Input):
             question.focus()
         self.probe_sandbox()
+        self.app.solve_screen = self
+        self.prepare_session()
+
+    # -- the next run's session, started ahead --------------------------------
+    @work(thread=True, group="prepare")
+    def prepare_session(self) -> None:
+        prepared = self._next
+        try:
+            prepared.session = self.app.make_session()
+        except UserFacingError as exc:
+            prepared.error = str(exc)
+        except Exception as exc:  # shown when a run needs it, never a crash here
+            prepared.error = f"The session could not start: {type(exc).__name__}: {exc}"
+        finally:
+            prepared.done.set()
+            if prepared is not self._next or self._closing:
+                prepared.discard()  # the settings changed meanwhile, or the app is closing
+
+    def settings_changed(self) -> None:
+        """The user picked another model, sandbox or notebook: start a session for it."""
+        if self.running:
+            return  # the next one is prepared when this run ends
+        old, self._next = self._next, _Prepared()
+        if old.done.is_set():
+            old.discard()
+        self.prepare_session()
+
+    def on_unmount(self) -> None:
+        self._closing = True
+        self._stop_before_start.set()
+        if self._next.done.is_set():
+            self._next.discard()
 
     @work(thread=True, exclusive=True, group="probe")
     def probe_sandbox(self) -> None:
@@ -113,15 +166,25 @@ class SolveScreen(Screen[None]):
             self.notify("A run is going: press Esc to interrupt it first.", severity="warning")
             return
         self.running, self.finished = True, None
+        self._stop_before_start.clear()
+        bar = self.query_one("#status-bar", StatusBar)
+        bar.begin("starting" if self._next.session is None else "running")
         self.run_question(question)
 
     @work(thread=True, exclusive=True, group="solve")
     def run_question(self, question: str) -> None:
-        try:
-            session = self.app.make_session()
-        except UserFacingError as exc:
-            self.post_message(self.Problem(str(exc)))
+        prepared = self._next
+        while not prepared.done.wait(0.05):
+            if self._stop_before_start.is_set():
+                return  # Esc while the sandbox was starting: it is kept for the next run
+        if self._stop_before_start.is_set():
             return
+        self._next = _Prepared()
+        if prepared.session is None:
+            self.post_message(self.Problem(prepared.error or "The session could not start."))
+            self.app.call_from_thread(self.prepare_session)
+            return
+        session = prepared.session
         self.session = session
         try:
             for event in session.solve(question):
@@ -136,6 +199,8 @@ class SolveScreen(Screen[None]):
             self.session = None
             if session.sandbox is not None:
                 session.sandbox.close()
+            if not self._stop_before_start.is_set():
+                self.app.call_from_thread(self.prepare_session)
 
     async def on_solve_screen_event_arrived(self, message: EventArrived) -> None:
         event = message.event
@@ -158,9 +223,16 @@ class SolveScreen(Screen[None]):
 
     # -- actions ---------------------------------------------------------------
     def action_interrupt(self) -> None:
+        bar = self.query_one("#status-bar", StatusBar)
         if self.session is not None and self.running:
             self.session.cancel()
-            self.query_one("#status-bar", StatusBar).state = "interrupting"
+            bar.state = "interrupting"
+        elif self.running:
+            # Still starting the sandbox: stop now; the next question reuses it.
+            self._stop_before_start.set()
+            self.running = False
+            bar.state = "stopped"
+            self.notify("Stopped before the run began.")
         else:
             self.notify("Nothing is running.")
 
