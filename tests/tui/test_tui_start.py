@@ -77,3 +77,32 @@ async def test_the_status_bar_time_is_the_runs_own_duration() -> None:
         await wait_for(pilot, lambda: screen.finished is not None)
         await pilot.pause(0.6)  # a tick of the clock after the end must not change it
         assert f"{screen.finished.duration_s:.1f} s" in status(app)
+
+
+async def test_an_unreachable_model_is_said_in_full_and_the_demo_is_offered() -> None:
+    from conductor.errors import ModelUnreachable
+
+    why = (
+        "Cannot reach the model server at http://127.0.0.1:9/v1: the connection was "
+        "refused. Start the server (vLLM, Ollama, llama.cpp) or set OPENAI_BASE_URL to "
+        "where it listens; nothing was retried. " + "More detail. " * 12 + "THE END."
+    )
+
+    def unreachable(messages):
+        raise ModelUnreachable(why)
+
+    app = ConductorApp(
+        make_settings(model="openai:llama3"), session_factory=scripted_factory(unreachable)
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        screen.query_one("#question").value = "Use 4 5 6 10 to make 24"
+        await pilot.press("enter")
+        notice = screen.query_one("#notice")
+        await wait_for(pilot, lambda: notice.has_class("problem"))
+        shown = " ".join(str(notice.render()).split())
+        assert " ".join(why.split()) in shown  # the whole message, not cut
+        assert "F5" in shown
+        assert notice.region.height >= 6 and notice.max_scroll_y == 0  # all of it visible
+        await pilot.press("f5")
+        assert app.settings.model == "demo"

@@ -17,10 +17,12 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Collapsible, Footer, Input, Static
 
-from conductor.errors import UserFacingError
+from conductor.errors import ModelUnreachable, UserFacingError
 from conductor.events import Event, RunFinished, RunStarted
 from tui.widgets.run_view import RunView
 from tui.widgets.status_bar import StatusBar
+
+OFFER_DEMO = "Press F5 to use the offline demo model instead, then Enter to ask again."
 
 
 @dataclass
@@ -66,6 +68,14 @@ class SolveScreen(Screen[None]):
             tooltip="Expand or collapse every expert call.",
         ),
         Binding(
+            "f5",
+            "use_demo",
+            "Demo",
+            id="solve.demo",
+            show=False,
+            tooltip="Use the offline demo model for the next runs (no key or server needed).",
+        ),
+        Binding(
             "ctrl+o",
             "open_in_runs",
             "Audit",
@@ -81,6 +91,7 @@ class SolveScreen(Screen[None]):
     @dataclass
     class Problem(Message, bubble=False):
         text: str
+        offer_demo: bool = False  # the model could not be reached: the demo can run
 
     app: ConductorApp  # type: ignore[assignment]
 
@@ -189,6 +200,8 @@ class SolveScreen(Screen[None]):
         try:
             for event in session.solve(question):
                 self.post_message(self.EventArrived(event))
+        except ModelUnreachable as exc:
+            self.post_message(self.Problem(str(exc), offer_demo=True))
         except UserFacingError as exc:
             self.post_message(self.Problem(str(exc)))
         except Exception as exc:  # a crash must not take the TUI with it
@@ -218,7 +231,10 @@ class SolveScreen(Screen[None]):
         self.running = False
         self.query_one("#status-bar", StatusBar).state = "stopped"
         notice = self.query_one("#notice", Static)
-        notice.update(message.text)
+        text = message.text
+        if message.offer_demo and self.app.settings.model != "demo":
+            text += "\n" + OFFER_DEMO
+        notice.update(text)
         notice.add_class("problem")
 
     # -- actions ---------------------------------------------------------------
@@ -244,6 +260,9 @@ class SolveScreen(Screen[None]):
         question = self.query_one("#question", Input)
         question.value = ""
         question.focus()
+
+    def action_use_demo(self) -> None:
+        self.app.set_model("demo")
 
     def action_toggle_experts(self) -> None:
         blocks = list(self.query(Collapsible))
