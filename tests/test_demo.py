@@ -25,7 +25,7 @@ from conductor.taskfile import TaskItem
 from conductor.tasks import get_spec
 from experts.demo import Game24, Sorting, understand
 
-CONDUCTOR = [sys.executable, "-m", "conductor"]
+CONDUCTOR = [str(Path(sys.executable).with_name("conductor"))]
 
 
 def _offline(python: bool = False, learn: bool = True) -> Settings:

@@ -7,6 +7,7 @@ each run's transcript in a thread and filled in as they come.
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -19,6 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static
 
+from conductor.fts import quote_words
 from transcripts.audit import audit_events
 from transcripts.index import RunIndex
 
@@ -71,7 +73,7 @@ def query_runs(
     clause = " and ".join(where) or None
     if search.strip():
         return list(
-            table.search(search, where=clause, where_args=params, limit=LIMIT)  # type: ignore[union-attr]
+            table.search(quote_words(search), where=clause, where_args=params, limit=LIMIT)  # type: ignore[union-attr]
         )
     return list(
         table.rows_where(clause, params, order_by="started_at desc", limit=LIMIT)  # type: ignore[union-attr]
@@ -198,8 +200,8 @@ class RunsScreen(Screen[None]):
             return
         try:
             self.rows = query_runs(self.index, **filters)
-        except Exception as exc:  # an FTS syntax error from odd search text
-            self.notify(f"search failed: {exc}; try plain words.", severity="error")
+        except sqlite3.Error as exc:  # a locked or damaged runs.db: say so, keep the screen
+            self.notify(f"cannot read runs.db: {exc}", severity="error")
             return
         table = self.query_one("#runs", DataTable)
         table.clear()
