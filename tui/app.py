@@ -22,6 +22,7 @@ from conductor.errors import UserFacingError
 from conductor.session import Session, build_session
 from tui.commands import ConductorCommands, PaletteEntry
 from tui.screens.batch import BatchScreen
+from tui.screens.help import HelpScreen
 from tui.screens.notebook import NotebookScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs import RunsScreen
@@ -50,7 +51,14 @@ class ConductorApp(App[None]):
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
-            "f1",
+            "f1,question_mark",
+            "help",
+            "Help",
+            id="app.help",
+            tooltip="List every key of this screen and of the app, and what it does.",
+        ),
+        Binding(
+            "f5",
             "switch_mode('solve')",
             "Solve",
             id="app.solve",
@@ -197,6 +205,10 @@ class ConductorApp(App[None]):
             self._settings_changed(f"notebook: {path or 'default'}")
 
     # -- jumping between screens ----------------------------------------------
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
     def open_run(self, run: str) -> None:
         """Show one run (id, prefix or transcript path) in the Runs screen's detail view."""
         try:

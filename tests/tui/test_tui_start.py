@@ -102,7 +102,7 @@ async def test_an_unreachable_model_is_said_in_full_and_the_demo_is_offered() ->
         await wait_for(pilot, lambda: notice.has_class("problem"))
         shown = " ".join(str(notice.render()).split())
         assert " ".join(why.split()) in shown  # the whole message, not cut
-        assert "F5" in shown
+        assert "F6" in shown
         assert notice.region.height >= 6 and notice.max_scroll_y == 0  # all of it visible
-        await pilot.press("f5")
+        await pilot.press("f6")
         assert app.settings.model == "demo"

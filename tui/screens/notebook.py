@@ -16,12 +16,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static
+from textual.widgets import DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from conductor.errors import UserFacingError
 from notebook.store import Notebook
 from notebook.terms import content_terms, fts_query
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.notebook_detail import NotebookDetail
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class NotebookScreen(Screen[None]):
                 with VerticalScroll(id="nb-detail-scroll"):
                     yield NotebookDetail(id="nb-detail")
         yield Static(id="nb-info")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#nb-notes", DataTable)

@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Label, OptionList, Static
+from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from conductor.config import home_dir
@@ -29,6 +29,7 @@ from conductor.wording import plural
 from transcripts.audit import AuditReport, audit_events
 from tui.pages import TranscriptPages
 from tui.screens.raw_events import RawEventsScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.round_list import RoundList
 from tui.widgets.run_view import RunView
 
@@ -163,7 +164,7 @@ class RunDetailScreen(Screen[None]):
                 yield Label("Notes", classes="side-title")
                 yield OptionList(id="notes")
             yield RunView(id="page")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         try:

@@ -18,11 +18,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from conductor.fts import quote_words
 from transcripts.audit import audit_events
 from transcripts.index import RunIndex
+from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from tui.app import ConductorApp
@@ -135,7 +136,7 @@ class RunsScreen(Screen[None]):
             yield Input(placeholder="since YYYY-MM-DD", id="filter-since")
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static(id="runs-info")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)

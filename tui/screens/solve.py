@@ -15,14 +15,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Collapsible, Footer, Input, Static
+from textual.widgets import Collapsible, Input, Static
 
 from conductor.errors import ModelUnreachable, UserFacingError
 from conductor.events import Event, RunFinished, RunStarted
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.run_view import RunView
 from tui.widgets.status_bar import StatusBar
 
-OFFER_DEMO = "Press F5 to use the offline demo model instead, then Enter to ask again."
+OFFER_DEMO = "Press F6 to use the offline demo model instead, then Enter to ask again."
 
 
 @dataclass
@@ -68,12 +69,28 @@ class SolveScreen(Screen[None]):
             tooltip="Expand or collapse every expert call.",
         ),
         Binding(
-            "f5",
+            "f6",
             "use_demo",
             "Demo",
             id="solve.demo",
             show=False,
             tooltip="Use the offline demo model for the next runs (no key or server needed).",
+        ),
+        Binding(
+            "pageup",
+            "scroll_live(-1)",
+            "Page up",
+            id="solve.page_up",
+            tooltip="Scroll the run up a page, even while typing a question.",
+            show=False,
+        ),
+        Binding(
+            "pagedown",
+            "scroll_live(1)",
+            "Page down",
+            id="solve.page_down",
+            tooltip="Scroll the run down a page, even while typing a question.",
+            show=False,
         ),
         Binding(
             "ctrl+o",
@@ -113,7 +130,7 @@ class SolveScreen(Screen[None]):
         yield Input(placeholder="Ask a question and press Enter", id="question")
         yield RunView(follow=True, id="live")
         yield StatusBar(self.app.clock, id="status-bar")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.refresh_notice()
@@ -260,6 +277,13 @@ class SolveScreen(Screen[None]):
         question = self.query_one("#question", Input)
         question.value = ""
         question.focus()
+
+    def action_scroll_live(self, pages: int) -> None:
+        live = self.query_one("#live", RunView)
+        if pages < 0:
+            live.scroll_page_up(animate=False)
+        else:
+            live.scroll_page_down(animate=False)
 
     def action_use_demo(self) -> None:
         self.app.set_model("demo")
