@@ -20,6 +20,7 @@ from textual.binding import Binding, BindingType
 from conductor.config import Settings, load_settings
 from conductor.errors import UserFacingError
 from conductor.session import Session, build_session
+from experts.registry import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL
 from tui.commands import ConductorCommands, PaletteEntry
 from tui.screens.batch import BatchScreen
 from tui.screens.help import HelpScreen
@@ -30,7 +31,12 @@ from tui.screens.solve import SolveScreen
 
 SessionFactory = Callable[[Settings], Session]
 
-MODEL_CHOICES = ("auto", "demo", "anthropic:claude-sonnet-4-5", "openai:gpt-4.1")
+MODEL_CHOICES = (
+    "auto",
+    "demo",
+    f"anthropic:{DEFAULT_ANTHROPIC_MODEL}",
+    f"openai:{DEFAULT_OPENAI_MODEL}",
+)
 SANDBOX_CHOICES = {
     "auto": "Docker, else bubblewrap",
     "docker": "a hardened container",
