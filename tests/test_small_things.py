@@ -71,3 +71,30 @@ def test_audit_summary_warns_about_a_truncated_file(tmp_path: Path, capsys) -> N
     assert main(["audit", str(path), "--summary"]) == 0
     err = capsys.readouterr().err
     assert "warning" in err and "cut.jsonl" in err
+
+
+def test_notebook_list_never_cuts_keys_or_ids_at_80_columns() -> None:
+    from conductor.config import RunConfig, Settings
+    from conductor.session import build_session
+
+    session = build_session(Settings(model="demo", run=RunConfig(python=False)))
+    for question in ("Use 4 5 6 10 to make 24", "Sort these words: pear apple fig"):
+        list(session.solve(question))
+    import sqlite3
+
+    from conductor.config import home_dir
+
+    key = "a long key that a later question would contain word for word to the very END"
+    with sqlite3.connect(home_dir() / "notebook.db") as conn:
+        conn.execute("update notes set key = ? where seq = (select min(seq) from notes)", (key,))
+    done = subprocess.run(
+        [CONDUCTOR, "notebook", "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**__import__("os").environ, "COLUMNS": "80"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout
+    assert "END" in done.stdout and "very" in done.stdout
+    assert all(len(line) <= 80 for line in done.stdout.splitlines())

@@ -101,7 +101,7 @@ class BatchScreen(Screen[None]):
     def on_mount(self) -> None:
         table = self.query_one("#items", DataTable)
         for name, width in (
-            ("item", 14),
+            ("item", None),  # as wide as the longest id: ids often share a prefix
             ("status", 10),
             ("ok", 2),
             ("rnd", 3),
