@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -20,6 +21,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Select, Static
 
+from conductor.display import visible
 from conductor.fts import quote_words
 from transcripts.audit import audit_events
 from transcripts.index import RunIndex
@@ -32,8 +34,9 @@ LIMIT = 500
 QUESTION_WIDTH = 36
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _wrapped(value: object) -> Text:
+    """A cell's text on one logical line, shown escaped; the table wraps it."""
+    return Text(visible(" ".join(str(value or "").split())))
 
 
 _BADGES: dict[tuple[str, float], str] = {}  # (path, mtime) -> badges, across screens
@@ -208,16 +211,18 @@ class RunsScreen(Screen[None]):
         table.clear()
         for row in self.rows:
             when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
+            # Every cell wraps inside its column and the row grows: nothing is cut.
             table.add_row(
                 when,
-                row["status"] or "",
-                _cut(" ".join((row["question"] or "").split()), QUESTION_WIDTH),
+                _wrapped(row["status"]),
+                _wrapped(row["question"]),
                 "…",
-                row["task"] or "",
-                row["model"] or "",
+                _wrapped(row["task"]),
+                _wrapped(row["model"]),
                 str(row["rounds"] or 0),
                 f"${row['cost_usd'] or 0:.3f}",
                 key=row["run_id"],
+                height=None,
             )
         shown = len(self.rows)
         self.query_one("#runs-info", Static).update(
