@@ -40,8 +40,12 @@ from tui.widgets.blocks import BoxedText, EventLine, ExpertBlock, SandboxBlock, 
 
 
 def first_words(text: str, limit: int = 40) -> str:
+    """The first whole words of `text` (a one-line summary; the block shows it all)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    if len(flat) <= limit:
+        return flat
+    head = flat[: limit - 2].rsplit(" ", 1)[0] if " " in flat[: limit - 2] else flat[: limit - 2]
+    return head + " …"
 
 
 def expert_title(name: str, instruction: str, tail: str) -> Content:

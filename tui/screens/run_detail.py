@@ -195,6 +195,8 @@ class RunDetailScreen(Screen[None]):
             )
         if not notes.option_count:
             notes.add_option(Option("none", disabled=True))
+        elif rows and rows[0][0]:
+            notes.highlighted = 0  # so Enter opens a note at once
 
     # -- pages -------------------------------------------------------------------
     @on(RoundList.Highlighted, "#rounds")
