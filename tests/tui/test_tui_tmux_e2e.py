@@ -18,7 +18,9 @@ from support import REPO
 from tmux_driver import Terminal, has_traceback, tmux_missing
 
 # Progress words end in an ellipsis on purpose; a cut word is a letter right before it.
-_PROGRESS = re.compile(r"(running|auditing|starting the sandbox|recalling notes|Search for commands)…")
+_PROGRESS = re.compile(
+    r"(running|auditing|starting the sandbox|recalling notes|Search for commands)…"
+)
 _CUT = re.compile(r"\w…")
 
 

@@ -21,7 +21,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from conductor.config import home_dir
-from conductor.display import visible
+from conductor.display import visible, visible_line
 from conductor.errors import UserFacingError
 from conductor.events import NotesWritten, Recall
 from conductor.printer import usage_line
@@ -248,11 +248,13 @@ class RunDetailScreen(Screen[None]):
         findings.clear_options()
         self.report = message.report
         if message.report is None:
-            findings.add_option(Option(f"audit failed: {message.error}", disabled=True))
+            failed = Text(f"audit failed: {visible_line(str(message.error))}")
+            findings.add_option(Option(failed, disabled=True))
             return
         for i, f in enumerate(message.report.findings):
             where = f"r{f.round} " if f.round else ""
-            findings.add_option(Option(Text(f"[{f.badge}] {where}{f.message}"), id=f"finding:{i}"))
+            line = Text(f"[{f.badge}] {where}{visible_line(f.message)}")
+            findings.add_option(Option(line, id=f"finding:{i}"))
         if not message.report.findings:
             findings.add_option(Option("no findings", disabled=True))
 
