@@ -29,6 +29,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             "CONDUCTOR_REQUIRE_SHARED",
             "CONDUCTOR_SHARED_DIR",
             "CONDUCTOR_SANDBOX_CACHE",
+            "CONDUCTOR_REQUIRE_TMUX",
         ):
             monkeypatch.delenv(key, raising=False)
     return home

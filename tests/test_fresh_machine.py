@@ -14,8 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-from support import REPO
+from support import REPO, skip_or_fail
 from tmux_driver import Terminal, cut_lines, has_traceback, tmux_missing
 
 HIDDEN = {"docker", "dockerd", "bwrap"}
@@ -53,7 +52,7 @@ def test_make_run_on_a_machine_without_docker_or_bwrap_solves_a_demo_puzzle(
 ) -> None:
     missing = tmux_missing() or (None if shutil.which("git") else "git is not installed")
     if missing:
-        pytest.skip(missing)
+        skip_or_fail(missing, "CONDUCTOR_REQUIRE_TMUX")
     clone = tmp_path / "conductor"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     env = fresh_env(tmp_path, shim_path(tmp_path / "bin"))

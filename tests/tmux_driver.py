@@ -2,7 +2,7 @@
 
 Each `Terminal` runs one command in its own tmux server (`-L` socket), so tests never
 touch a user's sessions. The command's exit status is written to a file when it ends.
-`cut_lines` finds screen lines cut where a wrap was possible (ending in `…` or `...`).
+`cut_lines` finds screen lines with a word cut short by an ellipsis.
 """
 
 from __future__ import annotations
@@ -101,12 +101,17 @@ def tmux_missing() -> str | None:
     return None if shutil.which("tmux") else "tmux is not installed"
 
 
-_CUT = re.compile(r"\w(…|\.\.\.)\s*[│┃|]?\s*$")
+# Progress words and placeholders end in an ellipsis on purpose; a word cut short has a
+# letter right before it ("Noteb…"), and a deliberate summary a space (" …").
+_PROGRESS = re.compile(
+    r"(running|auditing|starting the sandbox|recalling notes|Search for commands)…"
+)
+_CUT = re.compile(r"\w…")
 
 
 def cut_lines(screen: str) -> list[str]:
-    """Lines that end in a word cut short with an ellipsis (a wrap was possible)."""
-    return [line for line in screen.splitlines() if _CUT.search(line.rstrip())]
+    """Lines with a word cut short by an ellipsis where a wrap was possible."""
+    return [line for line in screen.splitlines() if _CUT.search(_PROGRESS.sub("", line))]
 
 
 def has_traceback(screen: str) -> bool:

@@ -14,18 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support import REPO
-from tmux_driver import Terminal, has_traceback, tmux_missing
-
-# Progress words end in an ellipsis on purpose; a cut word is a letter right before it.
-_PROGRESS = re.compile(
-    r"(running|auditing|starting the sandbox|recalling notes|Search for commands)…"
-)
-_CUT = re.compile(r"\w…")
-
-
-def cut_lines(screen: str) -> list[str]:
-    return [line for line in screen.splitlines() if _CUT.search(_PROGRESS.sub("", line))]
+from support import REPO, skip_or_fail
+from tmux_driver import Terminal, cut_lines, has_traceback, tmux_missing
 
 
 class User:
@@ -58,7 +48,7 @@ class User:
 def test_a_new_users_first_minutes(tmp_path: Path, size: tuple[int, int]) -> None:
     missing = tmux_missing()
     if missing:
-        pytest.skip(missing)
+        skip_or_fail(missing, "CONDUCTOR_REQUIRE_TMUX")
     env = {
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", str(tmp_path)),
