@@ -100,8 +100,8 @@ def _console():
 
 
 def _cut(text: str, limit: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Text on one line, whole: a narrow terminal wraps it (never cut: issue 10)."""
+    return " ".join((text or "").split())
 
 
 def _table(*columns: tuple[str, bool]) -> Any:
@@ -112,7 +112,8 @@ def _table(*columns: tuple[str, bool]) -> Any:
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     for header, whole in columns:
-        table.add_column(header, no_wrap=whole)
+        # fold, never an ellipsis: an id too long for its column wraps onto the next line
+        table.add_column(header, no_wrap=whole, overflow="fold")
     return table
 
 

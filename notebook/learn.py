@@ -116,8 +116,8 @@ def learn_from_run(
     """Distill one finished run into the notebook; the `NotesWritten` event says what."""
     options = options or LearnOptions()
     view = view_run(events)
-    if view is None or not view.question.strip():
-        return None
+    if view is None or not view.question.strip() or view.status == "declined":
+        return None  # a labelled non-answer (the demo's "cannot do this") teaches nothing
     verification = verify_run(events)
     drafts = distill_run(view, verification)
     online = model_can_reflect(model)
