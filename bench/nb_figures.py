@@ -22,7 +22,7 @@ from notebook.published import example_events, read_records, record_events
 from notebook.recall import RecallOptions, recall, tool_candidate
 from notebook.store import Notebook
 from notebook.terms import fts_query, is_shape, question_terms
-from notebook.toolbox import run_tool, test_tools, tools_of
+from notebook.toolbox import run_tool, retest_tools, tools_of
 from notebook.verify import independent_derivations, judge_for, output_contains, scorer_verdict
 
 
@@ -88,7 +88,7 @@ def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, An
                 events = record_events(record, f"{folder}:{task}:{i}", task=task)
                 learn_from_run(book, events, options=LearnOptions(sandbox=sandbox))
         if sandbox is not None:
-            test_tools(book, sandbox, per_tool=TOOL_TESTS)
+            retest_tools(book, sandbox, per_tool=TOOL_TESTS)
         for folder, task, i, record in runs:
             if i % 2 == fold:
                 events = record_events(record, f"{folder}:{task}:{i}", task=task)
@@ -139,7 +139,7 @@ def tool_accuracy(data: Path, workdir: Path, sandbox: Sandbox) -> dict[str, Any]
         held[task] = records[half:]
         for i, record in enumerate(records[:half]):
             learn_from_run(book, record_events(record, f"{task}-{i}", task=task))
-    stored = test_tools(book, sandbox, per_tool=TOOL_TESTS)
+    stored = retest_tools(book, sandbox, per_tool=TOOL_TESTS)
     every_tool = tools_of(book)
     rng = random.Random(7)
     out: dict[str, Any] = {}

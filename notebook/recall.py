@@ -50,6 +50,7 @@ TASK_BOUND = ("pitfall", "code", "procedure")
 FULL_TEMPLATE_SHARE = 0.8
 KIN_MIN_SHARED = 2
 KIN_MIN_JACCARD = 0.5
+KIN_SEARCHED = 6  # the rarest terms searched for (numbers and words alike)
 MAX_PARTICULARS = 8
 # Particulars in more questions than this share (or count) are not searched for.
 COMMON_SHARE = 0.02
@@ -116,7 +117,12 @@ def trust(note: dict[str, Any]) -> float:
 
 
 def _particulars(
-    book: Notebook, terms: set[str], template: set[str], *, known_only: bool = False
+    book: Notebook,
+    terms: set[str],
+    template: set[str],
+    *,
+    known_only: bool = False,
+    most: int = MAX_PARTICULARS,
 ) -> list[str]:
     """The question's own terms worth searching for: the rarest in the notebook first.
 
@@ -134,7 +140,7 @@ def _particulars(
     ceiling = max(50, min(COMMON_MOST, book.questions_seen() * COMMON_SHARE))
     own = [t for t in own if df.get(t, 0) <= ceiling and (df.get(t, 0) or not known_only)]
     own.sort(key=lambda t: (df.get(t, 0), t.isdigit(), -len(t)))
-    return own[:MAX_PARTICULARS]
+    return own[:most]
 
 
 def candidates_for(
@@ -234,16 +240,24 @@ def kin_candidates(book: Notebook, question: str) -> list[ScoredNote]:
     (they survive translation), then its rarer words (names survive in many scripts)."""
     numbers = set(number_terms(question))
     terms = question_terms(question)
-    rare = _particulars(book, terms, set(), known_only=True)
+    rare = _particulars(
+        book, terms | {n[4:] for n in numbers}, set(), known_only=True, most=KIN_SEARCHED + 6
+    )
     words = {index_token(t) for t in rare if not t.isdigit()}
-    if len(numbers) + len(words) < KIN_MIN_SHARED:
+    # Search by the rarer numbers only (a common one would walk much of the index);
+    # all of them count in the comparison below.
+    # The rarer numbers first (they survive translation), then a few rare known words.
+    rare_numbers = [f"num_{t}" for t in rare if f"num_{t}" in numbers][:KIN_SEARCHED]
+    searched = rare_numbers + [index_token(t) for t in rare if not t.isdigit()][:5]
+    if len(numbers) + len(words) < KIN_MIN_SHARED or not searched:
         return []
-    query = " OR ".join(f'"{t}"' for t in sorted(numbers | words))
+    query = " OR ".join(f'"{t}"' for t in sorted(searched))
     out = []
     for row in book.read(
         "select n.* from notes_fts join notes n on n.seq = notes_fts.rowid "
-        "where notes_fts match ? and n.retired = 0 order by notes_fts.rank limit 30",
-        (f"({query}) AND kind_example",),
+        "where notes_fts match ? and n.retired = 0 and n.kind = 'example' "
+        "order by notes_fts.rank limit 30",
+        (query,),
     ):
         note = dict(row)
         have = set(note["terms"].split())

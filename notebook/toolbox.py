@@ -110,10 +110,20 @@ def _stored(row: Any) -> StoredTool:
 
 
 def tools_of(book: Notebook, type_ids: list[str] | None = None) -> list[StoredTool]:
-    sql = "select t.* from tools t join notes n on n.id = t.note_id where n.retired = 0" + (
-        f" and t.type_id in ({','.join('?' * len(type_ids))})" if type_ids else ""
-    )
-    return [_stored(r) for r in book.read(sql, type_ids or [])]
+    """The tools whose notes are not retired (of the given types)."""
+    where = f" where type_id in ({','.join('?' * len(type_ids))})" if type_ids else ""
+    rows = book.read("select * from tools" + where, type_ids or [])
+    if not rows:
+        return []  # the common case, kept free of any join with the notes
+    marks = ",".join("?" * len(rows))
+    retired = {
+        r["id"]
+        for r in book.read(
+            f"select id from notes where retired = 1 and id in ({marks})",
+            [r["note_id"] for r in rows],
+        )
+    }
+    return [_stored(r) for r in rows if r["note_id"] not in retired]
 
 
 def best_tools(
@@ -187,7 +197,7 @@ def judge_answer(row: dict[str, Any], task: str, answer: str, sandbox: Sandbox |
     return " ".join(answer.split()).lower() == " ".join(wanted.split()).lower()
 
 
-def test_tool(book: Notebook, stored: StoredTool, sandbox: Sandbox, *, limit: int) -> StoredTool:
+def retest_tool(book: Notebook, stored: StoredTool, sandbox: Sandbox, *, limit: int) -> StoredTool:
     """Run the tool on up to `limit` new questions of its kind; store what it scored."""
     passes, tried, words = 0, [], set(stored.tool.vocabulary)
     for row in _test_questions(book, stored, limit):
@@ -226,7 +236,7 @@ def test_tool(book: Notebook, stored: StoredTool, sandbox: Sandbox, *, limit: in
     return stored
 
 
-def test_tools(
+def retest_tools(
     book: Notebook,
     sandbox: Sandbox,
     *,
@@ -237,5 +247,5 @@ def test_tools(
     out = []
     for stored in tools_of(book, type_ids):
         wanted = per_tool - stored.tests
-        out.append(test_tool(book, stored, sandbox, limit=wanted) if wanted > 0 else stored)
+        out.append(retest_tool(book, stored, sandbox, limit=wanted) if wanted > 0 else stored)
     return out

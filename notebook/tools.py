@@ -325,20 +325,25 @@ def make_tool(question: str, code: str, stdout: str, answer: str) -> Tool | None
 
 def reads(tool: Tool, question: str) -> list[tuple[int, int]] | None:
     """The spans the tool's parameters take in `question` (less any built-in task's
-    description, see `core_input`), or None when it cannot read it."""
+    description, see `core_input`), or None when it cannot read it. Numbers take only
+    the stretch from the first to the last number read, so the words around them still
+    count as the question's instruction."""
     from notebook.problems import core_input
 
     question = core_input(question)
     spans = []
     for param in tool.params:
         span = locate(question, param.left, param.right)
-        if span is None:
-            return None
         value = read_param(question, param.kind, param.left, param.right)
-        if value is None:
+        if span is None or value is None:
             return None
-        if param.kind == "ints" and param.count and len(value) != param.count:
-            return None
+        if param.kind == "ints":
+            if param.count and len(value) != param.count:
+                return None
+            found = list(_INT_RE.finditer(question, span[0], span[1]))
+            if not found:
+                return None
+            span = (found[0].start(), found[-1].end())
         spans.append(span)
     return spans
 
