@@ -22,7 +22,7 @@ from notebook.published import example_events, read_records, record_events
 from notebook.recall import RecallOptions, recall, tool_candidate
 from notebook.store import Notebook
 from notebook.terms import fts_query, is_shape, question_terms
-from notebook.toolbox import run_tool, retest_tools, tools_of
+from notebook.toolbox import retest_tools, run_tool, tools_of
 from notebook.verify import independent_derivations, judge_for, output_contains, scorer_verdict
 
 
