@@ -76,6 +76,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="TASKFILE is a published transcript file: replay each record offline",
     )
+    p.add_argument(
+        "--ablation", nargs="?", type=int, const=0, metavar="SEED",
+        help="A/B the notebook: learn on one split, test the other with recall on and off "
+        "(same order; SEED picks the split, default 0); see docs/notebook.md",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_run_options(p)
     p.set_defaults(handler=run_batch)
@@ -115,6 +120,10 @@ def run_batch(args: argparse.Namespace) -> int:
         settings = dataclasses.replace(settings, recall=False, learn=False)
     spec = _spec(args)
     items = _items(args)
+    if args.ablation is not None:
+        from conductor.ablation import ablate_batch
+
+        return ablate_batch(settings, spec, items, seed=args.ablation, as_json=args.json)
     folder_box: list[BatchFolder] = []
 
     def runs() -> Path:
