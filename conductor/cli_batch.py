@@ -50,7 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scorer", help="scorer name for a task that is not built in")
     p.add_argument("--concurrency", type=int, default=4, help="items at once (default 4)")
     p.add_argument("--limit", type=int, help="only the first N items of the file")
-    p.add_argument("--notebook", help="notebook database (default: notebook.db in the home)")
+    p.add_argument(
+        "--notebook", help="notebook database (default: notebooks/batch-TASK.db in the home)"
+    )
     p.add_argument("--no-recall", action="store_true", help="do not recall notes (ablation)")
     p.add_argument("--no-learn", action="store_true", help="do not learn from runs (ablation)")
     p.add_argument(

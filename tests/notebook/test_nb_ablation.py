@@ -160,3 +160,19 @@ def test_batch_ablation_from_the_command_line(
     # The notebook is the ablation's own, in its folder, not the default one.
     assert Path(report["notebook"]).parent.parent.name == "ablations"
     assert (Path(report["notebook"]).parent / "ablation.json").exists()
+
+
+def test_a_batch_learns_into_a_notebook_named_for_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conductor.config import home_dir
+
+    task_file = tmp_path / "word_sorting.jsonl"
+    task_file.write_text(
+        "".join(json.dumps({"input": i.input, "target": i.target}) + "\n" for i in items()[:2])
+    )
+    code = main(["batch", str(task_file), "--model", "demo", "--sandbox", "subprocess",
+                 "--json"])  # fmt: skip
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code in (0, 1) and report["notebook"]["path"].endswith("batch-word_sorting.db")
+    assert not (home_dir() / "notebook.db").exists()  # the user's notebook is untouched
