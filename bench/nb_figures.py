@@ -201,24 +201,28 @@ def _shape_top(shapes: dict[str, frozenset[str]], question: str) -> str | None:
     return best[0] if best else None
 
 
-def kin(data: Path, workdir: Path) -> dict[str, Any]:
-    """Learn one language's problems as solved examples; ask them in another."""
+def kin(data: Path, workdir: Path, *, semantic: bool = False) -> dict[str, Any]:
+    """Learn one language's problems as solved examples; ask them in another
+    (`semantic`: with the optional semantic index fused in)."""
+    learn_options = LearnOptions(semantic=semantic)
+    recall_options = RecallOptions(k=3, semantic=semantic)
     pairs = [(PIVOT, c) for c in MGSM if c != PIVOT] + [(c, PIVOT) for c in MGSM if c != PIVOT]
     rng = random.Random(11)
     out: dict[str, Any] = {}
     for learned, asked in pairs:
-        book = Notebook(workdir / f"kin-{learned}-{asked}.db")
+        book = Notebook(workdir / f"kin-{learned}-{asked}-{int(semantic)}.db")
         shapes = {}
         for i, record in enumerate(_mgsm(data, learned)):
             run_id = f"{learned}-{i}"
             question = str(record["input"])
-            learn_from_run(book, example_events(run_id, question, str(record["target"])))
+            events = example_events(run_id, question, str(record["target"]))
+            learn_from_run(book, events, options=learn_options)
             shapes[run_id] = frozenset(t for t in question_terms(question) if is_shape(t))
         c: Counter[str] = Counter()
         for i, record in enumerate(_mgsm(data, asked)):
             question, wanted = str(record["input"]), f"{learned}-{i}"
             c["questions"] += 1
-            shown = recall(book, question, options=RecallOptions(k=3)).shown
+            shown = recall(book, question, options=recall_options).shown
             c["first"] += bool(shown) and shown[0].note["source_run"] == wanted
             c["bm25"] += _bm25_top(book, question) == wanted
             c["shape"] += _shape_top(shapes, question) == wanted

@@ -23,7 +23,8 @@ from notebook.agreement import agreeing_runs, cited_notes, shown_its_own_answer,
 from notebook.distill import NoteDraft, distill_run, excerpt, reflect
 from notebook.induction import induce_if_due
 from notebook.notes import Provenance, add_note, record_recall_feedback
-from notebook.problems import question_hash
+from notebook.problems import core_input, question_hash
+from notebook.recall import semantic_wanted
 from notebook.runview import RunView, view_run
 from notebook.store import Notebook
 from notebook.tasktypes import (
@@ -73,6 +74,8 @@ class LearnOptions:
     """Judge against the run's target; off, the labels are what the evidence alone gives."""
     sandbox: Sandbox | None = None
     """Where tools reproduce answers and P3's `sat` runs; None: neither happens."""
+    semantic: bool = field(default_factory=lambda: semantic_wanted())
+    """Write example notes' question vectors (the optional semantic index)."""
 
 
 @dataclass
@@ -150,6 +153,8 @@ def learn_from_run(
         described = _descriptions(book, candidates)
         choice = choose_type(model, view.question, described)
 
+    vector = _vector(view.question) if options.semantic else None
+
     def write(conn: sqlite3.Connection) -> dict[str, Any] | None:
         if conn.execute("select 1 from distilled_runs where run_id = ?", (view.run_id,)).fetchone():
             return None
@@ -157,6 +162,11 @@ def learn_from_run(
         written = _write_notes(conn, type_id, view, verification, drafts)
         by_hash = {draft.skeleton: tool for draft, tool in tools}
         for draft, note_id in zip(drafts, written["draft_ids"], strict=True):
+            if draft.kind == "example" and vector is not None:
+                conn.execute(
+                    "insert or ignore into note_vectors (note_id, vec) values (?, ?)",
+                    (note_id, vector),
+                )
             if draft.kind == "tool":
                 store_tool(conn, note_id, type_id, view.task, by_hash[draft.skeleton])
         if verification.level == "independent" and agreeing:
@@ -371,3 +381,12 @@ def _tool_drafts(view: RunView, verification: Verification) -> list[tuple[NoteDr
             if made is not None:
                 out.setdefault(made[1].tool_hash, made)
     return list(out.values())
+
+
+def _vector(question: str) -> bytes | None:
+    """The question's sentence vector, made before the write transaction (it is slow)."""
+    from notebook import semantic
+
+    if not semantic.available():
+        return None
+    return semantic.vector_blob(core_input(question))

@@ -23,7 +23,7 @@ from conductor.interfaces import ChatModel, Message
 from notebook import prompts
 from notebook.distill import excerpt
 from notebook.notes import type_token
-from notebook.problems import number_terms, same_question
+from notebook.problems import core_input, number_terms, same_question
 from notebook.render import Rendered, render_recall
 from notebook.store import Notebook
 from notebook.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
@@ -32,6 +32,14 @@ from notebook.toolbox import best_tools
 from notebook.tools import instantiate
 
 log = logging.getLogger("conductor.notebook")
+
+
+def semantic_wanted() -> bool:
+    """The semantic index is used only when asked for: lexical recall is the default."""
+    import os
+
+    return os.environ.get("CONDUCTOR_NOTEBOOK_SEMANTIC", "") == "1"
+
 
 TRUST_BY_VERIFICATION = {
     "target": 1.0,
@@ -50,6 +58,8 @@ TASK_BOUND = ("pitfall", "code", "procedure")
 FULL_TEMPLATE_SHARE = 0.8
 KIN_MIN_SHARED = 2
 KIN_MIN_JACCARD = 0.5
+SEMANTIC_FLOOR = 0.6
+SEMANTIC_NEAREST = 10
 KIN_SEARCHED = 6  # the rarest terms searched for (numbers and words alike)
 MAX_PARTICULARS = 8
 # Particulars in more questions than this share (or count) are not searched for.
@@ -75,6 +85,8 @@ class RecallOptions:
     """Recall the best-tested tool that applies to the question."""
     kin: bool = True
     """Recall the same problem across task types and languages, by its quantities."""
+    semantic: bool = field(default_factory=lambda: semantic_wanted())
+    """Fuse in the optional semantic index (off unless CONDUCTOR_NOTEBOOK_SEMANTIC=1)."""
     params: MatchParams = field(default_factory=lambda: PARAMS)
 
 
@@ -235,7 +247,7 @@ def narrow_with_model(
     return picked[:k] if picked else candidates[:k]
 
 
-def kin_candidates(book: Notebook, question: str) -> list[ScoredNote]:
+def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> list[ScoredNote]:
     """Notes made from the same problem, in any type or language: its quantities first
     (they survive translation), then its rarer words (names survive in many scripts)."""
     numbers = set(number_terms(question))
@@ -249,10 +261,12 @@ def kin_candidates(book: Notebook, question: str) -> list[ScoredNote]:
     # The rarer numbers first (they survive translation), then a few rare known words.
     rare_numbers = [f"num_{t}" for t in rare if f"num_{t}" in numbers][:KIN_SEARCHED]
     searched = rare_numbers + [index_token(t) for t in rare if not t.isdigit()][:5]
+    found: dict[str, tuple[dict[str, Any], float]] = {}
+    if semantic:
+        found = _semantic_kin(book, question)
     if len(numbers) + len(words) < KIN_MIN_SHARED or not searched:
-        return []
+        return _kin_scored(found)
     query = " OR ".join(f'"{t}"' for t in sorted(searched))
-    out = []
     for row in book.read(
         "select n.* from notes_fts join notes n on n.seq = notes_fts.rowid "
         "where notes_fts match ? and n.retired = 0 and n.kind = 'example' "
@@ -268,11 +282,39 @@ def kin_candidates(book: Notebook, question: str) -> list[ScoredNote]:
             continue
         jaccard = shared_numbers / max(1, len(numbers | have_numbers))
         strength = jaccard + 0.5 * shared_words / max(1, min(len(words), 8))
+        before = found.get(note["id"], (note, 0.0))[1]  # the semantic part, fused
+        found[note["id"]] = (note, strength + before)
+    return _kin_scored(found)
+
+
+def _kin_scored(found: dict[str, tuple[dict[str, Any], float]]) -> list[ScoredNote]:
+    out = []
+    for note, strength in found.values():
         if strength < KIN_MIN_JACCARD:
             continue
         relevance = min(1.0, 0.5 + 0.5 * strength)
         ranked = 0.5 + strength / 3  # words break ties between problems of equal numbers
         out.append(ScoredNote(note, relevance, ranked * (0.5 + 0.5 * trust(note)), None))
+    return out
+
+
+def _semantic_kin(book: Notebook, question: str) -> dict[str, tuple[dict[str, Any], float]]:
+    """Example notes whose question means much the same (the optional semantic index):
+    a cosine above SEMANTIC_FLOOR adds up to 1 to the lexical strength."""
+    from notebook import semantic
+
+    if not semantic.available():
+        return {}
+    cache = getattr(book, "semantic_cache", None)
+    if cache is None:
+        cache = book.semantic_cache = semantic.VectorCache()  # type: ignore[attr-defined]
+    vector = semantic.encoder().embed(core_input(question))
+    out = {}
+    for note_id, cosine in cache.nearest(book, vector, SEMANTIC_NEAREST):
+        part = (cosine - SEMANTIC_FLOOR) / (1 - SEMANTIC_FLOOR)
+        row = book.find_note(note_id) if part > 0 else None
+        if row is not None and not row["retired"]:
+            out[note_id] = (dict(row), part)
     return out
 
 
@@ -314,7 +356,7 @@ def recall(
         )
     if options.kin:
         known = {s.note["id"]: s for s in scored}
-        for kin in kin_candidates(book, question):
+        for kin in kin_candidates(book, question, semantic=options.semantic):
             if kin.note["id"] not in known or known[kin.note["id"]].score < kin.score:
                 known[kin.note["id"]] = kin
         scored = list(known.values())

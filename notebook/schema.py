@@ -39,6 +39,7 @@ TABLES = {
     "distilled_runs",
     "notebook_meta",
     "tools",
+    "note_vectors",
 }
 
 
@@ -214,6 +215,21 @@ def m002_tools_and_problems(db: sqlite_utils.Database) -> None:
         CREATE INDEX distilled_by_question ON distilled_runs (question_hash);
         ALTER TABLE notes ADD COLUMN question_hash TEXT NOT NULL DEFAULT '';
         CREATE INDEX notes_by_question ON notes (question_hash);
+        COMMIT;
+        """
+    )
+
+
+@migrations
+def m003_note_vectors(db: sqlite_utils.Database) -> None:
+    """Sentence vectors of example notes (the optional semantic index, notebook/semantic.py)."""
+    db.executescript(
+        """
+        BEGIN;
+        CREATE TABLE note_vectors (
+            note_id TEXT PRIMARY KEY,
+            vec BLOB NOT NULL
+        );
         COMMIT;
         """
     )

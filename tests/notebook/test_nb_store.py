@@ -24,10 +24,11 @@ def test_new_notebook_is_migrated_in_wal_mode(tmp_path: Path) -> None:
     assert [(r["name"], r["database"]) for r in applied] == [
         ("m001_notebook", "notebook"),
         ("m002_tools_and_problems", "notebook"),
+        ("m003_note_vectors", "notebook"),
     ]
     book.close()
     again = Notebook(tmp_path / "nb" / "notebook.db")  # reopening applies nothing twice
-    assert len(again.read("select * from _migrations")) == 2
+    assert len(again.read("select * from _migrations")) == 3
 
 
 def test_corrupt_file_is_refused_by_name_and_left_alone(tmp_path: Path) -> None:
