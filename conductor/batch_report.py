@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from conductor.display import visible_line
+
 log = logging.getLogger("conductor.batch")
 
 REPORT_VERSION = 1
@@ -240,8 +242,10 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     if report["failure_examples"]:
         lines += ["", "Examples:", ""]
+        # Item ids come from the task file and messages may quote a model or a server.
         lines += [
-            f"- `{e['item_id']}` (line {e['line']}, {e['kind']}): {e['message']}"
+            f"- `{visible_line(str(e['item_id']))}` (line {e['line']}, {e['kind']}): "
+            f"{visible_line(str(e['message']))}"
             for e in report["failure_examples"]
         ]
     lines += ["", "## Notebook", ""]

@@ -1,4 +1,5 @@
-"""`conductor runs list|show|search|export|reindex`: the record of past runs."""
+"""`conductor runs list|show|search|export|diff|reindex`: the record of past runs, and
+`conductor batch-report`: a batch as HTML pages."""
 
 from __future__ import annotations
 
@@ -33,12 +34,34 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = rsub.add_parser("export", help="export one run")
     p.add_argument("run", help="run id (a unique prefix will do) or a transcript file")
-    p.add_argument("--markdown", action="store_true", help="as Markdown (the default)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--markdown", action="store_true", help="as Markdown (the default)")
+    fmt.add_argument(
+        "--html",
+        action="store_true",
+        help="as one self-contained HTML page (default file: RUN_ID.html here)",
+    )
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("--notebook", help="read recalled and written notes' evidence from here")
     p.set_defaults(handler=run_export)
+
+    p = rsub.add_parser("diff", help="two runs side by side, round by round and call by call")
+    p.add_argument("left", help="run id (a unique prefix will do) or a transcript file")
+    p.add_argument("right", help="run id (a unique prefix will do) or a transcript file")
+    p.add_argument(
+        "--html", action="store_true", help="write one HTML page (default: diff-LEFT-RIGHT.html)"
+    )
+    p.add_argument("-o", "--output", help="the HTML file to write (implies --html)")
+    p.set_defaults(handler=run_diff)
 
     p = rsub.add_parser("reindex", help="rebuild runs.db from the transcript files")
     p.set_defaults(handler=run_reindex)
+
+    p = sub.add_parser("batch-report", help="a batch as HTML: every item, each linked to its run")
+    p.add_argument("batch", help="batch id (a unique prefix will do) or the batch's folder")
+    p.add_argument("--html", action="store_true", help="write HTML pages (the only format yet)")
+    p.add_argument("-o", "--output", help="folder for the pages (default: BATCH/html)")
+    p.set_defaults(handler=run_batch_report)
 
     # `runs audit` and `runs import` are the same commands as `conductor audit` / `import`.
     for name, module in (("audit", "conductor.cli_audit"), ("import", "conductor.cli_import")):
@@ -76,6 +99,9 @@ def _table(rows: list[dict], as_json: bool) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from conductor.display import visible_line
 
     table = Table(expand=True)
     for name in ("run", "when", "status", "rounds", "cost"):
@@ -85,13 +111,13 @@ def _table(rows: list[dict], as_json: bool) -> int:
     for row in rows:
         when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
         table.add_row(
-            row["run_id"],
+            Text(visible_line(row["run_id"])),
             when,
-            row["status"] or "",
+            Text(visible_line(row["status"] or "")),
             str(row["rounds"] or 0),
             f"${row['cost_usd'] or 0:.4f}",
-            (row["question"] or "")[:40],
-            (row["final_answer"] or "")[:30],
+            Text(visible_line((row["question"] or "")[:40])),
+            Text(visible_line((row["final_answer"] or "")[:30])),
         )
     Console().print(table)
     return 0
@@ -111,8 +137,12 @@ def _read(ref: str):
     transcript = read_transcript(transcript_path(ref))
     if transcript.problem is not None:
         from rich.console import Console
+        from rich.text import Text
 
-        Console(stderr=True).print(f"[yellow]warning:[/] {transcript.problem}")
+        from conductor.display import visible_line
+
+        warning = Text("warning: ", style="yellow").append(visible_line(str(transcript.problem)))
+        Console(stderr=True).print(warning)
     return transcript
 
 
@@ -126,6 +156,16 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if args.html:
+        from transcripts.html.run_page import run_html
+        from transcripts.outline import outline
+
+        transcript = _read(args.run)
+        run = outline(transcript.events, problem=_problem(transcript))
+        out = Path(args.output or f"{run.run_id or transcript.path.stem}.html")
+        out.write_text(run_html(run, notebook=args.notebook), encoding="utf-8")
+        print(f"wrote {out}")
+        return 0
     from transcripts.export import to_markdown
 
     text = to_markdown(_read(args.run).events)
@@ -133,6 +173,44 @@ def run_export(args: argparse.Namespace) -> int:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
         print(text, end="")
+    return 0
+
+
+def _problem(transcript) -> str | None:
+    return str(transcript.problem) if transcript.problem is not None else None
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from transcripts.outline import outline
+    from transcripts.run_diff import diff_runs
+
+    left, right = _read(args.left), _read(args.right)
+    diff = diff_runs(
+        outline(left.events, problem=_problem(left)),
+        outline(right.events, problem=_problem(right)),
+    )
+    if args.html or args.output:
+        from transcripts.html.diff_page import diff_html
+
+        out = Path(args.output or f"diff-{diff.left.run_id}-{diff.right.run_id}.html")
+        out.write_text(diff_html(diff), encoding="utf-8")
+        print(f"wrote {out}")
+        return 0
+    from rich.console import Console
+
+    from conductor.diff_printer import diff_renderables
+
+    console = Console()
+    for renderable in diff_renderables(diff):
+        console.print(renderable)
+    return 0
+
+
+def run_batch_report(args: argparse.Namespace) -> int:
+    from transcripts.html.batch_page import find_batch, write_batch_html
+
+    index = write_batch_html(find_batch(args.batch), args.output)
+    print(f"wrote {index} (and one page per run beside it)")
     return 0
 
 

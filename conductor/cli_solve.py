@@ -7,6 +7,7 @@ import json
 import sys
 
 from conductor.config import load_settings
+from conductor.display import visible
 from conductor.events import FinalAnswer, RunFinished
 
 
@@ -99,5 +100,7 @@ def run_solve(args: argparse.Namespace) -> int:
             )
         )
     elif args.quiet:
-        print(answer if answer is not None else "")
+        # Exact for a pipe; on a terminal the model's control characters are shown, not run.
+        text = answer if answer is not None else ""
+        print(visible(text) if sys.stdout.isatty() else text)
     return 0 if finished is not None and finished.status == "answered" else 1

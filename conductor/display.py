@@ -18,17 +18,22 @@ import re
 
 # Bidirectional formatting characters: embeddings, overrides, isolates and marks.
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-# Zero-width and line/paragraph separators that hide or break text unseen.
-_INVISIBLE = "\u2028\u2029\ufeff\u200b\u2060"
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + _INVISIBLE + "\ud800-\udfff]"
-)
+# Zero-width and line/paragraph separators that hide or break text unseen, the
+# deprecated format controls, the interlinear annotation marks, and the tag characters
+# (U+E0000..E007F), which spell out ASCII no reader sees ("ASCII smuggling").
+_INVISIBLE = "\u2028\u2029\ufeff\u200b\u2060\u180e\u206a-\u206f\ufff9-\ufffb"
+_TAGS = "\U000e0000-\U000e007f"
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + _INVISIBLE + _TAGS + "\ud800-\udfff]")
+# The same set, for tests and callers that check text already shown.
+UNSAFE = _UNSAFE
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
     code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def visible(text: str) -> str:
@@ -37,6 +42,11 @@ def visible(text: str) -> str:
         return text
     text = text.replace("\r\n", "\n")
     return _UNSAFE.sub(_escape, text)
+
+
+def is_visible(text: str) -> bool:
+    """True when `text` holds nothing `visible` would escape (newlines and tabs aside)."""
+    return _UNSAFE.search(text.replace("\r\n", "\n")) is None
 
 
 def visible_line(text: str) -> str:

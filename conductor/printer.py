@@ -1,4 +1,9 @@
-"""The CLI's live view of a run: one rich renderer per event kind."""
+"""The CLI's live view of a run: one rich renderer per event kind.
+
+Whatever a model or a sandbox wrote is untrusted: it goes through `visible()` (control
+characters shown as escapes) and into `Text` objects (never parsed as rich markup), and
+Markdown is drawn without terminal hyperlinks, so nothing in it can act on the terminal.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
+from conductor.display import visible, visible_line
 from conductor.events import (
     ErrorEvent,
     Event,
@@ -29,6 +35,15 @@ from conductor.events import (
 from conductor.interfaces import ExecResult, Usage
 
 
+def shown(text: str, style: str = "") -> Text:
+    """Untrusted text as a rich `Text`: escapes visible, no markup."""
+    return Text(visible(text), style=style)
+
+
+def shown_line(text: str, style: str = "") -> Text:
+    return Text(visible_line(text), style=style)
+
+
 def usage_line(usage: Usage) -> str:
     cached = f", {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else ""
     return f"{usage.input_tokens:,} in{cached}, {usage.output_tokens:,} out, ${usage.cost_usd:.4f}"
@@ -36,16 +51,18 @@ def usage_line(usage: Usage) -> str:
 
 def exec_status(result: ExecResult) -> str:
     if result.infra_error:
-        return f"sandbox error: {result.infra_error}"
+        return f"sandbox error: {visible_line(result.infra_error)}"
     parts = [f"exit {result.exit_code}" if result.signal is None else f"signal {result.signal}"]
     parts += [f"{hit} limit" for hit in result.limits_hit]
-    parts.append(f"{result.duration_s * 1000:.0f} ms on {result.backend}")
+    parts.append(f"{result.duration_s * 1000:.0f} ms on {visible_line(result.backend)}")
     return ", ".join(parts)
 
 
 def _run_started(e: RunStarted) -> Any:
     return Panel(
-        Text(e.question), title=f"question · {e.model} · sandbox {e.sandbox}", border_style="cyan"
+        shown(e.question),
+        title=shown_line(f"question · {e.model} · sandbox {e.sandbox}"),
+        border_style="cyan",
     )
 
 
@@ -57,12 +74,12 @@ def _recall(e: Recall) -> Any:
         f"{n.get('kind', 'note')} {n.get('id')} ({n.get('score', 0):.2f})" for n in e.notes
     )
     kind = f"type {e.task_type}" if e.task_type else "this question"
-    return Text(f"  recalled {len(e.notes)} notes ({kind}): {notes}", style="magenta")
+    return shown(f"  recalled {len(e.notes)} notes ({kind}): {notes}", style="magenta")
 
 
 def _meta_turn(e: MetaTurnFinished) -> Any:
     return Panel(
-        Text(e.text),
+        shown(e.text),
         title=f"round {e.round} · meta model",
         subtitle=usage_line(e.usage),
         border_style="blue",
@@ -70,45 +87,51 @@ def _meta_turn(e: MetaTurnFinished) -> Any:
 
 
 def _expert_started(e: ExpertCallStarted) -> Any:
-    return Panel(Text(e.instruction), title=f"→ {e.name}", border_style="yellow", padding=(0, 1))
+    return Panel(
+        shown(e.instruction), title=shown_line(f"→ {e.name}"), border_style="yellow", padding=(0, 1)
+    )
 
 
 def _expert_finished(e: ExpertCallFinished) -> Any:
     body = e.text or "(code given by the meta model; no expert call)"
+    # No hyperlinks: a model's [text](url) must not become a terminal link (OSC 8).
     return Panel(
-        Markdown(body), title=f"← {e.name}", subtitle=usage_line(e.usage), border_style="yellow"
+        Markdown(visible(body), hyperlinks=False),
+        title=shown_line(f"← {e.name}"),
+        subtitle=usage_line(e.usage),
+        border_style="yellow",
     )
 
 
 def _sandbox(e: SandboxExec) -> Any:
     r = e.result
-    parts: list[Any] = [Syntax(e.code, "python", line_numbers=False)]
+    parts: list[Any] = [Syntax(visible(e.code), "python", line_numbers=False)]
     if r.stdout:
-        parts.append(Text(r.stdout.rstrip("\n")))
+        parts.append(shown(r.stdout.rstrip("\n")))
     if r.stderr:
-        parts.append(Text(r.stderr.rstrip("\n"), style="red"))
+        parts.append(shown(r.stderr.rstrip("\n"), style="red"))
     style = "green" if r.ok else "red"
-    return Panel(Group(*parts), title=f"sandbox · {exec_status(r)}", border_style=style)
+    return Panel(Group(*parts), title=Text(f"sandbox · {exec_status(r)}"), border_style=style)
 
 
 def _observation(e: Observation) -> Any:
-    return Text(f"  note to the meta model ({e.reason}): {e.message}", style="dim italic")
+    return shown(f"  note to the meta model ({e.reason}): {e.message}", style="dim italic")
 
 
 def _final(e: FinalAnswer) -> Any:
-    return Panel(Text(e.answer), title="final answer", border_style="bold green")
+    return Panel(shown(e.answer), title="final answer", border_style="bold green")
 
 
 def _limit(e: LimitHit) -> Any:
-    return Text(f"limit reached: {e.limit} ({e.value:g} of {e.maximum:g})", style="bold red")
+    return shown_line(f"limit reached: {e.limit} ({e.value:g} of {e.maximum:g})", style="bold red")
 
 
 def _error(e: ErrorEvent) -> Any:
-    return Panel(Text(e.message), title=f"error · {e.where}", border_style="bold red")
+    return Panel(shown(e.message), title=shown_line(f"error · {e.where}"), border_style="bold red")
 
 
 def _finished(e: RunFinished) -> Any:
-    return Text(
+    return shown_line(
         f"{e.status} · {e.rounds} rounds · {e.expert_calls} expert calls · "
         f"{e.sandbox_runs} sandbox runs · {usage_line(e.usage)} · {e.duration_s:.1f} s · run {e.run_id}",
         style="bold",
@@ -116,7 +139,7 @@ def _finished(e: RunFinished) -> Any:
 
 
 def _notes(e: NotesWritten) -> Any:
-    return Text(
+    return shown_line(
         f"  notebook: {len(e.note_ids)} notes written ({e.verification}), {e.skipped} duplicates skipped",
         style="magenta",
     )

@@ -1,7 +1,15 @@
-"""A transcript as Markdown: the whole run, readable without the tool."""
+"""A transcript as Markdown: the whole run, readable without the tool.
+
+Model and sandbox text is untrusted: it goes through `visible()` and into fenced blocks
+whose fence is longer than any backtick run inside (so nothing can close the block
+early), and one-line fields (expert names, reasons) are shown as inline code.
+"""
 
 from __future__ import annotations
 
+import re
+
+from conductor.display import visible, visible_line
 from conductor.events import (
     ErrorEvent,
     Event,
@@ -19,39 +27,57 @@ from conductor.events import (
     SandboxExec,
 )
 
-FENCE = "````"  # four backticks: the content may itself hold ``` fences
+FENCE = "````"  # at least four backticks: the content may itself hold ``` fences
+_TICKS = re.compile(r"`+")
 
 
 def _block(text: str, lang: str = "") -> str:
-    return f"{FENCE}{lang}\n{text.rstrip()}\n{FENCE}"
+    text = visible(text.rstrip())
+    longest = max((len(m) for m in _TICKS.findall(text)), default=0)
+    fence = "`" * max(len(FENCE), longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _code(text: str) -> str:
+    """One untrusted line as inline code (backticks inside lengthen the delimiters)."""
+    text = visible_line(text)
+    longest = max((len(m) for m in _TICKS.findall(text)), default=0)
+    ticks = "`" * (longest + 1)
+    return f"{ticks} {text} {ticks}"
 
 
 def _md(event: Event) -> str | None:
     if isinstance(event, RunStarted):
-        target = f"\n\n**Target:** `{event.target}`" if event.target else ""
+        target = f"\n\n**Target:** {_code(event.target)}" if event.target else ""
         return (
-            f"# Run {event.run_id}\n\n**Model:** {event.model} · **Experts:** {event.expert_model} "
-            f"· **Sandbox:** {event.sandbox}{target}\n\n## Question\n\n{_block(event.question)}"
+            f"# Run {_code(event.run_id)}\n\n**Model:** {_code(event.model)} · **Experts:** "
+            f"{_code(event.expert_model)} · **Sandbox:** {_code(event.sandbox)}{target}"
+            f"\n\n## Question\n\n{_block(event.question)}"
         )
     if isinstance(event, Recall):
         notes = "\n".join(
-            f"- `{n.get('id')}` {n.get('key', '')} (score {n.get('score', 0):.2f})"
+            f"- {_code(str(n.get('id')))} {_code(str(n.get('key', '')))} "
+            f"(score {float(n.get('score', 0)):.2f})"
             for n in event.notes
         )
-        return f"### Recalled notes ({event.task_type or 'no task type'})\n\n{notes}"
+        kind = _code(event.task_type) if event.task_type else "no task type"
+        return f"### Recalled notes ({kind})\n\n{notes or 'none'}"
     if isinstance(event, MetaTurnStarted):
         return f"## Round {event.round}\n\n<details><summary>What the meta model was sent</summary>\n\n{_block(event.user_message)}\n\n</details>"
     if isinstance(event, MetaTurnFinished):
         return f"### Meta model\n\n{_block(event.text)}"
     if isinstance(event, ExpertCallStarted):
-        return f"### → {event.name}\n\n{_block(event.instruction)}"
+        return f"### → {_code(event.name)}\n\n{_block(event.instruction)}"
     if isinstance(event, ExpertCallFinished):
-        return f"### ← {event.name}\n\n{_block(event.text or '(code given by the meta model)')}"
+        reply = event.text or "(code given by the meta model)"
+        return f"### ← {_code(event.name)}\n\n{_block(reply)}"
     if isinstance(event, SandboxExec):
         r = event.result
         status = r.infra_error or ("timed out" if r.timed_out else f"exit {r.exit_code}")
+        limits = "".join(f", {hit} limit" for hit in r.limits_hit)
         parts = [
-            f"#### Sandbox ({r.backend}, {status}, {r.duration_s * 1000:.0f} ms)",
+            f"#### Sandbox ({_code(r.backend)}, {_code(status)}{limits}, "
+            f"{r.duration_s * 1000:.0f} ms)",
             _block(event.code, "python"),
         ]
         if r.stdout:
@@ -60,22 +86,22 @@ def _md(event: Event) -> str | None:
             parts.append("stderr:\n\n" + _block(r.stderr))
         return "\n\n".join(parts)
     if isinstance(event, Observation):
-        return f"> **{event.reason}:** {event.message}"
+        return f"> **{_code(event.reason)}:**\n\n{_block(event.message)}"
     if isinstance(event, FinalAnswer):
         return f"## Final answer\n\n{_block(event.answer)}"
     if isinstance(event, LimitHit):
-        return f"> **Limit reached:** {event.limit} ({event.value:g} of {event.maximum:g})"
+        return f"> **Limit reached:** {_code(event.limit)} ({event.value:g} of {event.maximum:g})"
     if isinstance(event, ErrorEvent):
-        return f"> **Error ({event.where}):** {event.message}"
+        return f"> **Error ({_code(event.where)}):**\n\n{_block(event.message)}"
     if isinstance(event, RunFinished):
         u = event.usage
         return (
             f"## Summary\n\n| status | rounds | expert calls | sandbox runs | input tokens | output tokens | cost | time |\n"
-            f"|---|---|---|---|---|---|---|---|\n| {event.status} | {event.rounds} | {event.expert_calls} | "
+            f"|---|---|---|---|---|---|---|---|\n| {_code(event.status)} | {event.rounds} | {event.expert_calls} | "
             f"{event.sandbox_runs} | {u.input_tokens} | {u.output_tokens} | ${u.cost_usd:.4f} | {event.duration_s:.1f} s |"
         )
     if isinstance(event, NotesWritten):
-        return f"> **Notebook:** {len(event.note_ids)} notes written ({event.verification})"
+        return f"> **Notebook:** {len(event.note_ids)} notes written ({_code(event.verification)})"
     return None
 
 

@@ -21,6 +21,7 @@ from textual.widgets import Footer, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from conductor.config import home_dir
+from conductor.display import visible_line
 from conductor.errors import UserFacingError
 from conductor.printer import usage_line
 from transcripts.audit import AuditReport, audit_events
@@ -127,11 +128,14 @@ class RunDetailScreen(Screen[None]):
         start, end = self.pages.started, self.pages.finished
         text = Text()
         if start is not None:
-            text.append(f"{start.run_id}", "bold")
-            text.append(f" · {start.task or 'no task'} · {start.model}\n", "dim")
-            text.append(" ".join(start.question.split())[:300])
+            text.append(visible_line(start.run_id), "bold")
+            text.append(visible_line(f" · {start.task or 'no task'} · {start.model}") + "\n", "dim")
+            text.append(visible_line(" ".join(start.question.split())[:300]))
         if end is not None:
-            text.append(f"\n{end.status} · {end.rounds} rounds · {usage_line(end.usage)}", "bold")
+            text.append(
+                f"\n{visible_line(end.status)} · {end.rounds} rounds · {usage_line(end.usage)}",
+                "bold",
+            )
         else:
             text.append("\nno end recorded (still running, or interrupted hard)", "yellow")
         self.query_one("#run-header", Static).update(text)
@@ -142,10 +146,13 @@ class RunDetailScreen(Screen[None]):
         for recall in self.pages.recalls:
             for note in recall.notes:
                 key = note.get("key") or note.get("id")
-                notes.add_option(Option(f"shown: {key}", id=f"note:{note.get('id')}"))
+                shown = Text(f"shown: {visible_line(str(key))}")
+                notes.add_option(Option(shown, id=f"note:{note.get('id')}"))
         for written in self.pages.notes_written:
             for note_id in written.note_ids:
-                notes.add_option(Option(f"wrote: {note_id}", id=f"note:{note_id}"))
+                notes.add_option(
+                    Option(Text(f"wrote: {visible_line(note_id)}"), id=f"note:{note_id}")
+                )
         if not notes.option_count:
             notes.add_option(Option("none", disabled=True))
 
@@ -198,11 +205,13 @@ class RunDetailScreen(Screen[None]):
         findings.clear_options()
         self.report = message.report
         if message.report is None:
-            findings.add_option(Option(f"audit failed: {message.error}", disabled=True))
+            failed = Text(f"audit failed: {visible_line(str(message.error))}")
+            findings.add_option(Option(failed, disabled=True))
             return
         for i, f in enumerate(message.report.findings):
             where = f"r{f.round} " if f.round else ""
-            findings.add_option(Option(Text(f"[{f.badge}] {where}{f.message}"), id=f"finding:{i}"))
+            line = Text(f"[{f.badge}] {where}{visible_line(f.message)}")
+            findings.add_option(Option(line, id=f"finding:{i}"))
         if not message.report.findings:
             findings.add_option(Option("no findings", disabled=True))
 

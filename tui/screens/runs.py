@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,6 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static
 
+from conductor.display import visible_line
 from transcripts.audit import audit_events
 from transcripts.index import RunIndex
 
@@ -104,6 +106,20 @@ class RunsScreen(Screen[None]):
             tooltip="Open the selected run (or press Enter on it).",
         ),
         Binding(
+            "space",
+            "mark",
+            "Mark",
+            id="runs.mark",
+            tooltip="Mark the selected run for a diff (two at most).",
+        ),
+        Binding(
+            "d",
+            "diff",
+            "Diff",
+            id="runs.diff",
+            tooltip="Compare the two marked runs (or the marked one with the selected).",
+        ),
+        Binding(
             "ctrl+l",
             "clear_filters",
             "Clear",
@@ -123,6 +139,7 @@ class RunsScreen(Screen[None]):
         super().__init__()
         self.rows: list[dict[str, Any]] = []
         self.index: RunIndex | None = None
+        self.marked: list[str] = []  # run ids marked for a diff, oldest first
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search questions and answers (full text)", id="search")
@@ -207,20 +224,63 @@ class RunsScreen(Screen[None]):
             when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
             table.add_row(
                 when,
-                row["status"] or "",
-                _cut(" ".join((row["question"] or "").split()), QUESTION_WIDTH),
+                Text(visible_line(row["status"] or "")),
+                Text(_cut(visible_line(" ".join((row["question"] or "").split())), QUESTION_WIDTH)),
                 "…",
-                row["task"] or "",
-                row["model"] or "",
+                Text(visible_line(row["task"] or "")),
+                Text(visible_line(row["model"] or "")),
                 str(row["rounds"] or 0),
                 f"${row['cost_usd'] or 0:.3f}",
                 key=row["run_id"],
             )
-        shown = len(self.rows)
-        self.query_one("#runs-info", Static).update(
-            f"{shown} runs" + (" (first 500)" if shown >= LIMIT else "") + " · Enter opens one"
-        )
+        self._show_info()
         self.compute_badges([(r["run_id"], r["path"] or "") for r in self.rows])
+
+    def _show_info(self) -> None:
+        shown = len(self.rows)
+        info = f"{shown} runs" + (" (first 500)" if shown >= LIMIT else "") + " · Enter opens one"
+        if self.marked:
+            info += " · marked for diff: " + ", ".join(self.marked) + " (d compares)"
+        else:
+            info += " · space marks two runs, d compares them"
+        self.query_one("#runs-info", Static).update(Text(info))
+
+    def _selected(self) -> str | None:
+        table = self.query_one("#runs", DataTable)
+        if not self.rows:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return row_key.value
+
+    def action_mark(self) -> None:
+        run_id = self._selected()
+        if run_id is None:
+            return
+        if run_id in self.marked:
+            self.marked.remove(run_id)
+        else:
+            self.marked = [*self.marked, run_id][-2:]
+        self._show_info()
+
+    def action_diff(self) -> None:
+        chosen = list(self.marked)
+        selected = self._selected()
+        if len(chosen) == 1 and selected and selected not in chosen:
+            chosen.append(selected)
+        if len(chosen) != 2:
+            self.notify("Mark two runs with space (or one, and select the other), then d.")
+            return
+        assert self.index is not None
+        paths = []
+        for run_id in chosen:
+            row = self.index.get(run_id)
+            if row is None or not row.get("path") or not Path(row["path"]).exists():
+                self.notify(f"run {run_id} has no transcript to compare.", severity="error")
+                return
+            paths.append(row["path"])
+        from tui.screens.run_diff import RunDiffScreen
+
+        self.app.push_screen(RunDiffScreen(paths[0], paths[1]))
 
     @work(thread=True, exclusive=True, group="badges")
     def compute_badges(self, runs: list[tuple[str, str]]) -> None:

@@ -3,6 +3,10 @@
 They hold no logic about runs: a renderer (tui/renderers.py) decides what goes where.
 Streamed text goes through `MarkdownStream`, which batches fragments that arrive faster
 than the widget can draw.
+
+Every text a block shows may come from a model or a sandbox, so each block passes it
+through `visible()` (control characters as escapes) itself: whatever a renderer hands
+in, nothing reaches the terminal raw.
 """
 
 from __future__ import annotations
@@ -11,8 +15,11 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
+
+from conductor.display import visible, visible_line
 
 QUOTE_FENCE = "~~~"  # not ``` : a quoted instruction may itself hold ``` code fences
 
@@ -32,7 +39,22 @@ def protocol_line(line: str) -> str:
 
 
 def protocol_markdown(text: str) -> str:
-    return "\n".join(protocol_line(line) for line in text.split("\n"))
+    return "\n".join(protocol_line(line) for line in visible(text).split("\n"))
+
+
+def shown_text(text: str | Text) -> Text:
+    """Untrusted text (or a `Text` built from it) with its control characters visible."""
+    if isinstance(text, str):
+        return Text(visible(text))
+    if visible(text.plain) == text.plain:
+        return text
+    return Text(visible(text.plain), style=text.style)  # spans would no longer line up
+
+
+def shown_title(title: str | Content | Text) -> Content:
+    """A one-line title: escapes visible, never read as markup."""
+    plain = title if isinstance(title, str) else title.plain
+    return Content(visible_line(plain))
 
 
 class StreamedMarkdown(Markdown):
@@ -55,7 +77,9 @@ class StreamedMarkdown(Markdown):
             return
         if self._stream is None:
             self._stream = Markdown.get_stream(self)
-        await self._stream.write("".join(protocol_line(line) + "\n" for line in lines))
+        await self._stream.write(
+            "".join(protocol_line(visible(line.removesuffix("\r"))) + "\n" for line in lines)
+        )
 
     async def settle(self, text: str) -> None:
         """Stop streaming and show exactly `text` (the model's whole reply)."""
@@ -90,16 +114,20 @@ class TurnBlock(Vertical):
 class ExpertBlock(Collapsible):
     """One expert call: a one-line summary that expands to instruction, reply and runs."""
 
-    def __init__(self, title: str, instruction: str, **kwargs: object) -> None:
+    def __init__(self, title: str | Content, instruction: str, **kwargs: object) -> None:
         super().__init__(
-            Static(Text(instruction), classes="expert-instruction"),
+            Static(shown_text(instruction), classes="expert-instruction"),
             StreamedMarkdown(classes="expert-reply"),
             Vertical(classes="expert-runs"),
-            title=title,
+            title=shown_title(title),
             collapsed=True,
             classes="expert",
             **kwargs,  # type: ignore[arg-type]
         )
+
+    def validate_title(self, title: str | Content) -> Content:
+        # The title names the expert and quotes its instruction: the model wrote both.
+        return shown_title(title)
 
     @property
     def contents(self) -> Collapsible.Contents:
@@ -119,28 +147,28 @@ class SandboxBlock(Vertical):
 
     def __init__(self, code: str, stdout: str, stderr: str, status: str, ok: bool) -> None:
         super().__init__(classes="sandbox " + ("ok" if ok else "failed"))
-        self.border_title = f"sandbox · {status}"
+        self.border_title = shown_title(f"sandbox · {status}")
         self._parts = (code, stdout, stderr)
 
     def compose(self) -> ComposeResult:
         code, stdout, stderr = self._parts
-        yield Static(Syntax(code.rstrip("\n"), "python", word_wrap=True), classes="code")
+        yield Static(Syntax(visible(code.rstrip("\n")), "python", word_wrap=True), classes="code")
         if stdout:
-            yield Static(Text(stdout.rstrip("\n")), classes="stdout")
+            yield Static(shown_text(stdout.rstrip("\n")), classes="stdout")
         if stderr:
-            yield Static(Text(stderr.rstrip("\n")), classes="stderr")
+            yield Static(shown_text(stderr.rstrip("\n")), classes="stderr")
 
 
 class EventLine(Static):
     """A one-line event (recall, note to the model, limit, notes written, summary)."""
 
     def __init__(self, text: str | Text, kind: str) -> None:
-        super().__init__(Text(text) if isinstance(text, str) else text, classes=f"line {kind}")
+        super().__init__(shown_text(text), classes=f"line {kind}")
 
 
 class BoxedText(Static):
     """A titled box of plain text (the question, the final answer, an error)."""
 
     def __init__(self, text: str, title: str, kind: str) -> None:
-        super().__init__(Text(text), classes=f"boxed {kind}")
-        self.border_title = title
+        super().__init__(shown_text(text), classes=f"boxed {kind}")
+        self.border_title = shown_title(title)
