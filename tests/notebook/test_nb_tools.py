@@ -159,3 +159,22 @@ def test_evaluation_never_recalls_a_note_from_the_same_question(tmp_path: Path) 
     described = "Put the words in order.\n\n" + question
     evaluation = recall(book, described, options=RecallOptions(exclude_question=True)).shown
     assert all(s.note["source_run"] != "r1" for s in evaluation)
+
+
+def test_the_cli_tests_tools_and_prints_their_pass_rate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from conductor.cli import main
+
+    path = tmp_path / "nb.db"
+    book = Notebook(path)
+    for i, words in enumerate([["pear", "apple"], ["yam", "oat"], ["b", "a"]]):
+        learn_from_run(book, sort_run(f"r{i}", words))
+    book.close()
+    code = main(["notebook", "test-tools", "--notebook", str(path), "--sandbox", "subprocess",
+                 "--json"])  # fmt: skip
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 0 and len(rows) == 1
+    assert (rows[0]["tests"], rows[0]["passes"], rows[0]["params"]) == (2, 2, ["words"])
