@@ -52,7 +52,18 @@ def ascii_digits(text: str) -> str:
         value = _cjk_value(run)
         return f" {value} " if value is not None else run
 
+    text = _DIGIT_UNIT.sub(_digit_unit, text)
     return _CJK_RUN.sub(cjk, text)
+
+
+_DIGIT_UNIT = re.compile(r"(\d+(?:\.\d+)?)\s*([万萬億亿千])")
+
+
+def _digit_unit(match: re.Match[str]) -> str:
+    """`8万` (Japanese, Chinese: digits times a unit) as 80000."""
+    unit = {**_CJK_MYRIAD, "千": 1000}[match.group(2)]
+    value = float(match.group(1)) * unit
+    return f" {int(value) if value == int(value) else value} "
 
 
 def problem_numbers(text: str) -> list[str]:

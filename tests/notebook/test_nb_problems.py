@@ -20,6 +20,7 @@ def test_numbers_are_read_in_any_script_and_grouping() -> None:
     assert problem_numbers("জেনেটের হাঁসগুলি প্রতিদিন ১৬টি করে ডিম পাড়ে") == ["16"]
     assert problem_numbers("珍妮特的鸭子每天下十六个蛋, 三百五十元") == ["16", "350"]
     assert problem_numbers("It costs $2.50, or 1 000 in all") == ["2.5", "1000"]
+    assert problem_numbers("8万ドルで家を購入") == ["80000"]
 
 
 def test_the_same_question_with_or_without_a_task_description() -> None:
