@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,7 +58,7 @@ TRUST_BY_VERIFICATION = {
 TASK_BOUND = ("pitfall", "code", "procedure")
 FULL_TEMPLATE_SHARE = 0.8
 KIN_MIN_SHARED = 2
-KIN_MIN_JACCARD = 0.5
+KIN_MIN_JACCARD = 0.4
 SEMANTIC_FLOOR = 0.6
 SEMANTIC_NEAREST = 10
 KIN_SEARCHED = 6  # the rarest terms searched for (numbers and words alike)
@@ -264,27 +265,51 @@ def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> 
     found: dict[str, tuple[dict[str, Any], float]] = {}
     if semantic:
         found = _semantic_kin(book, question)
-    if len(numbers) + len(words) < KIN_MIN_SHARED or not searched:
+    if not searched:
         return _kin_scored(found)
     query = " OR ".join(f'"{t}"' for t in sorted(searched))
-    for row in book.read(
-        "select n.* from notes_fts join notes n on n.seq = notes_fts.rowid "
-        "where notes_fts match ? and n.retired = 0 and n.kind = 'example' "
-        "order by notes_fts.rank limit 30",
-        (query,),
-    ):
-        note = dict(row)
-        have = set(note["terms"].split())
+    rows = [
+        dict(row)
+        for row in book.read(
+            "select n.* from notes_fts join notes n on n.seq = notes_fts.rowid "
+            "where notes_fts match ? and n.retired = 0 and n.kind = 'example' "
+            "order by notes_fts.rank limit 30",
+            (query,),
+        )
+    ]
+    have_of = {r["id"]: set(r["terms"].split()) for r in rows}
+    weight = _number_weights(book, numbers.union(*have_of.values()) if rows else numbers)
+    weight_rare = math.log((book.questions_seen() + 1) / 3) + 0.1  # in at most 2 problems
+    for note in rows:
+        have = have_of[note["id"]]
         have_numbers = {t for t in have if t.startswith("num_")}
-        shared_numbers = len(numbers & have_numbers)
+        shared_numbers = numbers & have_numbers
         shared_words = len(words & have)
-        if shared_numbers + shared_words < KIN_MIN_SHARED:
+        # Two shared features, or one quantity that hardly any learned problem has.
+        rare_one = any(weight[t] >= weight_rare for t in shared_numbers)
+        if len(shared_numbers) + shared_words < KIN_MIN_SHARED and not rare_one:
             continue
-        jaccard = shared_numbers / max(1, len(numbers | have_numbers))
+        # Weighted Jaccard: a rare quantity shared says more than a common one.
+        jaccard = sum(weight[t] for t in shared_numbers) / max(
+            1e-9, sum(weight[t] for t in numbers | have_numbers)
+        )
         strength = jaccard + 0.5 * shared_words / max(1, min(len(words), 8))
         before = found.get(note["id"], (note, 0.0))[1]  # the semantic part, fused
         found[note["id"]] = (note, strength + before)
     return _kin_scored(found)
+
+
+def _number_weights(book: Notebook, number_tokens: set[str]) -> dict[str, float]:
+    """Inverse document frequency of each `num_` token among the learned questions."""
+    plain = {t: t[4:].replace("p", ".") for t in number_tokens if t.startswith("num_")}
+    if not plain:
+        return {}
+    marks = ",".join("?" * len(plain))
+    df = {r["term"]: r["df"] for r in book.read(
+        f"select term, df from term_df where term in ({marks})", list(set(plain.values()))
+    )}  # fmt: skip
+    total = book.questions_seen() + 1
+    return {t: math.log(total / (df.get(p, 0) + 1)) + 0.1 for t, p in plain.items()}
 
 
 def _kin_scored(found: dict[str, tuple[dict[str, Any], float]]) -> list[ScoredNote]:
