@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conductor import interrupts
 from conductor.batch_report import ItemRecord, Tally
 from conductor.batch_store import FORMAT_VERSION, RESULTS_FILE, ResultsLog, is_finished, safe_name
 from conductor.errors import ConfigError, UnknownModelError, UserFacingError
@@ -35,7 +36,7 @@ from conductor.events import (
     RunStarted,
     new_id,
 )
-from conductor.interfaces import SandboxUnavailable
+from conductor.interfaces import SandboxUnavailable, Usage
 from conductor.session import Session
 from conductor.taskfile import TaskItem
 
@@ -161,10 +162,19 @@ class BatchRunner:
         ]
         for worker in workers:
             worker.start()
+
+        def on_signal(name: str) -> bool:
+            # A stop signal (interrupts.py) stops the batch gently: items in flight are
+            # cancelled and end recorded as interrupted, so a re-run runs them again.
+            self.outcome.user_interrupt = True
+            self.stop(f"stopped by {name}")
+            return True
+
         try:
-            for worker in workers:
-                while worker.is_alive():
-                    worker.join(timeout=0.2)  # short joins keep Ctrl-C deliverable
+            with interrupts.graceful(on_signal):
+                for worker in workers:
+                    while worker.is_alive():
+                        worker.join(timeout=0.2)  # short joins keep Ctrl-C deliverable
         except KeyboardInterrupt:
             self.outcome.user_interrupt = True
             self.stop("interrupted by the user")
@@ -225,6 +235,9 @@ class BatchRunner:
         try:
             if finished is not None:
                 record.update(_from_finished(finished))
+                # The item's cost is the run's and its learning's (reported apart too).
+                learning = Usage.from_dict(record.get("learning_usage"))
+                record["usage"] = (finished.usage + learning).to_dict()
             if failure is not None:
                 record.update(status="error", error=_error(failure))
             record["final"] = record["status"] != "interrupted" and not (
@@ -299,6 +312,8 @@ def _note(event: Event, record: ItemRecord) -> None:
         record["recalled"] = len(event.notes)
     elif isinstance(event, NotesWritten):
         record["notes_written"] = record.get("notes_written", 0) + len(event.note_ids)
+        spent = Usage.from_dict(record.get("learning_usage")) + event.usage
+        record["learning_usage"] = spent.to_dict()
     elif isinstance(event, RunStarted):
         record["run_id"] = event.run_id
 

@@ -8,6 +8,7 @@ the machine.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -143,10 +144,13 @@ def make_scorer(spec: TaskSpec, sandbox_name: str | None, settings: Settings) ->
 
     def score_one(answer: str | None, item: TaskItem, sandbox: Sandbox | None, output: str):
         own = None
-        if spec.scorer == "p3" and sandbox is None:  # answers run only in a sandbox
+        if spec.scorer == "p3":
+            # Answers run only in a sandbox, and one of its own: it must pass back a
+            # solution's value larger than a run's sandbox keeps (SANDBOX_OPTIONS).
+            from conductor.scoring.puzzles import SANDBOX_OPTIONS
             from sandbox.registry import open_sandbox
 
-            own = sandbox = open_sandbox(sandbox_name or settings.sandbox)
+            own = sandbox = open_sandbox(sandbox_name or settings.sandbox, **SANDBOX_OPTIONS)
         try:
             result = score(spec, answer, item, output=output or None, sandbox=sandbox)
         finally:
@@ -164,6 +168,10 @@ class IndexSink:
         from transcripts.index import RunIndex
 
         self.index = RunIndex()
+        try:  # runs left `running` by a batch or solve that was killed: interrupted now
+            self.index.repair_abandoned()
+        except Exception:
+            logging.getLogger("conductor.batch").exception("could not repair dead runs")
         self.runs_path = runs_path
         self._lock = threading.Lock()
 

@@ -49,6 +49,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from conductor import interrupts
+
+    try:
+        with interrupts.installed():
+            return _main(argv)
+    except KeyboardInterrupt as exc:
+        name = getattr(exc, "signal_name", None) or interrupts.last_signal() or "SIGINT"
+        interrupts.say(
+            f"stopped by {name}; what had finished is saved "
+            "(`conductor runs list` shows the runs, a batch resumes with the same command)."
+        )
+        return interrupts.EXIT_CODES.get(name, 130)
+    except BrokenPipeError:
+        interrupts.silence_broken_stdout()  # the reader (`| head`) has what it wanted
+        return interrupts.EXIT_CODES["SIGPIPE"]
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.home:
@@ -64,11 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserFacingError as exc:
         from rich.console import Console
 
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        try:
+            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        except OSError:
+            pass
         return 2
-    except KeyboardInterrupt:
-        print("interrupted; everything finished so far is saved.", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

@@ -215,8 +215,15 @@ def run_batch_report(args: argparse.Namespace) -> int:
 
 
 def run_reindex(args: argparse.Namespace) -> int:
+    """Rebuild runs.db from the transcripts; a corrupt runs.db is moved aside, never lost."""
     from conductor.config import runs_dir
+    from transcripts.index import RunIndex
 
-    count = _index().rebuild(runs_dir())
-    print(f"indexed {count} transcripts")
+    index, count, moved = RunIndex.reindex(None, runs_dir())
+    if moved is not None:
+        print(f"{index.path} was damaged: moved it to {moved} (kept, not deleted)")
+    repaired = index.repair_abandoned()
+    if repaired:
+        print(f"{len(repaired)} runs left unfinished by a process that died: now interrupted")
+    print(f"indexed {count} transcripts into {index.path}")
     return 0

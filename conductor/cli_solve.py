@@ -8,7 +8,7 @@ import sys
 
 from conductor.config import load_settings
 from conductor.display import visible
-from conductor.events import FinalAnswer, RunFinished
+from conductor.events import FinalAnswer, RunFinished, RunStarted
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +20,18 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, help="tokens a run may spend")
     parser.add_argument("--max-cost", type=float, help="dollars a run may spend")
     parser.add_argument("--no-python", action="store_true", help="do not offer Expert Python")
+    parser.add_argument(
+        "--model-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds a model call may go silent before it is retried (default 60)",
+    )
+    parser.add_argument(
+        "--python-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds each sandboxed program may run (default 10)",
+    )
     # The notebook flags (a command may have declared its own already).
     notebook_flags = (
         ("--notebook", {"metavar": "PATH", "help": "notebook file (default: notebook.db)"}),
@@ -36,6 +48,7 @@ def settings_from_args(args: argparse.Namespace):
         "max_rounds": args.max_rounds,
         "max_tokens": args.max_tokens,
         "max_cost_usd": args.max_cost,
+        "python_timeout_s": getattr(args, "python_timeout", None),
     }
     if args.no_python:
         run["python"] = False
@@ -43,6 +56,7 @@ def settings_from_args(args: argparse.Namespace):
         "model": args.model,
         "expert_model": args.expert_model,
         "sandbox": args.sandbox,
+        "model_timeout_s": getattr(args, "model_timeout", None),
         "run": {k: v for k, v in run.items() if v is not None},
     }
     for flag, key in (("notebook", "notebook"),):
@@ -65,6 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_solve(args: argparse.Namespace) -> int:
+    from conductor import interrupts
     from conductor.printer import RichPrinter
     from conductor.session import build_session
     from experts.registry import CONFIGURE_HINT, choose
@@ -73,34 +88,99 @@ def run_solve(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     choice = choose(settings.model)
     if choice.provider == "demo" and not args.json:
-        print(f"Using the offline demo model ({choice.reason}). {CONFIGURE_HINT}", file=sys.stderr)
-    session = build_session(settings)
-    sinks = () if (args.json or args.quiet) else (RichPrinter(),)
-    answer, finished = None, None
+        interrupts.say(f"Using the offline demo model ({choice.reason}). {CONFIGURE_HINT}")
     try:
-        for event in session.solve(question, sinks=sinks):
-            if isinstance(event, FinalAnswer):
-                answer = event.answer
-            elif isinstance(event, RunFinished):
-                finished = event
+        session = build_session(settings)
+    except KeyboardInterrupt as exc:
+        name = getattr(exc, "signal_name", "SIGINT")
+        interrupts.say(f"stopped by {name} before the run started; nothing was recorded.")
+        return interrupts.EXIT_CODES.get(name, 130)
+    sinks: tuple = ()
+    if not (args.json or args.quiet):
+        printer = RichPrinter()
+        # rich ends the process (SystemExit) when stdout's reader is gone; here the
+        # session stops the run instead, so its end is recorded and told.
+        printer.console.on_broken_pipe = _output_closed  # type: ignore[method-assign]
+        sinks = (printer,)
+    answer, started, finished = None, None, None
+
+    def stop(signal_name: str) -> bool:
+        if session.phase != "running":
+            return False  # learning (or nothing) is in progress: abandon it at once
+        session.cancel()
+        return True
+
+    try:
+        with interrupts.graceful(stop):
+            for event in session.solve(question, sinks=sinks):
+                if isinstance(event, RunStarted):
+                    started = event
+                elif isinstance(event, FinalAnswer):
+                    answer = event.answer
+                elif isinstance(event, RunFinished):
+                    finished = event
+    except KeyboardInterrupt as exc:
+        name = getattr(exc, "signal_name", "SIGINT")
+        if finished is not None:
+            interrupts.say(
+                f"stopped by {name} while learning: run {finished.run_id} is saved "
+                f"({finished.status}); nothing was learned from it."
+            )
+        elif started is not None:
+            interrupts.say(
+                f"stopped by {name}: run {started.run_id} is saved as interrupted "
+                "(`conductor runs show` it)."
+            )
+        else:
+            interrupts.say(f"stopped by {name} before the run started; nothing was recorded.")
+        return interrupts.EXIT_CODES.get(name, 130)
     finally:
         if session.sandbox is not None:
             session.sandbox.close()
-    if args.json and finished is not None:
-        print(
-            json.dumps(
-                {
-                    "run_id": finished.run_id,
-                    "status": finished.status,
-                    "answer": answer,
-                    "rounds": finished.rounds,
-                    "usage": finished.usage.to_dict(),
-                    "duration_s": round(finished.duration_s, 3),
-                }
-            )
+    signal_name = interrupts.last_signal()
+    if finished is not None and (signal_name or session.stopped_by):
+        why = f"stopped by {signal_name}" if signal_name else session.stopped_by
+        how = (
+            f"as interrupted after {finished.rounds} rounds"
+            if finished.status == "interrupted"
+            else f"({finished.status})"
         )
-    elif args.quiet:
-        # Exact for a pipe; on a terminal the model's control characters are shown, not run.
-        text = answer if answer is not None else ""
-        print(visible(text) if sys.stdout.isatty() else text)
+        interrupts.say(
+            f"{why}: run {finished.run_id} is saved {how} "
+            f"(`conductor runs show {finished.run_id}`)."
+        )
+    try:
+        if args.json and finished is not None:
+            print(
+                json.dumps(
+                    {
+                        "run_id": finished.run_id,
+                        "status": finished.status,
+                        "answer": answer,
+                        "rounds": finished.rounds,
+                        "usage": finished.usage.to_dict(),
+                        "duration_s": round(finished.duration_s, 3),
+                    }
+                ),
+                flush=True,
+            )
+        elif args.quiet:
+            # Exact for a pipe; on a terminal the model's control characters are shown, not run.
+            text = answer if answer is not None else ""
+            print(visible(text) if sys.stdout.isatty() else text, flush=True)
+    except BrokenPipeError:
+        interrupts.silence_broken_stdout()
+        return interrupts.EXIT_CODES["SIGPIPE"]
+    if signal_name is not None:
+        return interrupts.EXIT_CODES.get(signal_name, 130)
+    if session.stopped_by is not None:
+        interrupts.silence_broken_stdout()
+        return interrupts.EXIT_CODES["SIGPIPE"]
     return 0 if finished is not None and finished.status == "answered" else 1
+
+
+def _output_closed() -> None:
+    from conductor import interrupts
+
+    interrupts.silence_broken_stdout()
+    raise BrokenPipeError("the reader of the output has gone (a closed pipe)")

@@ -26,8 +26,8 @@ class TranscriptError(UserFacingError):
     def __init__(self, path: str, line: int, reason: str) -> None:
         self.path, self.line, self.reason = path, line, reason
         super().__init__(
-            f"{path}:{line}: {reason}. Lines before it were read; "
-            "repair or remove that line to read the rest."
+            f"{path}:{line}: {reason}. That line cannot be read (the other lines can); "
+            "repair or remove it."
         )
 
 

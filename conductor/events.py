@@ -220,6 +220,8 @@ class NotesWritten(Event):
     reflection: str = ""  # what the reflection call did: ok / skipped / failed, and why
     feedback: dict[str, str] = field(default_factory=dict)  # recalled note id -> effect
     induced: bool = False  # the task type's experience was re-induced after this run
+    # The model calls learning made (after the run finished, so not in its RunFinished).
+    usage: Usage = field(default_factory=Usage)
 
 
 def event_kinds() -> dict[str, type[Event]]:

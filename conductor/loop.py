@@ -34,6 +34,7 @@ from conductor.events import (
     new_id,
 )
 from conductor.interfaces import ChatModel, Message, Sandbox, Usage
+from conductor.ledger import UsageLedger
 from conductor.protocol import ParsedTurn, parse_turn
 from experts.expert import ExpertContext, ExpertOutcome, call_expert
 
@@ -49,12 +50,21 @@ class RunCancelled(Exception):
 class RunState:
     run_id: str
     started: float = field(default_factory=time.monotonic)
-    usage: Usage = field(default_factory=Usage)
-    meta_usage: Usage = field(default_factory=Usage)
+    # Every model call of the run records its usage here as it returns (ledger.py).
+    ledger: UsageLedger = field(default_factory=UsageLedger)
     rounds: int = 0
     expert_calls: int = 0
     sandbox_runs: int = 0
     answer: str | None = None
+
+    @property
+    def usage(self) -> Usage:
+        """What the run has spent so far (learning comes later and is reported apart)."""
+        return self.ledger.run_total()
+
+    @property
+    def meta_usage(self) -> Usage:
+        return self.ledger.total("meta")
 
 
 class Conductor:
@@ -67,7 +77,8 @@ class Conductor:
         sandbox: Sandbox | None = None,
         config: RunConfig | None = None,
         *,
-        recall: Callable[[str], Recall | None] | None = None,
+        # Called as recall(question, ledger=...): its model calls go on the run's ledger.
+        recall: Callable[..., Recall | None] | None = None,
     ) -> None:
         self.meta_model = meta_model
         self.expert_model = expert_model or meta_model
@@ -88,10 +99,13 @@ class Conductor:
         task: str = "",
         target: str | None = None,
         tags: dict[str, Any] | None = None,
+        ledger: UsageLedger | None = None,
     ) -> Iterator[Event]:
         self._cancel.clear()
         cfg = self.config
         state = RunState(run_id=run_id or time.strftime("%Y%m%d-%H%M%S-") + new_id()[:6])
+        if ledger is not None:
+            state.ledger = ledger
         yield RunStarted(
             run_id=state.run_id,
             question=question,
@@ -109,7 +123,11 @@ class Conductor:
         try:
             recalled = ""
             if self.recall is not None:
-                event = self.recall(question)
+                # In a worker, like a model call: a cancel is seen while recall works.
+                recall = self.recall
+                event = yield from self._in_worker(
+                    lambda emit: recall(question, ledger=state.ledger)
+                )
                 if event is not None:
                     event.run_id = state.run_id
                     recalled = event.rendered
@@ -154,8 +172,9 @@ class Conductor:
             turn = MetaTurnStarted(run_id=state.run_id, round=round_no, user_message=user_text)
             yield turn
             t0 = time.monotonic()
+            meta_model = state.ledger.metered(self.meta_model, "meta")
             completion = yield from self._in_worker(
-                lambda emit, turn=turn: self.meta_model.complete(
+                lambda emit, turn=turn, meta_model=meta_model: meta_model.complete(
                     list(history),
                     system=prompts.META_SYSTEM,
                     on_text=lambda s: emit(
@@ -166,8 +185,6 @@ class Conductor:
                 )
             )
             state.rounds = round_no
-            state.usage += completion.usage
-            state.meta_usage += completion.usage
             history.append(Message("assistant", completion.text))
             yield MetaTurnFinished(
                 parent_id=turn.id,
@@ -229,7 +246,8 @@ class Conductor:
         calls = parsed.dispatchable
 
         def work(emit: Callable[[Event], None]) -> list[ExpertOutcome]:
-            ctx = ExpertContext(self.expert_model, self.sandbox, self.config, emit, state.run_id)
+            expert_model = state.ledger.metered(self.expert_model, "expert")
+            ctx = ExpertContext(expert_model, self.sandbox, self.config, emit, state.run_id)
             jobs = [
                 (lambda c=c, i=i: call_expert(c, ctx, parent_id=turn_id, round=round_no, index=i))
                 for i, c in enumerate(calls)
@@ -243,7 +261,6 @@ class Conductor:
         if calls:
             outcomes = yield from self._in_worker(work)
         for outcome in outcomes:
-            state.usage += outcome.usage
             state.expert_calls += 1
             state.sandbox_runs += outcome.sandbox_runs
             blocks.append(prompts.EXPERT_OUTPUT.format(name=outcome.name, output=outcome.output))

@@ -6,9 +6,12 @@ Each migration is a function named `mNNN_description(db)`; applied names are sto
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
+import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import sqlite_utils
@@ -23,6 +26,15 @@ class DatabaseError(UserFacingError):
 
 
 class Migrations:
+    """An ordered registry of migrations, applied atomically one by one.
+
+    Like sqlite-utils' transactional migrations: each step and the record of it run in
+    one transaction, so a step that fails leaves the database exactly as it was (DDL
+    included; SQLite's DDL is transactional). The transaction is `BEGIN IMMEDIATE` and
+    the list of applied steps is read inside it, so two processes migrating the same
+    file take turns (the busy timeout applies) and never apply a step twice.
+    """
+
     def __init__(self, name: str) -> None:
         self.name = name
         self._steps: list[MigrationFn] = []
@@ -32,25 +44,60 @@ class Migrations:
         return fn
 
     def apply(self, db: sqlite_utils.Database) -> list[str]:
-        db["_migrations"].create(
-            {"name": str, "applied_at": str, "database": str}, pk="name", if_not_exists=True
-        )
-        done = {row["name"] for row in db["_migrations"].rows}
-        applied = []
-        for fn in self._steps:
-            if fn.__name__ in done:
-                continue
-            with db.conn:
-                fn(db)
-                db["_migrations"].insert(
-                    {
-                        "name": fn.__name__,
-                        "applied_at": dt.datetime.now(dt.UTC).isoformat(),
-                        "database": self.name,
-                    }
-                )
-            applied.append(fn.__name__)
+        conn = db.conn
+        previous = conn.isolation_level
+        # Transactions are ours alone: the driver must not open or commit any itself.
+        conn.isolation_level = None
+        applied: list[str] = []
+        try:
+            for fn in self._steps:
+                if self._apply_one(db, fn):
+                    applied.append(fn.__name__)
+        finally:
+            conn.isolation_level = previous
         return applied
+
+    def _apply_one(self, db: sqlite_utils.Database, fn: MigrationFn) -> bool:
+        conn = db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "create table if not exists _migrations "
+                "(name text primary key, applied_at text, database text)"
+            )
+            done = conn.execute("select 1 from _migrations where name = ?", (fn.__name__,))
+            if done.fetchone():
+                conn.execute("ROLLBACK")
+                return False
+            fn(db)
+            conn.execute(
+                "insert into _migrations (name, applied_at, database) values (?, ?, ?)",
+                (fn.__name__, dt.datetime.now(dt.UTC).isoformat(), self.name),
+            )
+            conn.execute("COMMIT")
+            return True
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+@contextlib.contextmanager
+def creation_lock(path: Path) -> Iterator[None]:
+    """Serialise opens of databases in one directory across processes.
+
+    Opening checks the file, switches it to WAL and migrates it; two processes doing
+    that to the same new file at once is what made `runs.db` fail. The lock is on the
+    directory, so it leaves no file behind.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 # Databases up to this size are checked page by page on open.
@@ -102,7 +149,10 @@ def open_database(
     try:
         migrations.apply(db)
     except sqlite3.OperationalError as exc:
-        raise DatabaseError(f"{path}: could not migrate ({exc}).") from exc
+        raise DatabaseError(
+            f"{path}: could not migrate ({exc}); the database was left as it was. "
+            "If another program holds it locked, close it and run again."
+        ) from exc
     missing = expect_tables - set(db.table_names())
     if missing:
         raise DatabaseError(f"{path}: tables {sorted(missing)} are missing after migration.")

@@ -8,8 +8,12 @@ show, tolerantly:
   quote may be missing when the instruction runs to the end of the turn.
 * `Expert X's output:` is never a call: the apostrophe is not allowed in a name, so a
   reply the model wrote on an expert's behalf is not dispatched.
-* A final answer is `>> FINAL ANSWER:` (any case, any spacing) then a triple-quoted
-  answer; without quotes, the rest of the turn is taken.
+* A final answer is `>> FINAL ANSWER:` (any case, any spacing, markdown emphasis or a
+  heading mark around it, as in `**>> FINAL ANSWER:**`) then a triple-quoted answer (or
+  a fenced block); without either, the rest of the turn, emphasis stripped.
+* The marker counts only outside an expert's instruction: an instruction may well tell
+  the expert how to phrase a final answer.
+* Line endings may be CRLF (or lone CR): they are read as newlines.
 
 What to do with a turn that both calls experts and answers is the loop's policy, not
 the parser's: the parser reports both.
@@ -29,7 +33,11 @@ _CALL_RE = re.compile(
     rf"(?im)(?<![\w'’])\**expert\**[ \t]+\**(?P<name>{_NAME_WORD}(?:[ \t]+{_NAME_WORD}){{0,4}})"
     r"[ \t]*\**[ \t]*:[ \t]*\**[ \t]*$"
 )
-_FINAL_RE = re.compile(r"(?i)>>[ \t]*final[ \t]+answer[ \t]*:")
+_EMPHASIS = r"[*_]*"
+_FINAL_RE = re.compile(
+    rf"(?i){_EMPHASIS}>>[ \t]*{_EMPHASIS}[ \t]*final[ \t]+answer[ \t]*{_EMPHASIS}[ \t]*:"
+    rf"{_EMPHASIS}"
+)
 _FAKE_OUTPUT_RE = re.compile(r"(?im)^\s*expert[ \t]+[^\n]{1,80}?['’]s[ \t]+output[ \t]*:")
 PYTHON_NAMES = frozenset({"python", "python programmer", "python coder", "python developer"})
 
@@ -94,52 +102,80 @@ def _quoted_block(text: str, pos: int) -> tuple[str, bool, int] | None:
     return text[body_start:end].strip("\n"), True, end + len(QUOTE)
 
 
-def parse_final_answer(turn: str) -> tuple[str | None, bool]:
-    """The final answer in a turn and whether its closing quote was found."""
-    m = _FINAL_RE.search(turn)
-    if not m:
-        return None, True
-    block = _quoted_block(turn, m.end())
+_FENCED_RE = re.compile(r"[ \t]*\n?[ \t\n]*```[^\n`]*\n(.*?)(?:```|\Z)", re.S)
+_WRAPPED_RE = re.compile(r"^(\*\*|__)(.+)\1$", re.S)
+
+
+def normalise_newlines(turn: str) -> str:
+    return turn.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _answer_at(turn: str, pos: int) -> tuple[str, bool]:
+    """The answer after the marker ending at `pos`, and whether it was closed."""
+    block = _quoted_block(turn, pos)
     if block is not None:
         content, closed, _ = block
         return content.strip(), closed
-    rest = turn[m.end() :].strip()
+    fenced = _FENCED_RE.match(turn, pos)
+    if fenced is not None:
+        return fenced.group(1).strip(), fenced.group(0).rstrip().endswith("```")
+    rest = turn[pos:].strip()
+    while (wrapped := _WRAPPED_RE.match(rest)) is not None:
+        rest = wrapped.group(2).strip()
     return rest, False
 
 
-def parse_expert_calls(turn: str) -> list[ExpertCall]:
-    """Every expert call in a turn, in order. A name line with no quoted block is no call."""
+def _scan(turn: str) -> tuple[list[ExpertCall], re.Match[str] | None]:
+    """Calls and the final-answer marker, in one pass from the start of the turn.
+
+    Whichever comes first is taken; a call's quoted instruction is skipped whole, so a
+    marker inside it is part of the instruction. Calls after the marker are part of the
+    answer.
+    """
     calls: list[ExpertCall] = []
     pos = 0
     while True:
-        m = _CALL_RE.search(turn, pos)
-        if not m:
-            return calls
-        block = _quoted_block(turn, m.end())
+        call = _CALL_RE.search(turn, pos)
+        final = _FINAL_RE.search(turn, pos)
+        if final is not None and (call is None or final.start() < call.start()):
+            return calls, final
+        if call is None:
+            return calls, None
+        block = _quoted_block(turn, call.end())
         if block is None:
-            pos = m.end()
+            pos = call.end()
             continue
         content, closed, end = block
         calls.append(
             ExpertCall(
-                name=_normalise_name(m.group("name")),
+                name=_normalise_name(call.group("name")),
                 instruction=content,
                 closed=closed,
-                start=m.start(),
+                start=call.start(),
             )
         )
         pos = end
 
 
+def parse_final_answer(turn: str) -> tuple[str | None, bool]:
+    """The final answer in a turn and whether its closing quote was found."""
+    turn = normalise_newlines(turn)
+    _, final = _scan(turn)
+    if final is None:
+        return None, True
+    return _answer_at(turn, final.end())
+
+
+def parse_expert_calls(turn: str) -> list[ExpertCall]:
+    """Every expert call in a turn, in order. A name line with no quoted block is no call."""
+    return _scan(normalise_newlines(turn))[0]
+
+
 def parse_turn(turn: str) -> ParsedTurn:
     """Calls, final answer and fabricated outputs of one meta-model turn."""
-    answer, answer_closed = parse_final_answer(turn)
-    calls = parse_expert_calls(turn)
-    if answer is not None:
-        # A call quoted inside the final answer is part of the answer, not a call.
-        answer_at = _FINAL_RE.search(turn)
-        assert answer_at is not None
-        calls = [c for c in calls if c.start < answer_at.start()]
+    turn = normalise_newlines(turn)
+    calls, final = _scan(turn)
+    answer, answer_closed = (None, True) if final is None else _answer_at(turn, final.end())
     return ParsedTurn(
         calls=calls,
         final_answer=answer,

@@ -7,25 +7,40 @@ closed in `finally`: an interrupted or crashed run keeps everything it did.
 
 from __future__ import annotations
 
+import errno
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from conductor.config import RunConfig, Settings, runs_dir
-from conductor.events import Event, Recall, RunFinished, RunStarted
-from conductor.interfaces import ChatModel, EventSink, Sandbox
+from conductor.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
+from conductor.interfaces import ChatModel, EventSink, Sandbox, Usage
+from conductor.ledger import UsageLedger
 from conductor.loop import Conductor
 from transcripts.index import RunIndex
+from transcripts.repair import summarise
 from transcripts.writer import TranscriptWriter
 
 log = logging.getLogger("conductor")
 
 
+# Statuses after which nothing is learned: the run did not end on its own terms.
+NO_LEARNING = ("error", "interrupted")
+
+
 @dataclass
 class Session:
-    """Everything a run needs; `solve` runs one question and yields its events."""
+    """Everything a run needs; `solve` runs one question and yields its events.
+
+    The end of a run is recorded by construction: every sink (the transcript writer
+    aside) is isolated, so one that raises is logged and the run goes on; `RunFinished`
+    is written and delivered before any learning starts; and if the run is cut off by
+    anything at all (Ctrl-C, a signal turned into an exception, the consumer closing
+    the generator, a bug), the `finally` writes a `RunFinished` from what was recorded.
+    """
 
     meta_model: ChatModel
     expert_model: ChatModel | None = None
@@ -33,10 +48,18 @@ class Session:
     config: RunConfig = field(default_factory=RunConfig)
     index: RunIndex | None = None
     runs_path: Path | None = None
-    recall: Callable[[str], Recall | None] | None = None
-    # Called with the finished run's events (the notebook's write path hooks in here).
-    after_run: list[Callable[[list[Event]], list[Event]]] = field(default_factory=list)
+    # Called as recall(question, ledger=...): its model calls go on the run's ledger.
+    recall: Callable[..., Recall | None] | None = None
+    # Called as hook(events, ledger=...) with the finished run's events; the notebook's
+    # write path hooks in here. Its model calls go on the ledger as "learning".
+    after_run: list[Callable[..., list[Event]]] = field(default_factory=list)
     conductor: Conductor | None = None
+    # "idle", "running", "learning": lets a signal handler choose how to stop.
+    phase: str = "idle"
+    ledger: UsageLedger | None = None  # the current (or last) run's ledger
+    # Why the session cancelled its own run (a sink's reader went away), if it did.
+    stopped_by: str | None = None
+    _dead: set[int] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         self.conductor = Conductor(
@@ -46,6 +69,11 @@ class Session:
     def cancel(self) -> None:
         assert self.conductor is not None
         self.conductor.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        assert self.conductor is not None
+        return self.conductor._cancel.is_set()
 
     def solve(
         self,
@@ -61,42 +89,112 @@ class Session:
         directory = self.runs_path or runs_dir()
         writer: TranscriptWriter | None = None
         events: list[Event] = []
+        ledger = self.ledger = UsageLedger()
+        self.stopped_by = None
+        self._dead = set()
+        finished: RunFinished | None = None
+        started_at = time.monotonic()
+        self.phase = "running"
         try:
             for event in self.conductor.run(
-                question, run_id=run_id, task=task, target=target, tags=tags
+                question, run_id=run_id, task=task, target=target, tags=tags, ledger=ledger
             ):
                 if isinstance(event, RunStarted):
                     writer = TranscriptWriter(directory / f"{event.run_id}.jsonl")
                     if self.index is not None:
                         self.index.attach(event.run_id, writer.path)
-                extra = self._after([*events, event]) if isinstance(event, RunFinished) else []
-                for item in [event, *extra]:
+                if isinstance(event, RunFinished):
+                    finished = event
+                self._deliver(event, writer, sinks)
+                if not event.transient:
+                    events.append(event)
+                yield event
+            if finished is not None and finished.status not in NO_LEARNING and not self.cancelled:
+                self.phase = "learning"
+                for item in self._after(events, ledger):
                     self._deliver(item, writer, sinks)
-                    if not item.transient:
-                        events.append(item)
                     yield item
+        except BaseException as exc:
+            if finished is None and events:
+                # Cut off before the loop could say how the run ended: say it here.
+                status = "error" if isinstance(exc, Exception) else "interrupted"
+                finished = summarise(events, events[0].run_id, status=status)
+                finished.usage = ledger.run_total()
+                finished.meta_usage = ledger.total("meta")
+                finished.duration_s = time.monotonic() - started_at
+                if isinstance(exc, Exception):
+                    self._deliver(
+                        ErrorEvent(
+                            run_id=finished.run_id, message=str(exc), where=type(exc).__name__
+                        ),
+                        writer,
+                        sinks,
+                    )
+                self._deliver(finished, writer, sinks)
+            raise
         finally:
+            self.phase = "idle"
             if writer is not None:
                 writer.close()
 
-    def _after(self, events: list[Event]) -> list[Event]:
+    def _after(self, events: list[Event], ledger: UsageLedger) -> list[Event]:
         produced: list[Event] = []
         for hook in self.after_run:
+            mark = ledger.mark()
             try:
-                produced.extend(hook(events))
+                made = hook(events, ledger=ledger)
             except Exception:  # learning must never cost the user the run
                 log.exception("an after-run hook failed; the run itself is saved")
+                continue
+            spent = ledger.since(mark)
+            for item in made:
+                if isinstance(item, NotesWritten):
+                    item.usage = spent
+                    spent = Usage()  # one event carries the hook's spending
+            produced.extend(made)
         return produced
 
     def _deliver(
         self, event: Event, writer: TranscriptWriter | None, sinks: tuple[EventSink, ...]
     ) -> None:
+        """Hand an event to the transcript, the index and every sink, each on its own.
+
+        The transcript is the record: a failure to write it is logged loudly, as is any
+        other sink's, and the run goes on (the index can be rebuilt from transcripts).
+        """
+        targets: list[Any] = []
         if writer is not None:
-            writer.handle(event)
+            targets.append(writer)
         if self.index is not None and not event.transient:
-            self.index.handle(event)
-        for sink in sinks:
-            sink.handle(event)
+            targets.append(self.index)
+        targets.extend(sinks)
+        for target in targets:
+            if id(target) in self._dead:
+                continue
+            try:
+                target.handle(event)
+            except Exception as exc:
+                if target is not writer and _reader_gone(exc):
+                    # Nobody reads this output any more (`| head`, a closed terminal):
+                    # stop the run, as a shell would, and record that it was stopped.
+                    self._dead.add(id(target))
+                    self.stopped_by = self.stopped_by or "output closed"
+                    self.cancel()
+                    continue
+                log.warning(
+                    "%s could not take a %s event (%s: %s); the run goes on",
+                    type(target).__name__,
+                    event.kind,
+                    type(exc).__name__,
+                    exc,
+                    exc_info=log.isEnabledFor(logging.DEBUG),
+                )
+
+
+def _reader_gone(exc: BaseException) -> bool:
+    return isinstance(exc, BrokenPipeError) or (
+        isinstance(exc, OSError) and exc.errno in (errno.EIO, errno.EPIPE)
+    )
 
 
 def build_session(
@@ -106,8 +204,9 @@ def build_session(
     from experts.registry import get_model
     from sandbox.registry import open_sandbox
 
-    meta = get_model(settings.model)
-    expert = get_model(settings.expert_model) if settings.expert_model else meta
+    timeout = settings.model_timeout_s
+    meta = get_model(settings.model, timeout=timeout)
+    expert = get_model(settings.expert_model, timeout=timeout) if settings.expert_model else meta
     if sandbox is None and settings.run.python:
         sandbox = open_sandbox(settings.sandbox)
     session = Session(
@@ -115,7 +214,7 @@ def build_session(
         expert_model=expert,
         sandbox=sandbox,
         config=settings.run,
-        index=RunIndex() if index else None,
+        index=_open_index() if index else None,
     )
     if settings.recall or settings.learn:
         # The notebook: recall before round 1, distill after every run.
@@ -124,3 +223,13 @@ def build_session(
         hooks = NotebookHooks.open(settings.notebook or None, model=meta)
         hooks.attach(session, recall=settings.recall, learn=settings.learn)
     return session
+
+
+def _open_index() -> RunIndex:
+    """The runs index, after finishing the runs of processes that died mid-run."""
+    index = RunIndex()
+    try:
+        index.repair_abandoned()
+    except Exception:  # a repair that fails must not stop a new run
+        log.exception("could not repair the runs left unfinished by dead processes")
+    return index

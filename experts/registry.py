@@ -62,8 +62,10 @@ def choose(spec: str = "auto") -> ModelChoice:
     )
 
 
-def get_model(spec: str = "auto") -> ChatModel:
+def get_model(spec: str = "auto", *, timeout: float | None = None) -> ChatModel:
+    """The model a name means; `timeout` (seconds of silence per attempt) for providers."""
     choice = choose(spec)
+    options = {"timeout": timeout} if timeout else {}
     if choice.provider == "demo":
         from experts.demo import demo_model
 
@@ -71,7 +73,7 @@ def get_model(spec: str = "auto") -> ChatModel:
     if choice.provider == "anthropic":
         from experts.anthropic_model import AnthropicModel
 
-        return AnthropicModel(choice.model or DEFAULT_ANTHROPIC_MODEL)
+        return AnthropicModel(choice.model or DEFAULT_ANTHROPIC_MODEL, **options)
     from experts.openai_model import OpenAIModel
 
     model = choice.model
@@ -79,7 +81,7 @@ def get_model(spec: str = "auto") -> ChatModel:
         model = DEFAULT_OPENAI_MODEL if not os.environ.get("OPENAI_BASE_URL") else ""
     if not model:
         model = _first_served_model()
-    return OpenAIModel(model)
+    return OpenAIModel(model, **options)
 
 
 def _first_served_model() -> str:

@@ -231,7 +231,8 @@ def explain_failure(
     if failure.kind == "timeout":
         return (
             f"no reply within {timeout_s:g} s from {url} ({tries}): "
-            "raise --timeout or check the server"
+            "raise it with --model-timeout SECONDS (or model_timeout_s in the config) or "
+            "check the server"
         )
     if failure.kind == "connection":
         return (

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from conductor.events import Event, Recall
 from conductor.interfaces import ChatModel
+from conductor.ledger import UsageLedger
 from notebook.learn import LearnOptions, learn_from_run, model_can_reflect
 from notebook.recall import RecallOptions, recall
 from notebook.store import Notebook
@@ -45,12 +46,19 @@ class NotebookHooks:
         """Hooks on the notebook at `path` (the default notebook when None)."""
         return cls(Notebook(path), model=model)
 
-    def recall(self, question: str) -> Recall:
+    def _model(self, ledger: UsageLedger | None, purpose: str) -> ChatModel | None:
+        """The model for the notebook's own calls, metered on the run's ledger."""
+        if self.model is None or ledger is None or not model_can_reflect(self.model):
+            return self.model  # an offline model makes no paid calls for the notebook
+        return ledger.metered(self.model, purpose)
+
+    def recall(self, question: str, *, ledger: UsageLedger | None = None) -> Recall:
         """The `Recall` event for a question (with no notes when nothing is relevant).
 
-        A notebook that cannot be read costs the run its notes, not the run itself.
+        The narrowing call's usage goes on `ledger`. A notebook that cannot be read
+        costs the run its notes, not the run itself.
         """
-        model = self.model if model_can_reflect(self.model) else None
+        model = self._model(ledger, "recall") if model_can_reflect(self.model) else None
         try:
             result = recall(self.book, question, model=model, options=self.recall_options)
         except sqlite3.Error as exc:
@@ -64,8 +72,10 @@ class NotebookHooks:
             tokens=result.rendered.tokens,
         )
 
-    def after_run(self, events: list[Event]) -> list[Event]:
-        written = learn_from_run(self.book, events, model=self.model, options=self.learn_options)
+    def after_run(self, events: list[Event], *, ledger: UsageLedger | None = None) -> list[Event]:
+        """Learn from a finished run; its model calls go on `ledger` as "learning"."""
+        model = self._model(ledger, "learning")
+        written = learn_from_run(self.book, events, model=model, options=self.learn_options)
         return [written] if written is not None else []
 
     def attach(self, session: Session, *, recall: bool = True, learn: bool = True) -> None:

@@ -45,10 +45,9 @@ TABLES = {
 
 @migrations
 def m001_notebook(db: sqlite_utils.Database) -> None:
-    # One script in one transaction: a failed migration leaves no half-made schema.
+    # Migrations.apply runs this in one transaction: a failure leaves no half-made schema.
     db.executescript(
         """
-        BEGIN;
         CREATE TABLE task_types (
             id TEXT PRIMARY KEY,
             name TEXT NOT NULL,
@@ -189,7 +188,6 @@ def m001_notebook(db: sqlite_utils.Database) -> None:
             value INTEGER NOT NULL
         );
         INSERT INTO notebook_meta (key, value) VALUES ('questions', 0);
-        COMMIT;
         """
     )
 

@@ -18,7 +18,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own data and config dirs and no provider keys."""
     home = tmp_path / "conductor-home"
     monkeypatch.setenv("CONDUCTOR_HOME", str(home))
-    monkeypatch.setenv("CONDUCTOR_CONFIG", str(tmp_path / "config.toml"))
+    config = tmp_path / "config.toml"
+    config.touch()  # CONDUCTOR_CONFIG naming a missing file is an error
+    monkeypatch.setenv("CONDUCTOR_CONFIG", str(config))
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(key, raising=False)
     for key in list(os.environ):

@@ -7,6 +7,7 @@ or the scripted model where only the runner's bookkeeping is under test.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -370,31 +371,62 @@ def wire_sessions(tmp_path: Path, model: Any) -> Any:
 
 
 def test_items_really_run_concurrently_up_to_the_limit(tmp_path: Path) -> None:
-    with WireServer(responder=consult_then_answer, latency_s=0.4) as server:
+    # The first four requests are answered only once all four are in: run one at a time,
+    # the first would wait for ever (the barrier's timeout only ends a failure).
+    four_in = threading.Barrier(4, timeout=60)
+    seen = itertools.count()
+
+    def together(body: dict[str, Any]) -> Answer:
+        if next(seen) < 4:
+            four_in.wait()
+        return consult_then_answer(body)
+
+    with WireServer(responder=together) as server:
         model = InFlight(OpenAIModel("t", base_url=server.openai_url, api_key="k"))
         runner = BatchRunner(plan_for(tmp_path, 8), wire_sessions(tmp_path, model), concurrency=4)
         outcome = runner.run()
     assert outcome.finished == 8 and runner.tally.accuracy == 100.0
     assert model.peak == 4  # four at once, never more
-    serial = 8 * 2 * 0.4  # items x calls on the critical path x latency
-    assert outcome.wall_s < serial / 2
+
+
+class WatchedBackoff(Backoff):
+    """Notes, on the server's clock, when the pause began and until when it holds."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.paused = threading.Event()
+        self.resume_wall = 0.0
+
+    def pause(self, seconds: float) -> None:
+        self.resume_wall = max(self.resume_wall, time.time() + seconds)
+        super().pause(seconds)
+        self.paused.set()
 
 
 def test_a_rate_limit_seen_by_one_worker_pauses_all_of_them(tmp_path: Path) -> None:
-    with WireServer(responder=consult_then_answer) as server:
-        backoff = Backoff(base_s=0.05, cap_s=0.2)
+    # The first four requests (one per worker) all arrive; one is refused with a 429, the
+    # other three are answered only once the pause is in force. So every later request
+    # was sent after the pause began, and none may arrive before it ends. No window of
+    # wall-clock time is assumed: under load requests only come later.
+    backoff = WatchedBackoff(base_s=0.05, cap_s=0.2)
+    first_four = threading.Barrier(4, timeout=60)
+    seen = itertools.count()
+
+    def limit_one(body: dict[str, Any]) -> Answer:
+        n = next(seen)
+        if n < 4:
+            if first_four.wait() == 0:
+                return Fault.rate_limit(retry_after=0.5)
+            assert backoff.paused.wait(60)
+        return consult_then_answer(body)
+
+    with WireServer(responder=limit_one) as server:
         model = OpenAIModel("t", base_url=server.openai_url, api_key="k", backoff=backoff)
-        server.inject(Fault.rate_limit(retry_after=1.0))
         runner = BatchRunner(plan_for(tmp_path, 12), wire_sessions(tmp_path, model), concurrency=4)
         outcome = runner.run()
-        stamps = [(r.ts, r.fault) for r in server.requests]
+        later = [r.ts for r in server.requests[4:]]
     assert outcome.finished == 12 and backoff.pauses == 1
-    limited_at = next(ts for ts, fault in stamps if fault == "429")
-    # Requests sent before the 429 came back may land just after it; after that,
-    # nobody sends until the retry-after has passed.
-    during = [ts for ts, _ in stamps if limited_at + 0.3 < ts < limited_at + 0.95]
-    assert during == []
-    assert any(ts >= limited_at + 1.0 for ts, _ in stamps)
+    assert later and min(later) >= backoff.resume_wall
 
 
 def test_meta_and_expert_models_share_one_backoff(

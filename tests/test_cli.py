@@ -93,7 +93,7 @@ def test_broken_config_says_where_and_what(monkeypatch: pytest.MonkeyPatch, caps
         load_settings()
     config.write_text("")
     monkeypatch.setenv("CONDUCTOR_RUN__MAX_ROUNDS", "many")
-    with pytest.raises(ConfigError, match="max_rounds='many'"):
+    with pytest.raises(ConfigError, match=r"CONDUCTOR_RUN__MAX_ROUNDS: run\.max_rounds = 'many'"):
         load_settings()
     assert main(["solve", "hi"]) == 2
     assert "max_rounds" in capsys.readouterr().err

@@ -156,23 +156,25 @@ def test_cost_limit() -> None:
 
 
 def test_several_calls_in_one_turn_run_concurrently() -> None:
+    # Each expert waits until all three are in their call at once: run one after
+    # another, the first would wait for ever (the barrier's timeout only ends a failure).
+    all_in = threading.Barrier(3, timeout=60)
     active, peak, lock = [0], [0], threading.Lock()
 
-    def slow_expert(name: str, instruction: str) -> str:
+    def meeting_expert(name: str, instruction: str) -> str:
         with lock:
             active[0] += 1
             peak[0] = max(peak[0], active[0])
-        time.sleep(0.3)
+        all_in.wait()
         with lock:
             active[0] -= 1
         return f"{name} done"
 
     turn = "\n\n".join(call(f"Expert Number{i}", f"task {i}") for i in range(3))
-    model = ScriptedModel([turn, ANSWER], slow_expert)
-    t0 = time.monotonic()
+    model = ScriptedModel([turn, ANSWER], meeting_expert)
     events = run(Conductor(model))
     assert peak[0] == 3
-    assert time.monotonic() - t0 < 0.8
+    assert [e.error for e in of(events, ExpertCallFinished)] == [None] * 3
     # Output order follows the calls, not completion order.
     round2 = of(events, MetaTurnStarted)[1].user_message
     positions = [round2.index(f"Expert Number{i}'s output") for i in range(3)]

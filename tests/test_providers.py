@@ -138,7 +138,7 @@ def test_a_reply_slower_than_the_timeout_is_retried_then_reported(
         model.complete(HI, on_text=lambda _: None)
     assert time.monotonic() - started < 3.0  # gave up on the client's timeout, not the server
     assert f"no reply within 0.3 s from {model.base_url} (2 times)" in str(err.value)
-    assert "raise --timeout" in str(err.value)
+    assert "--model-timeout" in str(err.value)
     assert len(server.requests) == 2
 
 

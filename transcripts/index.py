@@ -1,22 +1,51 @@
 """`runs.db`: an index of every run's transcript, with full-text search.
 
 The transcripts are the record; the index can always be rebuilt from them
-(`RunIndex.rebuild`). It is updated live as a sink of the event stream.
+(`RunIndex.rebuild`, `conductor runs reindex`). It is updated live as a sink of the
+event stream. Several processes write it at once (a batch, the TUI, a `conductor
+solve`): opening is serialised by a directory lock, every write is one short
+`BEGIN IMMEDIATE` transaction (so the busy timeout applies, and a busy database is
+retried with backoff), and one connection is shared by a process's threads under a lock.
+
+A run whose process died (kill -9, power loss) stays `running` here; the next process
+that starts runs finds it (its pid is gone) and repairs it to `interrupted`, appending
+the missing `run_finished` to its transcript (`repair_abandoned`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import logging
+import os
+import random
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlite_utils
 
 from conductor.config import home_dir
-from conductor.events import Event, FinalAnswer, RunFinished, RunStarted
-from conductor.migrations import Migrations, open_database
+from conductor.events import (
+    Event,
+    FinalAnswer,
+    NotesWritten,
+    RunFinished,
+    RunStarted,
+)
+from conductor.interfaces import Usage
+from conductor.migrations import DatabaseError, Migrations, creation_lock, open_database
 from transcripts.reader import read_transcript
+from transcripts.repair import finish_transcript, process_alive, process_started
+
+log = logging.getLogger("conductor.index")
+T = TypeVar("T")
+WRITE_ATTEMPTS = 12
 
 migrations = Migrations("runs")
 
@@ -51,6 +80,21 @@ def m001_runs(db: sqlite_utils.Database) -> None:
     db["runs"].enable_fts(["question", "final_answer"], create_triggers=True, tokenize="porter")
 
 
+@migrations
+def m002_owner_and_learning(db: sqlite_utils.Database) -> None:
+    """Who is running a run (to repair it if that process dies) and what learning cost."""
+    for column, kind in (
+        ("host", str),
+        ("pid", int),
+        ("pid_started", str),
+        ("learning_input_tokens", int),
+        ("learning_output_tokens", int),
+        ("learning_cost_usd", float),
+    ):
+        db["runs"].add_column(column, kind)
+    db["runs"].create_index(["status"])
+
+
 def default_path() -> Path:
     return home_dir() / "runs.db"
 
@@ -70,39 +114,101 @@ class RunIndex:
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path else default_path()
-        self.db = open_database(self.path, migrations, expect_tables={"runs"})
+        with creation_lock(self.path):
+            self.db = open_database(self.path, migrations, expect_tables={"runs"})
+        self.conn = self.db.conn
+        self.conn.isolation_level = None  # transactions are explicit: see write()
+        self._lock = threading.RLock()
         self._paths: dict[str, str] = {}
+        self._host = socket.gethostname()
+        self._pid = os.getpid()
+        self._pid_started = process_started(self._pid)
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    # -- writing ------------------------------------------------------------------------
+    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(conn)` in one immediate transaction, retrying while others write."""
+        delay = 0.02
+        for attempt in range(WRITE_ATTEMPTS):
+            with self._lock:
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    if not _is_busy(exc):
+                        raise
+                    log.debug("runs.db busy (attempt %d): %s", attempt + 1, exc)
+                else:
+                    try:
+                        result = fn(self.conn)
+                        self.conn.execute("COMMIT")
+                        return result
+                    except BaseException as exc:
+                        if self.conn.in_transaction:
+                            self.conn.execute("ROLLBACK")
+                        if not (isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)):
+                            raise
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 1.0)
+        raise DatabaseError(
+            f"{self.path} stayed locked by other writers through {WRITE_ATTEMPTS} tries. "
+            "Another program may hold it open in a transaction; close it and run again."
+        )
+
+    def _update(self, run_id: str, values: dict[str, Any]) -> None:
+        columns = ", ".join(f"[{k}] = ?" for k in values)
+        self.write(
+            lambda c: c.execute(
+                f"update runs set {columns} where run_id = ?", [*values.values(), run_id]
+            )
+        )
 
     def attach(self, run_id: str, transcript_path: Path | str) -> None:
         self._paths[run_id] = str(transcript_path)
 
     def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            self.record_start(event, self._paths.get(event.run_id, ""))
+            self.record_start(event, self._paths.get(event.run_id, ""), live=True)
         elif isinstance(event, FinalAnswer):
-            self.db["runs"].update(event.run_id, {"final_answer": event.answer})
+            self._update(event.run_id, {"final_answer": event.answer})
         elif isinstance(event, RunFinished):
             self.record_finish(event)
+        elif isinstance(event, NotesWritten):
+            self.record_learning(event.run_id, event.usage)
 
-    def record_start(self, event: RunStarted, path: str, source: str = "live") -> None:
-        self.db["runs"].upsert(
-            {
-                "run_id": event.run_id,
-                "path": path,
-                "started_at": event.ts,
-                "question": event.question,
-                "task": event.task,
-                "target": event.target,
-                "model": event.model,
-                "status": "running",
-                "source": source,
-                "tags": json.dumps(event.tags),
-            },
-            pk="run_id",
+    def record_start(
+        self, event: RunStarted, path: str, source: str = "live", *, live: bool = False
+    ) -> None:
+        row = {
+            "run_id": event.run_id,
+            "path": path,
+            "started_at": event.ts,
+            "question": event.question,
+            "task": event.task,
+            "target": event.target,
+            "model": event.model,
+            "status": "running",
+            "source": source,
+            "tags": json.dumps(event.tags),
+            "host": self._host if live else None,
+            "pid": self._pid if live else None,
+            "pid_started": self._pid_started if live else None,
+        }
+        columns = ", ".join(f"[{k}]" for k in row)
+        marks = ", ".join("?" for _ in row)
+        updates = ", ".join(f"[{k}] = excluded.[{k}]" for k in row if k != "run_id")
+        self.write(
+            lambda c: c.execute(
+                f"insert into runs ({columns}) values ({marks}) "
+                f"on conflict(run_id) do update set {updates}",
+                list(row.values()),
+            )
         )
 
     def record_finish(self, event: RunFinished) -> None:
-        self.db["runs"].update(
+        self._update(
             event.run_id,
             {
                 "status": event.status,
@@ -117,6 +223,18 @@ class RunIndex:
             },
         )
 
+    def record_learning(self, run_id: str, usage: Usage) -> None:
+        """Learning's model calls, made after the run finished, beside the run's own."""
+        self.write(
+            lambda c: c.execute(
+                "update runs set learning_input_tokens = coalesce(learning_input_tokens, 0) + ?,"
+                " learning_output_tokens = coalesce(learning_output_tokens, 0) + ?,"
+                " learning_cost_usd = coalesce(learning_cost_usd, 0) + ? where run_id = ?",
+                (usage.input_tokens, usage.output_tokens, usage.cost_usd, run_id),
+            )
+        )
+
+    # -- rebuilding and repairing -------------------------------------------------------
     def add_transcript(self, path: Path | str, source: str | None = None) -> str | None:
         """Index one transcript file; returns its run id (None if it has no start).
 
@@ -130,19 +248,63 @@ class RunIndex:
         self.record_start(started, str(path), source=source)
         if transcript.finished is not None:
             self.record_finish(transcript.finished)
+            learning = Usage()
+            for event in transcript.events:
+                if isinstance(event, NotesWritten):
+                    learning += event.usage
+            if learning.calls:
+                self.record_learning(started.run_id, learning)
         else:
-            self.db["runs"].update(started.run_id, {"status": "incomplete"})
+            self._update(started.run_id, {"status": "incomplete"})
         return started.run_id
 
     def rebuild(self, runs_dir: Path) -> int:
         return sum(1 for p in sorted(runs_dir.glob("*.jsonl")) if self.add_transcript(p))
 
-    def get(self, run_id: str) -> dict[str, Any] | None:
-        rows = list(
-            self.db["runs"].rows_where(
-                "run_id = ? or run_id like ?", [run_id, run_id + "%"], limit=2
+    def abandoned(self) -> list[dict[str, Any]]:
+        """Runs marked running here whose process on this host is gone."""
+        with self._lock:
+            cursor = self.conn.execute(
+                "select run_id, path, pid, pid_started from runs "
+                "where status = 'running' and host = ?",
+                (self._host,),
             )
-        )
+            rows = [dict(zip([d[0] for d in cursor.description], r, strict=True)) for r in cursor]
+        return [
+            r
+            for r in rows
+            if r["pid"] is not None and not process_alive(r["pid"], r["pid_started"])
+        ]
+
+    def repair_abandoned(self) -> list[str]:
+        """Finish the runs of dead processes as `interrupted`, transcript and index both."""
+        repaired = []
+        for row in self.abandoned():
+            try:
+                finished = (
+                    finish_transcript(Path(row["path"]), row["run_id"]) if row["path"] else None
+                )
+            except OSError as exc:
+                log.warning("run %s: could not repair its transcript: %s", row["run_id"], exc)
+                finished = None
+            if finished is not None:
+                self.record_finish(finished)
+            else:
+                self._update(row["run_id"], {"status": "interrupted"})
+            repaired.append(row["run_id"])
+            log.info(
+                "run %s was left unfinished by a process that died: now interrupted", row["run_id"]
+            )
+        return repaired
+
+    # -- reading ------------------------------------------------------------------------
+    def get(self, run_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            rows = list(
+                self.db["runs"].rows_where(
+                    "run_id = ? or run_id like ?", [run_id, run_id + "%"], limit=2
+                )
+            )
         return rows[0] if len(rows) == 1 else None
 
     def list(
@@ -155,11 +317,38 @@ class RunIndex:
         if status:
             where.append("status = ?")
             params.append(status)
-        return list(
-            self.db["runs"].rows_where(
-                " and ".join(where) or None, params, order_by="started_at desc", limit=limit
+        with self._lock:
+            return list(
+                self.db["runs"].rows_where(
+                    " and ".join(where) or None, params, order_by="started_at desc", limit=limit
+                )
             )
-        )
 
     def search(self, query: str, *, limit: int = 50) -> list[dict[str, Any]]:
-        return list(self.db["runs"].search(query, limit=limit))
+        with self._lock:
+            return list(self.db["runs"].search(query, limit=limit))
+
+    @classmethod
+    def reindex(cls, path: Path | str | None, runs_dir: Path) -> tuple[RunIndex, int, Path | None]:
+        """Rebuild the index from the transcripts; a corrupt file is moved aside first.
+
+        Returns the new index, how many transcripts it holds, and where the bad file went.
+        """
+        path = Path(path) if path else default_path()
+        moved = None
+        try:
+            index = cls(path)
+        except DatabaseError:
+            stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+            moved = path.with_name(f"{path.name}.corrupt-{stamp}")
+            for suffix in ("", "-wal", "-shm"):
+                side = Path(str(path) + suffix)
+                if side.exists():
+                    side.rename(Path(str(moved) + suffix))
+            index = cls(path)
+        return index, index.rebuild(runs_dir), moved
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text

@@ -1,4 +1,4 @@
-"""Reading transcripts back: every event up to the first bad line, and where it was."""
+"""Reading transcripts back: every good event, and where the first bad line was."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from conductor.events import Event, RunFinished, RunStarted
 class Transcript:
     path: Path
     events: list[Event] = field(default_factory=list)
-    # Set when reading stopped early: the line number and why.
+    # Set when a line could not be read: the first such line and why.
     problem: TranscriptError | None = None
 
     @property
@@ -31,42 +31,51 @@ class Transcript:
         return self.finished is not None and self.problem is None
 
 
+def _parse(path: Path, number: int, line: str) -> Event:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        cut = (
+            ""
+            if line.endswith("\n")
+            else " (the line is cut short: the run was probably killed while writing)"
+        )
+        raise TranscriptError(str(path), number, f"not valid JSON: {exc.msg}{cut}") from None
+    if not isinstance(data, dict) or "kind" not in data:
+        raise TranscriptError(str(path), number, "not an event (no 'kind' field)")
+    try:
+        return Event.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise TranscriptError(
+            str(path), number, f"malformed {data.get('kind')} event: {exc}"
+        ) from None
+
+
 def iter_events(path: Path | str) -> Iterator[Event]:
     """Events of a transcript in order; raises `TranscriptError` at the first bad line."""
     path = Path(path)
     with path.open(encoding="utf-8", errors="replace") as fh:
         for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                cut = (
-                    ""
-                    if line.endswith("\n")
-                    else " (the line is cut short: the run was probably killed while writing)"
-                )
-                raise TranscriptError(
-                    str(path), number, f"not valid JSON: {exc.msg}{cut}"
-                ) from None
-            if not isinstance(data, dict) or "kind" not in data:
-                raise TranscriptError(str(path), number, "not an event (no 'kind' field)")
-            try:
-                yield Event.from_dict(data)
-            except (TypeError, ValueError) as exc:
-                raise TranscriptError(
-                    str(path), number, f"malformed {data.get('kind')} event: {exc}"
-                ) from None
+            if line.strip():
+                yield _parse(path, number, line)
 
 
 def read_transcript(path: Path | str, *, strict: bool = False) -> Transcript:
-    """The whole transcript; with `strict=False` a bad line ends reading and is reported."""
-    transcript = Transcript(Path(path))
-    try:
-        for event in iter_events(path):
-            transcript.events.append(event)
-    except TranscriptError as exc:
-        if strict:
-            raise
-        transcript.problem = exc
+    """The whole transcript. With `strict=False` a bad line is skipped and the first one
+    is reported in `problem`: a line cut by a killed process is followed by the ending
+    the next start appends (transcripts/index.py), and nothing after it is lost.
+    """
+    path = Path(path)
+    transcript = Transcript(path)
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                transcript.events.append(_parse(path, number, line))
+            except TranscriptError as exc:
+                if strict:
+                    raise
+                if transcript.problem is None:
+                    transcript.problem = exc
     return transcript

@@ -1,14 +1,17 @@
-"""The transcript writer: one JSON line per event, flushed as it is written.
+"""The transcript writer: one JSON line per event, each written by one append.
 
-A run killed at any moment (even `kill -9`) leaves every finished event on disk and
-readable; at worst the last line is cut short, which the reader reports and skips.
+Every line goes to the file with a single `write` on an `O_APPEND` descriptor (looping
+only if the kernel takes part of it), so a run killed at any moment, even by `kill -9`,
+leaves every finished event on disk and readable; no buffer holds a half line. The file
+is opened in append mode, so the repair of a dead run (index.py) adds its ending after
+whatever the run wrote.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import IO
 
 from conductor.events import Event
 
@@ -19,23 +22,39 @@ class TranscriptWriter:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[str] | None = self.path.open("a", encoding="utf-8")
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.events_written = 0
+        # A file cut mid-line by a killed writer: start on a fresh line.
+        if self.path.stat().st_size and not _ends_with_newline(self.path):
+            self._append(b"\n")
 
     def handle(self, event: Event) -> None:
-        if event.transient or self._fh is None:
+        if event.transient or self._fd is None:
             return
-        self._fh.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
-        self._fh.flush()
+        line = json.dumps(event.to_dict(), ensure_ascii=False) + "\n"
+        self._append(line.encode("utf-8"))
         self.events_written += 1
 
+    def _append(self, data: bytes) -> None:
+        assert self._fd is not None
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> TranscriptWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"

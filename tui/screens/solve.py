@@ -131,7 +131,9 @@ class SolveScreen(Screen[None]):
                 self.Problem(f"The run failed ({exc}); its transcript keeps what happened.")
             )
         finally:
-            self.session = None
+            # Learning runs after RunFinished: a new run may have started meanwhile.
+            if self.session is session:
+                self.session = None
             if session.sandbox is not None:
                 session.sandbox.close()
 
