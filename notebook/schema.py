@@ -197,7 +197,6 @@ def m002_tools_and_problems(db: sqlite_utils.Database) -> None:
     """Tested tools, and the question's hash on runs and notes (problem-level lookups)."""
     db.executescript(
         """
-        BEGIN;
         CREATE TABLE tools (
             note_id TEXT PRIMARY KEY,
             type_id TEXT,
@@ -213,7 +212,6 @@ def m002_tools_and_problems(db: sqlite_utils.Database) -> None:
         CREATE INDEX distilled_by_question ON distilled_runs (question_hash);
         ALTER TABLE notes ADD COLUMN question_hash TEXT NOT NULL DEFAULT '';
         CREATE INDEX notes_by_question ON notes (question_hash);
-        COMMIT;
         """
     )
 
@@ -223,11 +221,9 @@ def m003_note_vectors(db: sqlite_utils.Database) -> None:
     """Sentence vectors of example notes (the optional semantic index, notebook/semantic.py)."""
     db.executescript(
         """
-        BEGIN;
         CREATE TABLE note_vectors (
             note_id TEXT PRIMARY KEY,
             vec BLOB NOT NULL
         );
-        COMMIT;
         """
     )
