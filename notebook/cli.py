@@ -68,10 +68,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     merge.add_argument("sources", nargs="+", help="notebooks merged from (left unchanged)")
     merge.add_argument("--json", action="store_true")
 
+    tools = add("test-tools", "run every tool on stored questions of its kind, in the sandbox",
+                run_test_tools)  # fmt: skip
+    tools.add_argument("--sandbox", default="auto", help="auto, docker, bwrap or subprocess")
+    tools.add_argument("--per-tool", type=int, default=12, help="tests each tool should have")
+    tools.add_argument("--json", action="store_true")
+
     retire = add("retire", "retire a note: it is no longer recalled, and stays", run_retire)
     retire.add_argument("id", help="note id (a unique prefix will do)")
     retire.add_argument("--reason", default="retired by hand", help="why (kept in history)")
     retire.add_argument("--restore", action="store_true", help="undo: recall the note again")
+
+
+def run_test_tools(args: argparse.Namespace) -> int:
+    """Bring every tool up to --per-tool tests; print each one's pass rate."""
+    from notebook.toolbox import retest_tools
+    from sandbox.registry import open_sandbox
+
+    book = open_book(args)
+    sandbox = open_sandbox(args.sandbox)
+    try:
+        tools = retest_tools(book, sandbox, per_tool=args.per_tool)
+    finally:
+        sandbox.close()
+        book.close()
+    rows = [
+        {"note": t.note_id, "task": t.task, "tests": t.tests, "passes": t.passes,
+         "params": [p.kind for p in t.tool.params]}
+        for t in sorted(tools, key=lambda t: -t.rank_score)
+    ]  # fmt: skip
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    table = _table(("tool", True), ("task", False), ("passed", True), ("reads", False))
+    for row in rows:
+        table.add_row(row["note"], row["task"] or "-", f"{row['passes']}/{row['tests']}",
+                      ", ".join(row["params"]))  # fmt: skip
+    _console().print(table if rows else "no tools in this notebook yet")
+    return 0
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
