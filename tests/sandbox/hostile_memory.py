@@ -8,7 +8,7 @@ sandbox's cgroup (an OOM kill), a refusal, or a size-capped file system.
 
 from __future__ import annotations
 
-from hostile_base import C, all_of, blocked, finished
+from hostile_base import C, all_of, blocked, finished, memory_refused
 
 from conductor.interfaces import ExecResult
 
@@ -36,6 +36,17 @@ def _tcp_bounded(r: ExecResult, _: dict[str, str]) -> None:
     hits = [line.split() for line in r.stdout.splitlines() if line.startswith("LIMIT")]
     assert hits, f"no count: {r.stdout[-200:]!r} {r.stderr[-300:]!r}"
     assert int(hits[-1][2]) < 256, f"{hits[-1][2]} MB queued in TCP buffers"
+
+
+def _oom_contained(r: ExecResult, fill: dict[str, str]) -> None:
+    """Not fixed (docs/hostile-battery.md): the kernel lets the cell lower its score to
+    the floor it inherited (-1000 on this host, where nothing holds CAP_SYS_RESOURCE to
+    raise it), so the OOM killer may take the runner instead. What must hold: the
+    memory cap, and a result as data (the host then replaces the sandbox)."""
+    if r.sandbox_error is None:
+        memory_refused(r, fill)
+    else:
+        assert "memory" in r.sandbox_error, r.sandbox_error
 
 
 MEMORY = [
@@ -298,6 +309,21 @@ while counts.count(b"\\n") < 3:
 print("LIMIT tcp_mb", sum(int(n) for n in counts.split()) >> 20)
 """,
         _tcp_bounded,
+        timeout=10.0,
+    ),
+    C(
+        "oom_immune_cell",
+        "lowers its oom_score_adj to 0 and -1000 (so the OOM killer would take the runner), "
+        "then allocates towards 3 GB",
+        """
+for value in ("0", "-1000"):
+    attempt(value, lambda: put("/proc/self/oom_score_adj", value, _os.O_WRONLY))
+print("adj", open("/proc/self/oom_score_adj").read().strip(), flush=True)
+hoard = []
+for _ in range(3 * 16):
+    hoard.append(bytearray(64 << 20))
+""",
+        _oom_contained,
         timeout=10.0,
     ),
 ]
