@@ -81,9 +81,15 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(handler(args) or 0)
     except UserFacingError as exc:
         from rich.console import Console
+        from rich.text import Text
 
+        from conductor.display import visible
+
+        # As text, never markup: the message may quote a path, a user's argument or a
+        # record (a `[/x]` would crash rich; an escape sequence would act on the terminal).
+        message = Text("error: ", style="bold red").append(visible(str(exc)))
         try:
-            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+            Console(stderr=True).print(message, highlight=False)
         except OSError:
             pass
         return 2
