@@ -63,9 +63,13 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
             return
         yield audit_events(read_transcript(path).events)
         return
+    from conductor.config import runs_dir
     from transcripts.index import RunIndex
 
     row = RunIndex().get(ref)
+    unindexed = runs_dir() / f"{ref}.jsonl"  # a transcript runs.db could not index
+    if (row is None or not row.get("path")) and "/" not in ref and unindexed.is_file():
+        row = {"path": str(unindexed)}
     if row is None or not row.get("path"):
         raise UserFacingError(
             f"no run matches {ref!r} (or the prefix is ambiguous); give a run id from "

@@ -86,6 +86,13 @@ def transcript_path(ref: str) -> Path:
         return path
     row = _index().get(ref)
     if row is None:
+        from conductor.config import runs_dir
+
+        # A transcript runs.db could not index (its first line cut or damaged) is still
+        # the run's record: read it, and let the reader say what is wrong with it.
+        unindexed = runs_dir() / f"{ref}.jsonl"
+        if "/" not in ref and unindexed.is_file():
+            return unindexed
         raise UserFacingError(
             f"no run matches {ref!r} (or it is ambiguous); `conductor runs list` shows run ids."
         )
@@ -143,6 +150,9 @@ def _read(ref: str):
 
         warning = Text("warning: ", style="yellow").append(visible_line(str(transcript.problem)))
         Console(stderr=True).print(warning)
+    if not transcript.events:
+        why = f" ({transcript.problem.reason})" if transcript.problem else ""
+        raise UserFacingError(f"{transcript.path}: no event in it could be read{why}.")
     return transcript
 
 
