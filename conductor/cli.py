@@ -8,10 +8,12 @@ its message on stderr (no traceback) and exit code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from conductor import __version__
 from conductor.errors import UserFacingError
@@ -52,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from conductor import interrupts
 
     try:
-        with interrupts.installed():
+        with interrupts.installed(), _visible_logging():
             return _main(argv)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", None) or interrupts.last_signal() or "SIGINT"
@@ -64,6 +66,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         interrupts.silence_broken_stdout()  # the reader (`| head`) has what it wanted
         return interrupts.EXIT_CODES["SIGPIPE"]
+
+
+@contextlib.contextmanager
+def _visible_logging() -> Iterator[None]:
+    """Warnings to stderr as Python would print them, control characters made visible.
+
+    Only when nothing else handles logging (an embedding program or a test harness
+    keeps its own handlers); removed again when the command ends.
+    """
+    root = logging.getLogger()
+    if root.handlers:
+        yield
+        return
+    from conductor.display import VisibleFormatter
+
+    handler = logging.StreamHandler()  # sys.stderr as it is now
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(VisibleFormatter("%(message)s"))
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
 
 
 def _main(argv: Sequence[str] | None) -> int:
