@@ -28,7 +28,17 @@ def home_dir() -> Path:
         from platformdirs import user_data_dir
 
         path = Path(user_data_dir("conductor", appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
+    return _make_folder(path)
+
+
+def _make_folder(path: Path) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only file system, no permission, a file in the way
+        raise ConfigError(
+            f"cannot create the data folder {path} ({exc.strerror or exc}). Point "
+            "CONDUCTOR_HOME (or --home) at a writable folder."
+        ) from None
     return path
 
 
@@ -42,9 +52,7 @@ def config_path() -> Path:
 
 
 def runs_dir() -> Path:
-    path = home_dir() / "runs"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _make_folder(home_dir() / "runs")
 
 
 @dataclass
