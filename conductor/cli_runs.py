@@ -173,17 +173,30 @@ def run_export(args: argparse.Namespace) -> int:
         transcript = _read(args.run)
         run = outline(transcript.events, problem=_problem(transcript))
         out = Path(args.output or f"{run.run_id or transcript.path.stem}.html")
-        out.write_text(run_html(run, notebook=args.notebook), encoding="utf-8")
+        _write(out, run_html(run, notebook=args.notebook))
         print(f"wrote {out}")
         return 0
     from transcripts.export import to_markdown
 
     text = to_markdown(_read(args.run).events)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        _write(Path(args.output), text)
     else:
         print(text, end="")
     return 0
+
+
+def _write(out: Path, text: str) -> None:
+    """Write an export, or say plainly why it cannot be written (no traceback)."""
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserFacingError(_cannot_write(exc, out)) from None
+
+
+def _cannot_write(exc: OSError, out: object) -> str:
+    where = exc.filename or out
+    return f"cannot write {where} ({exc.strerror or exc}); give -o a writable file path."
 
 
 def _problem(transcript) -> str | None:
@@ -203,7 +216,7 @@ def run_diff(args: argparse.Namespace) -> int:
         from transcripts.html.diff_page import diff_html
 
         out = Path(args.output or f"diff-{diff.left.run_id}-{diff.right.run_id}.html")
-        out.write_text(diff_html(diff), encoding="utf-8")
+        _write(out, diff_html(diff))
         print(f"wrote {out}")
         return 0
     from rich.console import Console
@@ -219,7 +232,13 @@ def run_diff(args: argparse.Namespace) -> int:
 def run_batch_report(args: argparse.Namespace) -> int:
     from transcripts.html.batch_page import find_batch, write_batch_html
 
-    index = write_batch_html(find_batch(args.batch), args.output)
+    batch = find_batch(args.batch)
+    try:
+        index = write_batch_html(batch, args.output)
+    except OSError as exc:
+        raise UserFacingError(
+            _cannot_write(exc, args.output or "the batch's html folder")
+        ) from None
     print(f"wrote {index} (and one page per run beside it)")
     return 0
 

@@ -129,3 +129,24 @@ def test_an_error_message_with_markup_in_a_path_is_shown(tmp_path: Path, capsys)
     shutil.copyfile(__file__, weird)  # not a transcript: its first line is no JSON
     assert main(["runs", "show", str(weird)]) == 2
     assert "[bold]x[/bold]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["missing folder", "a folder", "under a file"])
+def test_an_export_to_a_path_that_cannot_be_written_says_so(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, _ = _solved_run(capsys)
+    (tmp_path / "file").write_text("x")
+    out = {
+        "missing folder": tmp_path / "no" / "such" / "x.html",
+        "a folder": tmp_path,
+        "under a file": tmp_path / "file" / "x.html",
+    }[where]
+    for argv in (
+        ["runs", "export", run, "--html", "-o", str(out)],
+        ["runs", "export", run, "--markdown", "-o", str(out)],
+        ["runs", "diff", run, run, "--html", "-o", str(out)],
+    ):
+        assert main(argv) == 2, argv
+        err = " ".join(capsys.readouterr().err.split())
+        assert "cannot write" in err and "-o" in err, err
