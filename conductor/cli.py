@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from conductor import interrupts
 
     try:
-        with interrupts.installed(), _visible_logging():
+        with interrupts.installed(), _visible_logging(), _pipes_close_alike():
             return _main(argv)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", None) or interrupts.last_signal() or "SIGINT"
@@ -66,6 +66,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         interrupts.silence_broken_stdout()  # the reader (`| head`) has what it wanted
         return interrupts.EXIT_CODES["SIGPIPE"]
+
+
+@contextlib.contextmanager
+def _pipes_close_alike() -> Iterator[None]:
+    """rich's own answer to a closed pipe is `SystemExit(1)`, which reads as a failure
+    (`conductor runs show X | head` under `set -o pipefail`); its documented hook
+    `Console.on_broken_pipe` hands it back here, so every command ends 141 like `solve`."""
+    from rich.console import Console
+
+    def on_broken_pipe(self: Console) -> None:
+        raise BrokenPipeError
+
+    before = Console.on_broken_pipe
+    Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Console.on_broken_pipe = before  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager
