@@ -108,6 +108,8 @@ def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, deta
     from rich.table import Table
     from rich.text import Text
 
+    from conductor.display import visible, visible_line
+
     console = Console()
     if details:
         runs = Table(title="findings per run", expand=True)
@@ -115,7 +117,12 @@ def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, deta
             runs.add_column(name, no_wrap=name != "findings")
         for report in reports:
             text = "\n".join(f"[{f.badge}] {f.message}" for f in report.findings) or "-"
-            runs.add_row(report.run_id, report.task, Text(text))  # "[ctx]" is not markup
+            # As text ("[ctx]" is not markup), visible: findings quote the model's words.
+            runs.add_row(
+                Text(visible_line(report.run_id)),
+                Text(visible_line(report.task)),
+                Text(visible(text)),
+            )
         console.print(runs)
     summary = Table(title="runs flagged, per task (of runs audited)")
     summary.add_column("task")
@@ -123,7 +130,9 @@ def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, deta
     for kind in FINDING_KINDS:
         summary.add_column(FINDING_KINDS[kind][0], justify="right")
     for task, row in sorted(table.items()):
-        summary.add_row(task, str(row["runs"]), *(str(row.get(k, 0)) for k in FINDING_KINDS))
+        summary.add_row(
+            Text(visible_line(task)), str(row["runs"]), *(str(row.get(k, 0)) for k in FINDING_KINDS)
+        )
     console.print(summary)
     console.print(
         "columns: " + "; ".join(f"{badge} = {what}" for badge, what in FINDING_KINDS.values()),

@@ -266,7 +266,7 @@ def _print_report(report: dict[str, Any], *, as_json: bool) -> None:
     console = Console()
     text = render_markdown(report)
     if console.is_terminal:
-        console.print(Markdown(text))
+        console.print(Markdown(text, hyperlinks=False))  # a model's [x](url) is no OSC 8 link
     else:
         print(text)
 
