@@ -150,3 +150,13 @@ def test_an_export_to_a_path_that_cannot_be_written_says_so(
         assert main(argv) == 2, argv
         err = " ".join(capsys.readouterr().err.split())
         assert "cannot write" in err and "-o" in err, err
+
+
+def test_import_names_a_file_with_brackets_as_it_is(tmp_path: Path, capsys) -> None:
+    odd = tmp_path / "[bold]x" / "[red]y.jsonl"
+    odd.parent.mkdir()
+    odd.write_text('{"bad": 1}\n')
+    assert main(["import", str(odd)]) == 0
+    captured = capsys.readouterr()
+    assert "[bold]x/[red]y.jsonl" in " ".join(captured.err.split()).replace(" ", "")
+    assert "[red]y.jsonl" in captured.out
