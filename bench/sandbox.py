@@ -1,12 +1,12 @@
 """How long one cell takes in each sandbox, against bare host Python in the same run.
 
-Methods: bare host `python -c` (the baseline), bubblewrap one-shot, Docker cold one-shot
-(create + start + wait + remove), Docker warm exec (`docker exec` into a running
-container), and the pre-forked runner (our DockerSandbox). Each runs `print(1)` and a
-sympy solve, --runs times (30 by default). The pre-forked runner is measured twice:
-with a 0.5 s pause before each cell (in a conductor run cells are seconds
-apart, a model call between them; the runner forks and warms the next child in
-that pause), and back to back.
+Methods: bare host `python -c` (the baseline), Docker cold one-shot (create + start +
+wait + remove), Docker warm exec (`docker exec` into a running container), the
+pre-forked runner in Docker (our DockerSandbox) and the same runner in bubblewrap (our
+BwrapSandbox). Each runs `print(1)` and a sympy solve, --runs times (30 by default).
+The warm runners are measured twice: with a 0.5 s pause before each cell (in a
+conductor run cells are seconds apart, a model call between them; the runner forks and
+warms the next child in that pause), and back to back.
 
 Prints a table, then (last line) one JSON object with every figure.
     .venv/bin/python bench/sandbox.py [--runs 30] [--skip-cold]
@@ -23,7 +23,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -65,16 +64,23 @@ def host_python(code: str) -> str:
     ).stdout
 
 
-def make_bwrap() -> tuple[Callable[[str], str] | None, str]:
+def make_bwrap() -> tuple[Callable[[str], str] | None, Callable[[], None], str]:
     if importlib.util.find_spec("sandbox.bwrap_backend") is None:
-        return None, "sandbox.bwrap_backend not present"
+        return None, lambda: None, "sandbox.bwrap_backend not present"
     from sandbox.bwrap_backend import BwrapSandbox
 
     why_not = BwrapSandbox.probe()
     if why_not:
-        return None, why_not
+        return None, lambda: None, why_not
     box = BwrapSandbox()
-    return (lambda code: box.run(code, timeout=30).stdout), ""
+
+    def run(code: str) -> str:
+        result = box.run(code, timeout=30)
+        if not result.ok:
+            raise SystemExit(f"bubblewrap runner failed: {result.to_dict()}")
+        return result.stdout
+
+    return run, box.close, ""
 
 
 Cleanup = Callable[[], None]
@@ -89,25 +95,27 @@ def docker_methods(skip_cold: bool) -> tuple[dict[str, Callable[[str], str]], Cl
         return {}, lambda: None, why_not
     client, tag, limits = docker_client(), image.image_tag(), ContainerLimits()
 
-    def one_shot_kwargs(command: list[str]) -> dict[str, Any]:
+    def one_shot(command: list[str]) -> str:
+        """A hardened container (our settings) running `command` as an unprivileged uid."""
         kwargs = limits.create_kwargs(tag)
-        kwargs.update(command=command, stdin_open=False, detach=True, auto_remove=False)
-        return kwargs
+        kwargs.update(command=command, stdin_open=False, detach=True, user="65534:65534")
+        kwargs["host_config"]["AutoRemove"] = False
+        return client.api.create_container(**kwargs)["Id"]
 
     def cold(code: str) -> str:
-        container = client.containers.create(**one_shot_kwargs(["python3", "-I", "-c", code]))
+        container = one_shot(["python3", "-I", "-c", code])
         try:
-            container.start()
-            container.wait(timeout=60)
-            return container.logs(stdout=True, stderr=False).decode()
+            client.api.start(container)
+            client.api.wait(container, timeout=60)
+            return client.api.logs(container, stdout=True, stderr=False).decode()
         finally:
-            container.remove(force=True)
+            client.api.remove_container(container, force=True)
 
-    warm_container = client.containers.create(**one_shot_kwargs(["sleep", "3600"]))
-    warm_container.start()
+    warm_container = one_shot(["sleep", "3600"])
+    client.api.start(warm_container)
 
     def warm_exec(code: str) -> str:
-        exec_id = client.api.exec_create(warm_container.id, ["python3", "-I", "-c", code])
+        exec_id = client.api.exec_create(warm_container, ["python3", "-I", "-c", code])
         return client.api.exec_start(exec_id, demux=True)[0].decode()
 
     box = DockerSandbox(pool_size=1)
@@ -124,7 +132,7 @@ def docker_methods(skip_cold: bool) -> tuple[dict[str, Callable[[str], str]], Cl
     methods["pre-forked runner, back to back"] = prefork
 
     def cleanup() -> None:
-        warm_container.remove(force=True)
+        client.api.remove_container(warm_container, force=True)
         box.close()
 
     return methods, cleanup, ""
@@ -142,11 +150,12 @@ def main() -> None:
     console = Console(stderr=True)
     methods: dict[str, Callable[[str], str]] = {"host python -c": host_python}
     skipped: dict[str, str] = {}
-    bwrap, why = make_bwrap()
+    bwrap, close_bwrap, why = make_bwrap()
     if bwrap:
-        methods["bubblewrap one-shot"] = bwrap
+        methods["bubblewrap warm runner"] = bwrap
+        methods["bubblewrap warm runner, back to back"] = bwrap
     else:
-        skipped["bubblewrap one-shot"] = why
+        skipped["bubblewrap warm runner"] = why
     docker, cleanup, why = docker_methods(args.skip_cold)
     methods.update(docker)
     if why:
@@ -163,6 +172,7 @@ def main() -> None:
                 "p90_ms": round(percentile(samples, 0.9), 2),
             }
     cleanup()
+    close_bwrap()
 
     base = figures["host python -c"]
     for cells in figures.values():
@@ -190,12 +200,14 @@ def main() -> None:
     for name, reason in skipped.items():
         Console().print(f"skipped {name}: {reason}")
 
-    prefork = figures.get("pre-forked runner", {})
-    targets = {
-        f"prefork_{cell}_p50_le_{TARGET_MS[cell]:g}ms": prefork[cell]["p50_ms"] <= TARGET_MS[cell]
-        for cell in CELLS
-        if cell in prefork
-    }
+    targets: dict[str, bool] = {}
+    for label, method in (("prefork", "pre-forked runner"), ("bwrap", "bubblewrap warm runner")):
+        warm = figures.get(method, {})
+        for cell in CELLS:
+            if cell in warm:
+                p50 = warm[cell]["p50_ms"]
+                targets[f"{label}_{cell}_p50_le_{TARGET_MS[cell]:g}ms"] = p50 <= TARGET_MS[cell]
+                targets[f"{label}_{cell}_p50_below_host"] = p50 < base[cell]["p50_ms"]
     print(
         json.dumps(
             {

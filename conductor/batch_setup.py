@@ -140,10 +140,13 @@ def make_scorer(spec: TaskSpec, sandbox_name: str | None, settings: Settings) ->
 
     def score_one(answer: str | None, item: TaskItem, sandbox: Sandbox | None, output: str):
         own = None
-        if spec.scorer == "p3" and sandbox is None:  # answers run only in a sandbox
+        if spec.scorer == "p3":
+            # Answers run only in a sandbox, and one of its own: it must pass back a
+            # solution's value larger than a run's sandbox keeps (SANDBOX_OPTIONS).
+            from conductor.scoring.puzzles import SANDBOX_OPTIONS
             from sandbox.registry import open_sandbox
 
-            own = sandbox = open_sandbox(sandbox_name or settings.sandbox)
+            own = sandbox = open_sandbox(sandbox_name or settings.sandbox, **SANDBOX_OPTIONS)
         try:
             result = score(spec, answer, item, output=output or None, sandbox=sandbox)
         finally:

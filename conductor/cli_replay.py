@@ -41,6 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, help="replay only the first N records of each file")
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
     p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the summary as the Markdown table README.md shows",
+    )
+    p.add_argument(
         "--sandbox",
         default="auto",
         help="auto (docker, else bwrap, else the unsafe subprocess), docker, bwrap, "
@@ -89,13 +94,15 @@ def run_replay(args: argparse.Namespace) -> int:
         raise UserFacingError("--jobs must be at least 1")
     backend, factory = sandbox_factory(args.sandbox)
     errors = Console(stderr=True)
-    console = Console(width=max(Console().width, 140))  # the table is wide; pipes get 80
+    console = Console(width=max(Console().width, 160))  # the table is wide; pipes get 80
     pool = SandboxPool(factory)  # shared by all files: each sandbox starts once
     try:
         reports = _replay_all(args, pool, backend, errors)
     finally:
         pool.close()
-    if not args.json:
+    if args.markdown:
+        print(markdown_table(reports))
+    elif not args.json:
         console.print(summary_table(reports))
         for report in reports:
             print_mismatches(console, report, show_all=args.show_mismatches)
@@ -140,7 +147,7 @@ def summary_table(reports: list[FileReport]) -> object:
         caption="uncached: meta input tokens not served from a prompt cache (estimates)",
     )
     columns = ("file", "records", "same answer", "same calls", "answer+calls", "same rounds")
-    columns += ("sandbox same", "retry defect", "input tokens", "uncached", "s")
+    columns += ("sandbox same", "quoted same", "retry defect", "input tokens", "uncached", "s")
     for column in columns:
         table.add_column(column, justify="left" if column == "file" else "right")
     for r in reports:
@@ -152,12 +159,60 @@ def summary_table(reports: list[FileReport]) -> object:
             f"{r.same_answer_and_calls} ({100 * r.fidelity:.1f}%)",
             str(r.same_rounds),
             f"{r.sandbox_outputs_identical}/{r.sandbox_compared}",
+            f"{r.quoted_identical}/{r.quoted_rounds}",
             f"{r.retry_defect_records} ({r.retry_defect_faithful} same)",
             f"{r.input_tokens:,}",
             f"{r.input_tokens_cached:,}",
             f"{r.duration_s:.0f}",
         )
     return table
+
+
+MARKDOWN_COLUMNS = (
+    "file",
+    "records",
+    "same answer",
+    "same calls",
+    "same answer + calls",
+    "same rounds",
+    "sandbox identical / runs",
+    "quoted expert outputs identical / rounds",
+    "retry-defect records (of them faithful)",
+    "meta input tokens, no caching",
+    "with caching (uncached part)",
+    "ratio",
+)
+
+
+def markdown_table(reports: list[FileReport]) -> str:
+    """The summary as README.md's replay table (`conductor replay ... --markdown`)."""
+    lines = [
+        "| " + " | ".join(MARKDOWN_COLUMNS) + " |",
+        "| --- |" + " ---: |" * (len(MARKDOWN_COLUMNS) - 1),
+    ]
+    for r in reports:
+        defect = (
+            f"{r.retry_defect_records} ({r.retry_defect_faithful})"
+            if r.retry_defect_records
+            else "0"
+        )
+        ratio = r.input_tokens_cached / r.input_tokens if r.input_tokens else 0.0
+        cells = [
+            r.file.rsplit("/", 1)[-1].removesuffix(".jsonl"),
+            str(r.records),
+            str(r.same_final_answer),
+            str(r.same_expert_calls),
+            f"{r.same_answer_and_calls} ({100 * r.fidelity:.1f}%)",
+            str(r.same_rounds),
+            f"{r.sandbox_outputs_identical}/{r.sandbox_runs}",
+            f"{r.quoted_identical}/{r.quoted_rounds}",
+            defect,
+            f"{r.input_tokens:,}",
+            f"{r.input_tokens_cached:,}",
+            f"{ratio:.2f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def print_mismatches(console: Console, report: FileReport, *, show_all: bool) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from conductor.errors import UserFacingError
 from conductor.interfaces import Sandbox
 from conductor.protocol import parse_final_answer
-from conductor.scoring import score
+from conductor.scoring import check_dependencies, score
 from conductor.taskfile import OnError, Problem, TaskFileError, TaskItem, read_task_file
 from conductor.tasks import TaskSpec, resolve_spec
 
@@ -154,7 +154,9 @@ def _open_sandbox(name: str) -> Sandbox:
         raise UserFacingError(
             "scoring runs untrusted answers; use --sandbox docker or bwrap, not subprocess"
         )
-    return open_sandbox(name)
+    from conductor.scoring.puzzles import SANDBOX_OPTIONS
+
+    return open_sandbox(name, **SANDBOX_OPTIONS)
 
 
 def run_score(args: argparse.Namespace) -> int:
@@ -162,6 +164,8 @@ def run_score(args: argparse.Namespace) -> int:
     for path, _ in specs:
         if not Path(path).is_file():
             raise UserFacingError(f"{path}: no such file; check the path")
+    for _, spec in specs:
+        check_dependencies(spec)  # refuse before any number is printed
     sandbox: Sandbox | None = None
     tallies = []
     try:

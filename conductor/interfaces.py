@@ -138,6 +138,10 @@ class ExecResult:
     stderr_truncated: bool = False
     output_limit_hit: bool = False
     infra_error: str | None = None
+    # The sandbox broke its own protocol because of what the code did (a malformed or
+    # oversized reply, a runner that died): an observation about the code, not a
+    # failure of the machine; the sandbox was replaced.
+    sandbox_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -146,6 +150,7 @@ class ExecResult:
             and not self.timed_out
             and not self.oom_killed
             and self.infra_error is None
+            and self.sandbox_error is None
         )
 
     @property

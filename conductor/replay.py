@@ -26,6 +26,7 @@ from conductor.config import RunConfig
 from conductor.events import Event, ExpertCallStarted, RunFinished, SandboxExec
 from conductor.interfaces import ExecResult, Sandbox
 from conductor.loop import Conductor
+from conductor.replay_quotes import check_quotes
 from experts.replay import ReplayExhausted, ReplayModel
 from transcripts.published import (
     PublishedRecord,
@@ -42,7 +43,8 @@ SandboxFactory = Callable[[], Sandbox | None]
 @dataclass
 class Mismatch:
     line: int  # the record's line in its file
-    kind: str  # final_answer | expert_calls | rounds | sandbox | replay_error | no_reply
+    # final_answer | expert_calls | rounds | sandbox | quoted_output | replay_error | no_reply
+    kind: str
     detail: str
 
 
@@ -56,6 +58,8 @@ class RecordResult:
     sandbox_runs: int = 0
     sandbox_compared: int = 0  # runs with a recorded output to compare with
     sandbox_identical: int = 0
+    quoted_rounds: int = 0  # rounds whose recorded expert outputs our loop sent back
+    quoted_identical: int = 0  # ... quoting what the harness quoted (prompt words aside)
     input_tokens: int = 0
     input_tokens_cached: int = 0  # the uncached part when the history is cached
     duration_s: float = 0.0
@@ -77,6 +81,8 @@ class FileReport:
     sandbox_outputs_identical: int = 0
     sandbox_runs: int = 0
     sandbox_compared: int = 0
+    quoted_rounds: int = 0
+    quoted_identical: int = 0
     input_tokens: int = 0
     input_tokens_cached: int = 0
     retry_defect_records: int = 0
@@ -100,6 +106,8 @@ class FileReport:
         self.sandbox_runs += result.sandbox_runs
         self.sandbox_compared += result.sandbox_compared
         self.sandbox_outputs_identical += result.sandbox_identical
+        self.quoted_rounds += result.quoted_rounds
+        self.quoted_identical += result.quoted_identical
         self.input_tokens += result.input_tokens
         self.input_tokens_cached += result.input_tokens_cached
         self.retry_defect_records += result.retry_defect
@@ -157,6 +165,7 @@ def replay_record(
             Mismatch(record.line, "replay_error", f"{type(exc).__name__}: {exc}")
         )
     _compare(record, events, result, ran_code=sandbox is not None)
+    _compare_quotes(record, events, model.meta_requests, result, ran_code=sandbox is not None)
     if any(m.kind == "replay_error" for m in result.mismatches):
         # The run did not end as recorded: it failed, or wanted a turn the record lacks.
         result.same_final_answer = result.same_rounds = False
@@ -200,6 +209,29 @@ def _compare(
         result.input_tokens_cached = usage.input_tokens - usage.cache_read_tokens
     if ran_code:  # without a sandbox there is no output to compare
         _compare_sandbox(record, started, events, result)
+
+
+def _compare_quotes(
+    record: PublishedRecord,
+    events: list[Event],
+    requests: list[str],
+    result: RecordResult,
+    *,
+    ran_code: bool,
+) -> None:
+    """What our loop sent back each round against what the harness sent (replay_quotes)."""
+    if not ran_code:
+        return  # without a sandbox no run report exists to compare
+    names: dict[int, list[str]] = {}
+    started = sorted(
+        (e for e in events if isinstance(e, ExpertCallStarted)), key=lambda e: (e.round, e.index)
+    )
+    for event in started:
+        names.setdefault(event.round, []).append(event.name)
+    check = check_quotes(record, requests, names)
+    result.quoted_rounds, result.quoted_identical = check.rounds, check.identical
+    for why in check.differences or []:
+        result.mismatches.append(Mismatch(record.line, "quoted_output", why))
 
 
 def _compare_sandbox(

@@ -149,6 +149,17 @@ class _IdMaker:
         return candidate
 
 
+def json_error_text(exc: json.JSONDecodeError) -> str:
+    """`exc` as words: json's own messages may end in "at" already."""
+    joiner = " column" if exc.msg.endswith(" at") else " at column"
+    return f"{exc.msg}{joiner} {exc.colno}"
+
+
+def _cut(text: str, raw: str, number: int) -> str:
+    last = number == len(text.splitlines())
+    return "; the file ends mid-line (cut short?)" if last and not text.endswith("\n") else ""
+
+
 def _jsonl_records(path: Path, text: str) -> Iterator[tuple[int, Mapping[str, Any] | str]]:
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
@@ -156,7 +167,7 @@ def _jsonl_records(path: Path, text: str) -> Iterator[tuple[int, Mapping[str, An
         try:
             record = json.loads(raw)
         except json.JSONDecodeError as exc:
-            yield number, f"not valid JSON ({exc.msg} at column {exc.colno})"
+            yield number, f"not valid JSON ({json_error_text(exc)}){_cut(text, raw, number)}"
             continue
         if not isinstance(record, dict):
             yield number, f"expected a JSON object, got {type(record).__name__}"

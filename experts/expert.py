@@ -134,6 +134,8 @@ def _describe_run(result: ExecResult, config: RunConfig) -> str:
     """The program's outcome as the meta model reads it: status, stdout, stderr, capped."""
     if result.infra_error:
         status = f"The sandbox failed, so the program did not run: {result.infra_error}"
+    elif result.sandbox_error:  # e.g. the runner's reply was malformed; it was replaced
+        status = f"The sandbox broke down while running it: {result.sandbox_error}"
     elif result.timed_out:
         status = f"It was stopped after {config.python_timeout_s:g} seconds (time limit)."
     elif result.oom_killed:

@@ -77,6 +77,8 @@ class ReplayModel:
         self._slots = [_Slot(t.number, c) for t in record.turns for c in t.calls or []]
         self._prev_prompt: list[str] = []
         self._prev_tokens: list[int] = []
+        # The last message of every meta request: what our loop sent back each round.
+        self.meta_requests: list[str] = []
         # What went wrong while answering, for the replay report.
         self.unmatched: list[str] = []
         self.lost_replies = 0
@@ -118,6 +120,7 @@ class ReplayModel:
             )
         turn = self.record.turns[self._next_turn]
         self._next_turn += 1
+        self.meta_requests.append(messages[-1].content if messages else "")
         prompt = [system or "", *(m.content for m in messages)]
         tokens = self._prompt_tokens(prompt)
         cached = 0
@@ -168,9 +171,12 @@ class ReplayModel:
             lambda s: _key(s.call.instruction) == loose,
         )
         for test in tests:
-            for slot in free:
-                if test(slot):
-                    return slot
+            found = [slot for slot in free if test(slot)]
+            # Two experts of one turn may get the same instruction: the name decides,
+            # so concurrent calls get the same replies in every replay.
+            named = [slot for slot in found if slot.call.expert == name]
+            if named or found:
+                return (named or found)[0]
         # The same expert asked in this turn with slightly different words.
         same_name = [s for s in free if s.turn == turn and s.call.expert == name]
         return same_name[0] if len(same_name) == 1 else None

@@ -1,89 +1,68 @@
-"""The bubblewrap backend: Python in unshared namespaces, for machines with no Docker engine.
+"""The bubblewrap backend: a warm runner in unshared namespaces, for machines without Docker.
 
-Each `run` starts a fresh `bwrap` with every namespace unshared (user, pid, net, ipc,
-uts, cgroup; no nested user namespaces), a read-only root holding only the system
-directories and a few files of /etc, a fresh /proc and a minimal /dev, size-capped
-tmpfs for /tmp, /dev/shm and the work dir, a cleared environment, the seccomp denylist
-of `sandbox.seccomp_bpf`, and rlimits. The code runs as uid 10001 in the sandbox.
+Each `BwrapSandbox` (one conductor run) keeps one bubblewrap sandbox whose runner
+(sandbox/runner.py, the same as Docker's) preloads numpy and sympy once and forks a
+fresh child per cell; the host talks to it over bwrap's stdin/stdout pipes with the
+checked protocol of sandbox/protocol.py. The layout is in sandbox/bwrap_launch.py.
+
+The host never trusts anything inside to end the sandbox: it kills the sandbox's
+cgroup (as root) and SIGKILLs the PID namespace's init by the pid bwrap reported on
+`--json-status-fd` (the kernel then kills every process of the namespace), and bwrap's
+own process group. After a timeout, an OOM kill, an output flood, a runner death or a
+protocol breach the sandbox is destroyed and a fresh one, started in the background at
+that moment, serves the next cell.
 
 Which Python: the debootstrap root file system that `conductor sandbox build --offline`
-unpacks (Debian's python3 with numpy and sympy, as in the Docker image) when it exists,
-else the host's /usr/bin/python3 with whatever Debian packages the host has.
-
-Run as root, we first drop to an unused host uid picked per sandbox: rlimits such as
-RLIMIT_NPROC do not bind host root, and a process count shared with other runs would
-let one run's fork bomb starve another. If that uid cannot reach the root file system
-(its parents are private, e.g. under /root), a private mount namespace binds it onto
-/mnt for bwrap alone; the host's mount table is never touched.
+unpacks (Debian's python3 with numpy and sympy, as in the Docker image) when it
+exists, else the host's /usr/bin/python3 with whatever Debian packages the host has.
 """
 
 from __future__ import annotations
 
-import ctypes
+import atexit
+import contextlib
 import functools
 import logging
 import os
-import random
-import resource
 import shutil
 import signal
-import stat
 import subprocess
-from collections.abc import Iterable
-from dataclasses import dataclass
+import threading
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from conductor.display import visible_line
 from conductor.interfaces import ExecResult
-from sandbox import seccomp_bpf
-from sandbox.subprocess_backend import run_process
+from sandbox import bwrap_launch as launch
+from sandbox.bwrap_launch import Limits
+from sandbox.bwrap_session import BwrapSession
+from sandbox.cgroups import SandboxCgroup
+from sandbox.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES
+from sandbox.protocol import (
+    DeadlineExceeded,
+    ProtocolError,
+    RunnerGone,
+    check_pong,
+    reply_limit,
+    result_from_reply,
+)
+from sandbox.seccomp_policy import SeccompUnavailable
 
 log = logging.getLogger("conductor.sandbox")
 
-SANDBOX_UID = 10001  # the same user as in the Docker image
-WORKDIR = "/work"
-CELL_PATH = f"{WORKDIR}/main.py"
-MIB = 1024 * 1024
-# Host uids handed to sandboxes when we run as root: far above real and subuid ranges.
-HOST_UID_BASE = 2_100_000_000
-HOST_UID_SPAN = 40_000_000
-# Where a private-mount-namespace bind exposes an unreachable root file system.
-PRIVATE_ROOTFS_MOUNT = "/mnt"
+READY_TIMEOUT_S = 60.0
+LIFETIME_MARGIN_S = 120.0
+# bwrap's --die-with-parent fires when the *thread* that started it ends: every bwrap
+# is started from this one long-lived thread.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="conductor-bwrap-spawn")
 
-SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
-# The few /etc entries that Python, the dynamic loader and numpy's BLAS need.
-ETC_ENTRIES = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")
-ETC_GLOBS = ("python3*",)
-SANDBOX_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": WORKDIR,
-    "LANG": "C.UTF-8",
-    "TMPDIR": "/tmp",
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "MPLBACKEND": "Agg",
-    # Each thread would reserve its own 64 MB malloc arena, and RLIMIT_AS counts it.
-    "MALLOC_ARENA_MAX": "2",
-}
-# -E -s: ignore PYTHON* variables and user site; -u: output survives a kill at the
-# deadline; -B: no .pyc writes; faulthandler: a crash prints where it happened.
-PYTHON_FLAGS = ("-E", "-s", "-u", "-B", "-X", "faulthandler")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource caps of one run; every process of the run inherits them."""
-
-    memory_bytes: int = 1024 * MIB  # RLIMIT_AS, per process
-    max_processes: int = 64  # RLIMIT_NPROC: processes and threads of the run
-    open_files: int = 256
-    file_size_bytes: int = 64 * MIB
-    tmp_bytes: int = 64 * MIB
-    work_bytes: int = 64 * MIB
-    shm_bytes: int = 16 * MIB
+__all__ = ["BwrapSandbox", "BwrapSession", "Limits"]
 
 
 class BwrapSandbox:
-    """Runs each piece of code in a fresh bubblewrap sandbox."""
+    """Runs each cell in a warm bubblewrap sandbox kept for one conductor run."""
 
     name = "bwrap"
 
@@ -98,6 +77,11 @@ class BwrapSandbox:
         rootfs: str | Path | None = None,
         python: str | None = None,
         limits: Limits | None = None,
+        keep_bytes: int = DEFAULT_KEEP_BYTES,
+        hard_cap_bytes: int = HARD_CAP_BYTES,
+        grace_s: float = 3.0,
+        runner_command: list[str] | None = None,
+        warm: bool = True,
         **_options: object,
     ) -> None:
         self.limits = limits or Limits()
@@ -106,189 +90,260 @@ class BwrapSandbox:
         self.python = python or "/usr/bin/python3"
         hosted = self.root == Path("/")
         self.python_source = f"host {self.python}" if hosted else f"rootfs {self.root}"
-        self._is_root = os.geteuid() == 0
-        self._host_uid = HOST_UID_BASE + random.randrange(HOST_UID_SPAN)
-        self._mount_private = self._is_root and not hosted and not _reachable_by_anyone(self.root)
-        if self._mount_private and not os.path.isdir(PRIVATE_ROOTFS_MOUNT):
-            log.warning(
-                "%s is not reachable by an unprivileged uid and there is no %s to bind it "
-                "on; using the host's Python. Move CONDUCTOR_HOME to a world-searchable "
-                "directory to use the image's Python.",
-                self.root,
-                PRIVATE_ROOTFS_MOUNT,
-            )
-            self.root, self._mount_private = Path("/"), False
-            self.python_source = f"host {self.python}"
-        visible_root = Path(PRIVATE_ROOTFS_MOUNT) if self._mount_private else self.root
-        self._static_args = _system_binds(self.root, visible_root)
+        self.privileged = os.geteuid() == 0
+        self.keep_bytes, self.hard_cap_bytes, self.grace_s = keep_bytes, hard_cap_bytes, grace_s
+        self.runner_command = runner_command  # tests only: a stand-in runner
+        self._overlay = launch.can_overlay(self.root)
+        visible = Path(launch.PRIVATE_ROOTFS_MOUNT) if self._overlay else self.root
+        self._static_args = launch.system_binds(self.root, visible)
+        self._lock = threading.Lock()
+        self._session: BwrapSession | None = None
+        self._spare: list[BwrapSession | Exception] = []
+        self._spare_ready = threading.Condition()
+        self._closed = False
+        self._threads: list[threading.Thread] = []
+        self.sessions_started = 0
+        _OPEN.add(self)
+        if warm:
+            self._warm_spare()
+
+    # -- the Sandbox protocol ---------------------------------------------------------
 
     def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult:
-        fds: dict[str, int] = {}
-        try:
-            fds["seccomp"] = seccomp_bpf.program_fd()
-            for key, data in (("cell", code.encode("utf-8", "surrogatepass")), *_ETC_FILES):
-                fds[key] = seccomp_bpf.data_fd(data, name=key)
-            fds["status"], fds["status_write"] = os.pipe()
-        except (OSError, seccomp_bpf.UnsupportedArch) as exc:
-            _close_all(fds.values())
-            return ExecResult(backend=self.name, infra_error=f"cannot prepare bwrap: {exc}")
-        argv = [
-            "bwrap",
-            *_namespace_args(),
-            *self._static_args,
-            *_scratch_args(self.limits),
-            *[arg for key, _ in _ETC_FILES for arg in ("--ro-bind-data", str(fds[key]), key)],
-            *("--perms", "0644", "--file", str(fds["cell"]), CELL_PATH),
-            *("--remount-ro", "/", "--chdir", WORKDIR, "--clearenv"),
-            *[arg for key, value in SANDBOX_ENV.items() for arg in ("--setenv", key, value)],
-            *("--seccomp", str(fds["seccomp"]), "--json-status-fd", str(fds["status_write"])),
-            "--",
-            self.python,
-            *PYTHON_FLAGS,
-            CELL_PATH,
-        ]
-        passed = tuple(fd for key, fd in fds.items() if key != "status")
-        try:
-            result = self._launch(argv, timeout, stdin, passed)
-            os.close(fds.pop("status_write"))
-            exit_reported = _exit_reported(fds["status"])
-        finally:
-            _close_all(fds.values())
-        return _interpret(result, exit_reported)
-
-    def _launch(
-        self, argv: list[str], timeout: float, stdin: str, pass_fds: tuple[int, ...]
-    ) -> ExecResult:
-        try:
-            return run_process(
-                argv,
-                timeout=timeout,
-                stdin=stdin,
-                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
-                cwd="/",
-                backend=self.name,
-                preexec=self._child_setup(timeout),
-                pass_fds=pass_fds,
-            )
-        except subprocess.SubprocessError as exc:  # our child setup failed before exec
-            return ExecResult(backend=self.name, infra_error=f"cannot start bwrap: {exc}")
+        """Run one cell; whatever the cell (or a runner it broke) does comes back as data."""
+        with self._lock:
+            started = time.monotonic()
+            try:
+                return self._run_locked(code, timeout, stdin, started)
+            except Exception as exc:  # never raise for the code: replace the sandbox
+                log.exception("the bubblewrap sandbox failed unexpectedly")
+                self._retire()
+                return ExecResult(
+                    backend=self.name,
+                    duration_s=time.monotonic() - started,
+                    sandbox_error=f"the sandbox failed ({type(exc).__name__}: {exc}); "
+                    "it was replaced",
+                )
 
     def close(self) -> None:
-        """Nothing is held between runs: each run's sandbox is gone when it returns."""
+        """End every sandbox this object started; nothing of them runs when this returns."""
+        with self._lock:
+            self._closed = True
+            self._retire(replace=False)
+            for thread in list(self._threads):  # reaps, and a spare still starting
+                thread.join(timeout=READY_TIMEOUT_S)
+            with self._spare_ready:
+                spares, self._spare = self._spare, []
+            for spare in spares:
+                if isinstance(spare, BwrapSession):
+                    spare.destroy()
 
-    def _child_setup(self, timeout: float):
-        """What the forked child does before exec'ing bwrap: plain system calls only."""
-        drop, uid = self._is_root, self._host_uid
-        rlimits = _rlimits(self.limits, timeout, keep_uid=not drop)
-        mount_private = _private_rootfs_mount(self.root) if self._mount_private else None
+    def __enter__(self) -> BwrapSandbox:
+        return self
 
-        def setup() -> None:
-            os.setsid()
-            _prefer_as_oom_victim()
-            for kind, soft, hard in rlimits:
-                resource.setrlimit(kind, (soft, hard))
-            if mount_private:
-                mount_private()
-            if drop:
-                os.setgroups([])
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
-        return setup
+    # -- internals --------------------------------------------------------------------
 
-
-def _prefer_as_oom_victim() -> None:
-    """If memory runs out across processes (RLIMIT_AS is per process), kill ours first.
-
-    Set before dropping privileges, this also stops the code from lowering it again.
-    """
-    try:
-        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+    def _run_locked(self, code: str, timeout: float, stdin: str, started: float) -> ExecResult:
+        if self._closed:
+            return ExecResult(backend=self.name, infra_error="this sandbox was closed")
+        session = self._session_for(timeout)
+        if isinstance(session, ExecResult):
+            return session
+        request = {
+            "op": "run",
+            "code": code,
+            "stdin": stdin,
+            "timeout": timeout,
+            "keep_bytes": self.keep_bytes,
+            "hard_cap_bytes": self.hard_cap_bytes,
+        }
+        ooms_before = session.oom_kills()
+        deadline = time.monotonic() + timeout + self.grace_s
         try:
-            os.write(fd, b"1000")
+            reply = session.request(request, deadline, limit=reply_limit(self.keep_bytes))
+            result = result_from_reply(reply, keep_bytes=self.keep_bytes, backend=self.name)
+        except DeadlineExceeded:
+            self._retire()
+            return ExecResult(
+                timed_out=True,
+                signal=signal.SIGKILL,
+                duration_s=time.monotonic() - started,
+                backend=self.name,
+                stderr="[sandbox: no answer by the deadline; the sandbox was destroyed]",
+            )
+        except RunnerGone as exc:
+            oom = session.oom_kills() > ooms_before
+            self._log_last_words(session)
+            self._retire()
+            note = "ran out of memory" if oom else "its runner ended"
+            return ExecResult(
+                stderr=f"[sandbox: {note}; the sandbox was replaced] ({exc})",
+                signal=signal.SIGKILL,
+                oom_killed=oom,
+                duration_s=time.monotonic() - started,
+                backend=self.name,
+                sandbox_error=f"the sandbox {note} ({exc}); it was replaced",
+            )
+        except ProtocolError as exc:
+            self._log_last_words(session)
+            self._retire()
+            log.warning("the sandbox runner broke the protocol: %s", visible_line(str(exc)))
+            return ExecResult(
+                backend=self.name,
+                duration_s=time.monotonic() - started,
+                sandbox_error=f"{exc}; the sandbox was replaced",
+            )
+        if session.oom_kills() > ooms_before and not result.timed_out:
+            result.oom_killed = True  # the host's own count, from the sandbox's cgroup
+        if result.timed_out or result.oom_killed or result.output_limit_hit:
+            self._retire()  # a wrecked sandbox never serves again
+        return result
+
+    def _log_last_words(self, session: BwrapSession) -> None:
+        last_words = session.last_words()
+        if last_words:
+            log.warning("the sandbox runner's last output: %s", last_words)
+
+    def _session_for(self, timeout: float) -> BwrapSession | ExecResult:
+        session = self._session
+        if session is not None and session.age_s + timeout + LIFETIME_MARGIN_S > (
+            self.limits.lifetime_s
+        ):
+            self._retire()
+            session = None
+        if session is None:
+            taken = self._take_spare()
+            if isinstance(taken, Exception):
+                return ExecResult(backend=self.name, infra_error=str(taken))
+            session = self._session = taken
+        return session
+
+    def _retire(self, *, replace: bool = True) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            self._background(session.destroy, "conductor-bwrap-reap")
+        if replace and not self._closed:
+            self._warm_spare()
+
+    def _warm_spare(self) -> None:
+        with self._spare_ready:
+            if self._spare:
+                return
+            self._spare.append(_PENDING)
+        self._background(self._start_spare, "conductor-bwrap-warm")
+
+    def _background(self, target: object, name: str) -> None:
+        self._threads = [t for t in self._threads if t.is_alive()]
+        thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
+        self._threads.append(thread)
+        thread.start()
+
+    def _start_spare(self) -> None:
+        try:
+            made: BwrapSession | Exception = self._start_session()
+        except Exception as exc:
+            made = exc
+        with self._spare_ready:
+            self._spare = [made]
+            self._spare_ready.notify_all()
+            closed = self._closed
+        if closed and isinstance(made, BwrapSession):
+            made.destroy()
+
+    def _take_spare(self) -> BwrapSession | Exception:
+        if not self._spare:
+            self._warm_spare()
+        with self._spare_ready:
+            self._spare_ready.wait_for(lambda: self._spare and self._spare[0] is not _PENDING)
+            taken = self._spare.pop()
+        # No spare is kept while this one serves (each costs a preloaded interpreter);
+        # `_retire` starts the replacement the moment a sandbox is given up.
+        return taken
+
+    def _start_session(self) -> BwrapSession:
+        cgroup = None
+        if self.privileged:
+            cgroup = SandboxCgroup.create(self.limits.memory_bytes, self.limits.max_processes + 8)
+        cell_uid = launch.new_host_uid() if self.privileged else None
+        fds: dict[str, int] = {}
+        try:
+            fds["seccomp"] = launch.seccomp_fd()
+            files = [
+                *launch.etc_files(cell_uid or launch.SANDBOX_UID),
+                *launch.proc_covers(self.limits.memory_bytes),
+                *launch.runner_files(),
+            ]
+            for path, data in files:
+                fds[path] = launch.data_fd(data, name="conductor-file")
+            status_r, fds["status"] = os.pipe()
+            command = self.runner_command or launch.runner_command(
+                self.python, cell_uid=cell_uid, limits=self.limits, cgroup=cgroup is not None
+            )
+            argv = [
+                "bwrap",
+                *launch.namespace_args(self.privileged),
+                *self._static_args,
+                *launch.scratch_args(self.limits),
+                *[
+                    arg
+                    for path, _ in files
+                    for arg in ("--perms", "0444", "--ro-bind-data", str(fds[path]), path)
+                ],
+                *("--remount-ro", "/", "--chdir", "/", "--clearenv"),
+                *[a for k, v in launch.SANDBOX_ENV.items() for a in ("--setenv", k, v)],
+                *("--seccomp", str(fds["seccomp"]), "--json-status-fd", str(fds["status"])),
+                "--",
+                *command,
+            ]
+            proc = _SPAWNER.submit(
+                subprocess.Popen,
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+                cwd="/",
+                pass_fds=tuple(fds.values()),
+                preexec_fn=launch.child_setup(
+                    self.limits,
+                    cgroup,
+                    keep_uid=not self.privileged,
+                    overlay=launch.overlay_rootfs(self.root) if self._overlay else None,
+                ),
+            ).result()
+        except (OSError, SeccompUnavailable, subprocess.SubprocessError) as exc:
+            if cgroup is not None:
+                cgroup.remove()
+            raise RuntimeError(f"cannot start bubblewrap: {exc}") from exc
         finally:
-            os.close(fd)
-    except OSError:
-        pass
+            for fd in fds.values():
+                os.close(fd)
+        session = BwrapSession(proc, status_r, cgroup)
+        self.sessions_started += 1
+        try:
+            session.preload = check_pong(
+                session.request({"op": "ping"}, time.monotonic() + READY_TIMEOUT_S)
+            )
+        except (RunnerGone, DeadlineExceeded, ProtocolError) as exc:
+            words = session.last_words()
+            session.destroy()
+            raise RuntimeError(f"bubblewrap could not start the sandbox: {words or exc}") from exc
+        return session
 
 
-def _rlimits(limits: Limits, timeout: float, *, keep_uid: bool) -> list[tuple[int, int, int]]:
-    """(resource, soft, hard) for the run, never above what we may set ourselves."""
-    nproc = limits.max_processes + (_own_process_count() if keep_uid else 0)
-    cpu_seconds = int(timeout) + 2  # a backstop: the wall-clock deadline comes first
-    wanted = [
-        (resource.RLIMIT_AS, limits.memory_bytes, limits.memory_bytes),
-        (resource.RLIMIT_NPROC, nproc, nproc),
-        (resource.RLIMIT_NOFILE, limits.open_files, limits.open_files),
-        (resource.RLIMIT_FSIZE, limits.file_size_bytes, limits.file_size_bytes),
-        (resource.RLIMIT_CORE, 0, 0),
-        (resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1),
-    ]
-    clamped = []
-    for kind, soft, hard in wanted:
-        ceiling = resource.getrlimit(kind)[1]
-        if ceiling != resource.RLIM_INFINITY:
-            soft, hard = min(soft, ceiling), min(hard, ceiling)
-        clamped.append((kind, soft, hard))
-    return clamped
+_PENDING = RuntimeError("starting")
+_OPEN: weakref.WeakSet[BwrapSandbox] = weakref.WeakSet()
 
 
-# Synthesized, so that the host's account database never enters the sandbox.
-_ETC_FILES = (
-    (
-        "/etc/passwd",
-        (
-            "root:x:0:0::/:/usr/sbin/nologin\n"
-            f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}::{WORKDIR}:/usr/sbin/nologin\n"
-            "nobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n"
-        ).encode(),
-    ),
-    ("/etc/group", f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n".encode()),
-    ("/etc/hosts", b"127.0.0.1 localhost sandbox\n::1 localhost\n"),
-)
-
-
-def _namespace_args() -> list[str]:
-    return [
-        "--unshare-all",
-        "--unshare-user",
-        "--unshare-cgroup",
-        "--disable-userns",
-        "--uid",
-        str(SANDBOX_UID),
-        "--gid",
-        str(SANDBOX_UID),
-        "--hostname",
-        "sandbox",
-        "--die-with-parent",
-        "--new-session",
-    ]
-
-
-def _scratch_args(limits: Limits) -> list[str]:
-    return [
-        *("--proc", "/proc", "--dev", "/dev"),
-        *("--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"),
-        *("--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"),
-        *("--size", str(limits.work_bytes), "--tmpfs", WORKDIR),
-    ]
-
-
-def _system_binds(root: Path, visible_root: Path) -> list[str]:
-    """Read-only binds of `root`'s system dirs (as bwrap will see them: `visible_root`)."""
-    args: list[str] = []
-    for name in SYSTEM_DIRS:
-        path = root / name
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), f"/{name}"]
-        elif path.is_dir():
-            args += ["--ro-bind", str(visible_root / name), f"/{name}"]
-    etc = root / "etc"
-    names = [n for n in ETC_ENTRIES if os.path.lexists(etc / n)]
-    names += sorted({p.name for pattern in ETC_GLOBS for p in etc.glob(pattern)})
-    for name in names:
-        args += ["--ro-bind", str(visible_root / "etc" / name), f"/etc/{name}"]
-    return args
+@atexit.register
+def _close_all() -> None:
+    """Sandboxes nobody closed end with the process (bwrap would too, a moment later)."""
+    for sandbox in list(_OPEN):
+        with contextlib.suppress(Exception):
+            sandbox.close()
 
 
 def _built_rootfs() -> Path | None:
@@ -298,104 +353,19 @@ def _built_rootfs() -> Path | None:
     return image.rootfs_path()
 
 
-def _reachable_by_anyone(path: Path) -> bool:
-    """Whether an unprivileged uid can walk to `path` (every ancestor world-searchable)."""
-    for part in [path, *path.parents]:
-        try:
-            if not os.stat(part).st_mode & stat.S_IXOTH:
-                return False
-        except OSError:
-            return False
-    return True
-
-
-def _private_rootfs_mount(root: Path):
-    """A child-side step: bind `root` onto /mnt in a mount namespace of our own."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    source, target = os.fsencode(root), os.fsencode(PRIVATE_ROOTFS_MOUNT)
-    clone_newns, ms_rec, ms_private, ms_bind = 0x00020000, 0x4000, 0x40000, 0x1000
-
-    def mount_private() -> None:
-        if libc.unshare(clone_newns) != 0:
-            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
-        if libc.mount(b"none", b"/", None, ms_rec | ms_private, None) != 0:
-            raise OSError(ctypes.get_errno(), "making / private")
-        if libc.mount(source, target, None, ms_bind | ms_rec, None) != 0:
-            raise OSError(ctypes.get_errno(), f"binding {root} on {PRIVATE_ROOTFS_MOUNT}")
-
-    return mount_private
-
-
-def _own_process_count() -> int:
-    """Processes and threads of our uid: RLIMIT_NPROC counts them too when we keep it."""
-    uid, count = os.getuid(), 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    count += len(os.listdir(f"/proc/{entry.name}/task"))
-            except OSError:
-                continue
-    return count
-
-
-def _exit_reported(fd: int) -> bool:
-    """Whether bwrap's JSON status says the code ran and exited.
-
-    bwrap writes {"child-pid": ...} when it forks and {"exit-code": N} when the code
-    ends; a failure while setting the sandbox up leaves the second one out.
-    """
-    os.set_blocking(fd, False)
-    chunks = []
-    try:
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-    except BlockingIOError:
-        pass
-    return b'"exit-code"' in b"".join(chunks)
-
-
-def _interpret(result: ExecResult, exited: bool) -> ExecResult:
-    """Turn bwrap's conventions into ExecResult fields."""
-    if result.infra_error:
-        return result
-    if not exited and not (result.timed_out or result.output_limit_hit):
-        # bwrap failed before or while starting the code: our failure, not the code's.
-        reason = result.stderr.strip().splitlines()[-1:] or [f"exit {result.exit_code}"]
-        result.infra_error = f"bubblewrap could not start the sandbox: {reason[0]}"
-        return result
-    code = result.exit_code
-    # bwrap reports a child killed by signal N as exit status 128 + N, like a shell.
-    if code is not None and 128 < code <= 128 + 64:
-        result.exit_code, result.signal = None, code - 128
-    if result.signal == signal.SIGXCPU:
-        result.timed_out = True  # the CPU-seconds rlimit, a backstop to the wall clock
-    last_line = result.stderr.rstrip().rsplit("\n", 1)[-1]
-    if last_line.startswith("MemoryError"):
-        result.oom_killed = True  # RLIMIT_AS is our memory cap: Python reports it so
-    return result
-
-
-def _close_all(fds: Iterable[int]) -> None:
-    for fd in fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-
-
 @functools.cache
 def _probe_reason() -> str | None:
     if shutil.which("bwrap") is None:
         return "bubblewrap is not installed (`apt-get install bubblewrap`)"
-    arch = seccomp_bpf.native_arch()
-    if arch not in seccomp_bpf.ARCH_COLUMN:
-        return f"no seccomp syscall table for {arch}; only x86_64 and aarch64 are covered"
     try:
-        sandbox = BwrapSandbox()
-    except OSError as exc:
-        return f"cannot lay out the sandbox: {exc}"
-    result = sandbox.run("pass", timeout=20)
+        launch.seccomp_fd()
+    except (SeccompUnavailable, OSError) as exc:
+        return f"no seccomp filter can be built: {exc}"
+    sandbox = BwrapSandbox(warm=False)
+    try:
+        result = sandbox.run("pass", timeout=20)
+    finally:
+        sandbox.close()
     if result.ok:
         return None
     detail = result.infra_error or result.stderr.strip()[-300:] or f"exit {result.exit_code}"

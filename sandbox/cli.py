@@ -90,9 +90,11 @@ def cmd_doctor(_args: argparse.Namespace) -> int:
     table.add_column("backend")
     table.add_column("works")
     table.add_column("details")
+    working = []
     for name in registry.BACKENDS:
         why_not = registry.probe(name)
         if why_not is None:
+            working.append(name)
             detail = _details(name)
             table.add_row(name, "[green]yes[/]", detail)
         else:
@@ -100,6 +102,7 @@ def cmd_doctor(_args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     console.print(table)
     console.print(f"image tag: {image.image_tag()}   bubblewrap root: {image.rootfs_path()}")
+    _print_protections(console, working)
     try:
         chosen = registry.resolve_name("auto")
     except UserFacingError as exc:
@@ -107,6 +110,30 @@ def cmd_doctor(_args: argparse.Namespace) -> int:
         return 1
     console.print(f"auto picks: [bold]{chosen}[/]")
     return 0
+
+
+def _print_protections(console: Any, backends: list[str]) -> None:
+    """Per working backend: which protections hold on this machine, checked live."""
+    from rich.table import Table
+
+    from sandbox.protections import REPORTS
+
+    for name in backends:
+        if name not in REPORTS:
+            continue
+        table = Table(title=f"{name}: protections on this machine")
+        table.add_column("protection")
+        table.add_column("holds")
+        table.add_column("details")
+        try:
+            rows = REPORTS[name]()
+        except Exception as exc:  # a broken probe is itself worth reporting
+            console.print(f"[red]{name}: could not check the protections:[/] {exc}")
+            continue
+        marks = {True: "[green]yes[/]", False: "[red]no[/]", None: "[dim]n/a[/]"}
+        for row in rows:
+            table.add_row(row.name, marks[row.holds], row.detail)
+        console.print(table)
 
 
 def _details(name: str) -> str:

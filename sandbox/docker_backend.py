@@ -7,11 +7,10 @@ OOM, runaway output or runner death, so no state ever crosses runs and a wrecked
 container never serves again. What the code does comes back as an `ExecResult`;
 `infra_error` is kept for failures of Docker itself (daemon gone, image missing).
 
-Hardening, all on by default: a non-root user, no network, a read-only root, size-
-and inode-capped tmpfs for /tmp and /work, every capability dropped, no-new-privileges,
-a seccomp denylist (sandbox/seccomp_profile.json), pids/memory(no swap)/CPU limits,
-nofile/fsize/core ulimits, an init process, capped logs, and an explicit minimal
-environment (nothing of the host's, API keys above all). Images are never pulled.
+The container's configuration (uid separation, hardening, limits) is in
+sandbox/docker_config.py; replies are checked by sandbox/protocol.py, and anything the
+cell provokes (a malformed reply, a runner that died) comes back as an `ExecResult`
+with `sandbox_error`, the container replaced.
 """
 
 from __future__ import annotations
@@ -22,162 +21,37 @@ import logging
 import signal
 import threading
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
+from conductor.display import visible_line
 from conductor.interfaces import ExecResult
 from sandbox import image as sandbox_image
 from sandbox import sweeper
-from sandbox.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES, CappedBuffer
-from sandbox.pool import (
+from sandbox.docker_client import (  # noqa: F401 (re-exported: tests and the CLI use them)
+    BUILD_HINT,
+    daemon_problem,
+    docker_client,
+    image_problem,
+)
+from sandbox.docker_config import (  # noqa: F401 (re-exported: tests and the bench use them)
+    ContainerLimits,
+    minimal_environment,
+    seccomp_profile,
+)
+from sandbox.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES
+from sandbox.pool import RunnerSession, SessionStartError, WarmPool, shared_pool
+from sandbox.protocol import (
     DeadlineExceeded,
+    ProtocolError,
     RunnerGone,
-    RunnerSession,
-    SessionStartError,
-    WarmPool,
-    shared_pool,
+    reply_limit,
+    result_from_reply,
 )
 
 log = logging.getLogger("conductor.sandbox")
 
-SECCOMP_PROFILE = Path(__file__).resolve().parent / "seccomp_profile.json"
-BUILD_HINT = "run `conductor sandbox build`"
 MB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class ContainerLimits:
-    """Resource limits of one sandbox container; every field has a safe default."""
-
-    memory_mb: int = 512  # RAM; swap is the same figure, i.e. none
-    cpus: float = 1.0
-    pids: int = 128  # processes and threads together
-    tmpfs_mb: int = 64  # each of /tmp and /work
-    tmpfs_inodes: int = 4096
-    nofile: int = 256
-    fsize_mb: int = 64  # largest file the code may write
-    lifetime_s: float = 3600.0  # the runner exits by then even if we vanish
-
-    def create_kwargs(self, image: str) -> dict[str, Any]:
-        """The docker SDK `containers.create` arguments (labels added per container)."""
-        from docker.types import LogConfig, Ulimit
-
-        tmpfs_opts = f"rw,noexec,nosuid,nodev,size={self.tmpfs_mb}m,nr_inodes={self.tmpfs_inodes}"
-        uid = sandbox_image.SANDBOX_UID
-        workdir = sandbox_image.WORKDIR
-        return {
-            "image": image,
-            "command": [
-                "python3",
-                "-I",
-                sandbox_image.RUNNER_IN_IMAGE,
-                "--workdir",
-                workdir,
-                "--lifetime",
-                f"{self.lifetime_s:.0f}",
-                "--kill-strays",
-            ],
-            "user": f"{uid}:{uid}",
-            "working_dir": workdir,
-            "environment": minimal_environment(),
-            "hostname": "sandbox",
-            "network_disabled": True,
-            "network_mode": "none",
-            "read_only": True,
-            "tmpfs": {
-                "/tmp": f"{tmpfs_opts},mode=1777",
-                workdir: f"{tmpfs_opts},mode=0700,uid={uid},gid={uid}",
-            },
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges:true", f"seccomp={seccomp_profile()}"],
-            "pids_limit": self.pids,
-            "mem_limit": self.memory_mb * MB,
-            "memswap_limit": self.memory_mb * MB,
-            "nano_cpus": int(self.cpus * 1e9),
-            "shm_size": 16 * MB,
-            "ipc_mode": "private",
-            "ulimits": [
-                Ulimit(name="nofile", soft=self.nofile, hard=self.nofile),
-                Ulimit(name="fsize", soft=self.fsize_mb * MB, hard=self.fsize_mb * MB),
-                Ulimit(name="core", soft=0, hard=0),
-            ],
-            "init": True,
-            "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
-            "stdin_open": True,
-            "detach": False,  # with stdin_open, the SDK then sets StdinOnce: our socket
-            # closing ends the runner, so no container outlives us by more than a moment
-            "tty": False,
-            "auto_remove": True,
-        }
-
-
-def minimal_environment() -> dict[str, str]:
-    """The container's whole environment: nothing is taken from the host's."""
-    return {
-        "PATH": sandbox_image.IMAGE_PATH_ENV,
-        "LANG": "C.UTF-8",
-        "HOME": sandbox_image.WORKDIR,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-        "MPLCONFIGDIR": "/tmp",
-    }
-
-
-def seccomp_profile() -> str:
-    """The profile as the Docker API wants it: the JSON text itself, compacted."""
-    return json.dumps(json.loads(SECCOMP_PROFILE.read_text()), separators=(",", ":"))
-
-
-_client_lock = threading.Lock()
-_client: Any = None
-
-
-def docker_client() -> Any:
-    """A shared docker SDK client that negotiates the API version with the engine."""
-    global _client
-    with _client_lock:
-        if _client is None:
-            import docker
-
-            _client = docker.from_env(version="auto", timeout=30)
-        return _client
-
-
-def daemon_problem() -> str | None:
-    """Why the Docker engine cannot be used here, or None when it answers."""
-    try:
-        import docker  # noqa: F401
-    except ImportError:
-        return "the docker Python package is missing: `pip install docker`"
-    try:
-        docker_client().ping()
-    except Exception as exc:
-        _forget_client()
-        return (
-            f"no Docker engine answers ({type(exc).__name__}: {exc}); start dockerd "
-            "or set DOCKER_HOST"
-        )
-    return None
-
-
-def _forget_client() -> None:
-    global _client
-    with _client_lock:
-        _client = None
-
-
-def image_problem(tag: str) -> str | None:
-    import docker.errors
-
-    try:
-        docker_client().images.get(tag)
-    except docker.errors.ImageNotFound:
-        return f"the sandbox image {tag} is missing: {BUILD_HINT}"
-    except docker.errors.APIError as exc:
-        return f"could not look up the sandbox image {tag}: {exc}"
-    return None
 
 
 class DockerSandbox:
@@ -200,6 +74,7 @@ class DockerSandbox:
         grace_s: float = 3.0,
         keep_bytes: int = DEFAULT_KEEP_BYTES,
         hard_cap_bytes: int = HARD_CAP_BYTES,
+        runner_command: list[str] | None = None,
         **options: Any,
     ) -> None:
         limit_fields = set(ContainerLimits.__dataclass_fields__)
@@ -215,6 +90,8 @@ class DockerSandbox:
         self.keep_bytes = keep_bytes
         self.hard_cap_bytes = hard_cap_bytes
         self.pool_size = pool_size
+        # Tests only: a stand-in for the runner (e.g. one that answers with garbage).
+        self.runner_command = runner_command
         self._session: RunnerSession | None = None
         self._pool: WarmPool | None = None
         self._ready_checked = False
@@ -240,17 +117,21 @@ class DockerSandbox:
     def _get_pool(self) -> WarmPool:
         client = docker_client()
         sweeper.sweep_once_per_process(client)
-        config = json.dumps([self.image, asdict(self.limits), self.pool_size], sort_keys=True)
+        config = json.dumps(
+            [self.image, asdict(self.limits), self.pool_size, self.runner_command], sort_keys=True
+        )
         key = hashlib.sha256(config.encode()).hexdigest()
         if self._pool is None:
             self._pool = shared_pool(key, lambda: self._new_pool(client))
         return self._pool
 
     def _new_pool(self, client: Any) -> WarmPool:
-        limits, image = self.limits, self.image
+        limits, image, command = self.limits, self.image, self.runner_command
 
         def make_kwargs() -> dict[str, Any]:
             kwargs = limits.create_kwargs(image)
+            if command:
+                kwargs["command"] = command
             kwargs["labels"] = {**sweeper.owner_labels(limits.lifetime_s), "conductor.image": image}
             return kwargs
 
@@ -259,42 +140,65 @@ class DockerSandbox:
     # -- the Sandbox protocol ---------------------------------------------------------
 
     def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult:
+        """Run one cell; whatever the cell (or a runner it broke) does comes back as data."""
         with self._lock:
             started = time.monotonic()
-            if self._closed:
-                return self._infra("this sandbox was closed; open a new one")
-            if not self._ready_checked:
-                problem = self.probe_quietly()
-                if problem:
-                    return self._infra(problem)
-            session = self._session_for(timeout)
-            if isinstance(session, ExecResult):
-                return session
-            request = {
-                "op": "run",
-                "code": code,
-                "stdin": stdin,
-                "timeout": timeout,
-                "keep_bytes": self.keep_bytes,
-                "hard_cap_bytes": self.hard_cap_bytes,
-            }
             try:
-                reply = session.request(request, time.monotonic() + timeout + self.grace_s)
-            except DeadlineExceeded:
+                return self._run_locked(code, timeout, stdin, started)
+            except Exception as exc:  # never raise for the code: replace the container
+                log.exception("the Docker sandbox failed unexpectedly")
                 self._retire()
                 return ExecResult(
-                    timed_out=True,
-                    signal=signal.SIGKILL,
-                    duration_s=time.monotonic() - started,
                     backend=self.name,
-                    stderr="[sandbox: no answer by the deadline; the container was destroyed]",
+                    duration_s=time.monotonic() - started,
+                    sandbox_error=f"the sandbox failed ({type(exc).__name__}: {exc}); "
+                    "the container was replaced",
                 )
-            except RunnerGone as exc:
-                return self._runner_died(session, exc, started)
-            result = self._to_result(reply)
-            if result.timed_out or result.oom_killed or result.output_limit_hit:
-                self._retire()  # a wrecked container never serves again
-            return result
+
+    def _run_locked(self, code: str, timeout: float, stdin: str, started: float) -> ExecResult:
+        if self._closed:
+            return self._infra("this sandbox was closed; open a new one")
+        if not self._ready_checked:
+            problem = self.probe_quietly()
+            if problem:
+                return self._infra(problem)
+        session = self._session_for(timeout)
+        if isinstance(session, ExecResult):
+            return session
+        request = {
+            "op": "run",
+            "code": code,
+            "stdin": stdin,
+            "timeout": timeout,
+            "keep_bytes": self.keep_bytes,
+            "hard_cap_bytes": self.hard_cap_bytes,
+        }
+        deadline = time.monotonic() + timeout + self.grace_s
+        try:
+            reply = session.request(request, deadline, limit=reply_limit(self.keep_bytes))
+            result = result_from_reply(reply, keep_bytes=self.keep_bytes, backend=self.name)
+        except DeadlineExceeded:
+            self._retire()
+            return ExecResult(
+                timed_out=True,
+                signal=signal.SIGKILL,
+                duration_s=time.monotonic() - started,
+                backend=self.name,
+                stderr="[sandbox: no answer by the deadline; the container was destroyed]",
+            )
+        except RunnerGone as exc:
+            return self._runner_died(session, exc, started)
+        except ProtocolError as exc:
+            self._retire()
+            log.warning("the sandbox runner broke the protocol: %s", visible_line(str(exc)))
+            return ExecResult(
+                backend=self.name,
+                duration_s=time.monotonic() - started,
+                sandbox_error=f"{exc}; the container was replaced",
+            )
+        if result.timed_out or result.oom_killed or result.output_limit_hit:
+            self._retire()  # a wrecked container never serves again
+        return result
 
     def close(self) -> None:
         with self._lock:
@@ -344,12 +248,8 @@ class DockerSandbox:
             state = {}
         self._retire()
         oom = bool(state.get("OOMKilled"))
-        note = (
-            "the sandbox ran out of memory and was killed"
-            if oom
-            else "the code ended the sandbox's runner process"
-        )
-        last_words = session.runner_stderr.decode("utf-8", "replace").strip()[-500:]
+        note = "the sandbox ran out of memory and was killed" if oom else "the runner ended"
+        last_words = session.last_words()
         if last_words:
             log.warning("the sandbox runner's last output: %s", last_words)
         return ExecResult(
@@ -358,42 +258,8 @@ class DockerSandbox:
             oom_killed=oom,
             duration_s=duration,
             backend=self.name,
-        )
-
-    def _to_result(self, reply: dict[str, Any]) -> ExecResult:
-        if reply.get("op") != "result":
-            self._retire()
-            return self._infra(f"the sandbox runner answered {reply!r:.300}")
-        out, err = (
-            _decode_stream(reply["stdout"], self.keep_bytes),
-            _decode_stream(reply["stderr"], self.keep_bytes),
-        )
-        return ExecResult(
-            stdout=out.text(),
-            stderr=err.text(),
-            exit_code=reply.get("exit_code"),
-            signal=reply.get("signal"),
-            timed_out=bool(reply.get("timed_out")),
-            oom_killed=bool(reply.get("oom_killed")),
-            duration_s=float(reply.get("duration_s", 0.0)),
-            backend=self.name,
-            stdout_bytes=out.total,
-            stderr_bytes=err.total,
-            stdout_truncated=out.truncated,
-            stderr_truncated=err.truncated,
-            output_limit_hit=bool(reply.get("output_limit_hit")),
+            sandbox_error=f"{note} ({exc}); the container was replaced",
         )
 
     def _infra(self, message: str) -> ExecResult:
         return ExecResult(backend=self.name, infra_error=message)
-
-
-def _decode_stream(data: dict[str, Any], keep: int) -> CappedBuffer:
-    """Rebuild the runner's head/tail capture as the shared `CappedBuffer` shape."""
-    import base64
-
-    buffer = CappedBuffer(keep)
-    buffer.feed(base64.b64decode(data["head"]))
-    buffer.feed(base64.b64decode(data["tail"]))
-    buffer.total = int(data["bytes"])
-    return buffer

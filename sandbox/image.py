@@ -40,7 +40,7 @@ IMAGE_PATH_ENV = "/usr/local/bin:/usr/bin:/bin"
 HERE = Path(__file__).resolve().parent
 RUNNER_SOURCE = HERE / "runner.py"
 # The runner and its companion, copied side by side into RUNNER_DIR_IN_IMAGE.
-RUNNER_FILES = (RUNNER_SOURCE, HERE / "runner_child.py")
+RUNNER_FILES = (RUNNER_SOURCE, HERE / "runner_supervise.py", HERE / "runner_child.py")
 DOCKERFILE = HERE / "Dockerfile"
 
 # Parts of the debootstrap tree that a sandbox never needs: package caches and lists,

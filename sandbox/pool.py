@@ -15,7 +15,6 @@ containers happens on background threads so a run never waits for it.
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import struct
@@ -25,6 +24,13 @@ from collections import deque
 from typing import Any
 
 from conductor.errors import UserFacingError
+from sandbox.protocol import (
+    DeadlineExceeded,
+    FramedConversation,
+    ProtocolError,
+    RunnerGone,
+    check_pong,
+)
 
 log = logging.getLogger("conductor.sandbox")
 
@@ -34,56 +40,55 @@ READY_TIMEOUT_S = 60.0
 LIFETIME_MARGIN_S = 120.0
 
 
-class RunnerGone(Exception):
-    """The runner's stream ended: the container stopped or the runner died."""
-
-
-class DeadlineExceeded(Exception):
-    """No reply before the host-side deadline."""
-
-
 class SessionStartError(UserFacingError):
     """A sandbox container could not be started; the message says why."""
 
 
-class RunnerSession:
+class RunnerSession(FramedConversation):
     """One running sandbox container and the framed conversation with its runner."""
 
     def __init__(self, client: Any, container_id: str, sock: socket.socket) -> None:
+        super().__init__()
         self.client = client
         self.container_id = container_id
         self.sock = sock
         self.started_at = time.monotonic()
-        self.runner_stderr = bytearray()  # the runner's own diagnostics, last 4 KB
-        self._inbox = bytearray()  # demultiplexed stdout bytes not yet framed
         self._raw = bytearray()  # attach stream bytes not yet demultiplexed
-        self._next_id = 0
         self.preload: dict[str, Any] = {}
 
     @classmethod
-    def start(cls, client: Any, create_kwargs: dict[str, Any]) -> RunnerSession:
-        """Create, attach (before start, so nothing is missed), start, await readiness."""
+    def start(cls, client: Any, create: dict[str, Any]) -> RunnerSession:
+        """Create, attach (before start, so nothing is missed), start, await readiness.
+
+        `create` holds `create_container` arguments with a ready `host_config` (the
+        low-level API: the high-level one cannot set MaskedPaths).
+        """
         import docker.errors
 
         try:
-            container = client.containers.create(**create_kwargs)
+            container_id = client.api.create_container(**create)["Id"]
         except docker.errors.ImageNotFound as exc:
             raise SessionStartError(
-                f"sandbox image {create_kwargs.get('image')} is missing: "
-                "run `conductor sandbox build`"
+                f"sandbox image {create.get('image')} is missing: run `conductor sandbox build`"
             ) from exc
         except docker.errors.APIError as exc:
             raise SessionStartError(f"could not create a sandbox container: {exc}") from exc
         try:
-            raw = client.api.attach_socket(container.id, params=ATTACH_PARAMS)
+            raw = client.api.attach_socket(container_id, params=ATTACH_PARAMS)
             sock = getattr(raw, "_sock", raw)
-            container.start()
-            session = cls(client, container.id, sock)
+            client.api.start(container_id)
+            session = cls(client, container_id, sock)
             reply = session.request({"op": "ping"}, time.monotonic() + READY_TIMEOUT_S)
-            session.preload = reply
+            session.preload = check_pong(reply)
             return session
-        except (docker.errors.APIError, RunnerGone, DeadlineExceeded, OSError) as exc:
-            _remove_quietly(client, container.id)
+        except (
+            docker.errors.APIError,
+            RunnerGone,
+            DeadlineExceeded,
+            ProtocolError,
+            OSError,
+        ) as exc:
+            _remove_quietly(client, container_id)
             raise SessionStartError(
                 f"the sandbox container did not become ready: {exc}. "
                 "`conductor sandbox doctor` checks the setup."
@@ -93,45 +98,24 @@ class RunnerSession:
     def age_s(self) -> float:
         return time.monotonic() - self.started_at
 
-    def request(self, message: dict[str, Any], deadline: float) -> dict[str, Any]:
-        """Send one frame and wait for the reply with the same id."""
-        self._next_id += 1
-        message = {**message, "id": self._next_id}
-        body = json.dumps(message).encode()
-        self._settimeout(deadline)
+    def _send(self, data: bytes, deadline: float) -> None:
+        self.sock.settimeout(self.remaining(deadline))
         try:
-            self.sock.sendall(struct.pack(">I", len(body)) + body)
+            self.sock.sendall(data)
         except TimeoutError as exc:
             raise DeadlineExceeded("sending the request timed out") from exc
         except OSError as exc:
             raise RunnerGone(f"the attach stream broke: {exc}") from exc
-        while True:
-            reply = self._read_frame(deadline)
-            if reply.get("id") == self._next_id:
-                return reply
-            log.warning("dropping an unexpected runner frame: %.200r", reply)
-
-    def _settimeout(self, deadline: float) -> None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise DeadlineExceeded("deadline passed")
-        self.sock.settimeout(remaining)
-
-    def _read_frame(self, deadline: float) -> dict[str, Any]:
-        while True:
-            if len(self._inbox) >= 4:
-                (size,) = struct.unpack(">I", self._inbox[:4])
-                if len(self._inbox) >= 4 + size:
-                    body = bytes(self._inbox[4 : 4 + size])
-                    del self._inbox[: 4 + size]
-                    return json.loads(body)
-            self._receive(deadline)
 
     def _receive(self, deadline: float) -> None:
-        """Read from the attach stream and sort its payloads into stdout/stderr."""
-        self._settimeout(deadline)
+        """Read from the attach stream and sort its payloads into stdout/stderr.
+
+        Docker's multiplexing headers carry the payload size: one larger than a frame
+        may be is refused here, so nothing unbounded is ever buffered.
+        """
+        self.sock.settimeout(self.remaining(deadline))
         try:
-            chunk = self.sock.recv(1 << 20)
+            chunk = self.sock.recv(1 << 16)
         except TimeoutError as exc:
             raise DeadlineExceeded("no reply from the runner in time") from exc
         except OSError as exc:
@@ -141,15 +125,16 @@ class RunnerSession:
         self._raw += chunk
         while len(self._raw) >= 8:
             kind, size = self._raw[0], struct.unpack(">I", self._raw[4:8])[0]
+            if size > self.frames.limit + 8:
+                raise ProtocolError(f"the attach stream announced a {size}-byte payload")
             if len(self._raw) < 8 + size:
                 break
-            payload = self._raw[8 : 8 + size]
+            payload = bytes(self._raw[8 : 8 + size])
             del self._raw[: 8 + size]
             if kind == 1:
-                self._inbox += payload
+                self.frames.feed(payload)
             else:
-                self.runner_stderr += payload
-                del self.runner_stderr[:-4096]
+                self.note_stderr(payload)
 
     def state(self) -> dict[str, Any] | None:
         """The container's State from Docker, None when it is gone already."""

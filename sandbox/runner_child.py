@@ -20,8 +20,27 @@ import struct
 import sys
 import traceback
 import types
+from dataclasses import dataclass, field
 
 PR_SET_DUMPABLE = 4
+RLIMITS = {
+    "nproc": resource.RLIMIT_NPROC,
+    "nofile": resource.RLIMIT_NOFILE,
+    "fsize": resource.RLIMIT_FSIZE,
+    "as": resource.RLIMIT_AS,
+    "core": resource.RLIMIT_CORE,
+    "memlock": resource.RLIMIT_MEMLOCK,
+    "msgqueue": resource.RLIMIT_MSGQUEUE,
+}
+
+
+@dataclass(frozen=True)
+class CellSetup:
+    """What every cell gets: its work dir, its uid (None: the runner's), its rlimits."""
+
+    workdir: str
+    uid: int | None = None
+    limits: dict[str, int] = field(default_factory=dict)
 
 
 def _libc():
@@ -60,12 +79,13 @@ def exit_status(exc: SystemExit) -> int:
     return 1
 
 
-def zygote_main(control_r: int, out_w: int, err_w: int, done_w: int, workdir: str) -> None:
+def zygote_main(control_r: int, out_w: int, err_w: int, done_w: int, setup: CellSetup) -> None:
     """In the forked child: prepare, wait for one cell, run it as `__main__`. Never returns."""
     status = 1
     try:
         os.setsid()
-        set_dumpable(1)  # lets the child raise its own OOM score below
+        _limit_and_drop(setup)
+        set_dumpable(1)  # the cell's /proc entries are its own (and its OOM score below)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -80,7 +100,7 @@ def zygote_main(control_r: int, out_w: int, err_w: int, done_w: int, workdir: st
         os.dup2(control_r, CONTROL_FD)
         os.dup2(done_w, DONE_FD)
         os.closerange(DONE_FD + 1, 65536)  # the protocol pipes never reach the cell
-        os.chdir(workdir)
+        os.chdir(setup.workdir)
         _fresh_interpreter_state()
         _touch_hot_pages(CONTROL_FD)
         request = _read_request(CONTROL_FD)
@@ -120,6 +140,24 @@ def zygote_main(control_r: int, out_w: int, err_w: int, done_w: int, workdir: st
         os._exit(status)
 
 
+def _limit_and_drop(setup: CellSetup) -> None:
+    """Fresh rlimits for this cell, then (when the runner is root) the cell's own uid.
+
+    Limits are set here on every fork, from the runner's arguments, so nothing an
+    earlier cell did to its own limits carries over. Dropping from root to another uid
+    clears every capability, and a process of another uid cannot signal, trace,
+    prlimit or open /proc/PID/* of the runner or the init.
+    """
+    for name, value in setup.limits.items():
+        resource.setrlimit(RLIMITS[name], (value, value))
+    if setup.uid is not None and os.getuid() != setup.uid:
+        os.setgroups([])
+        os.setresgid(setup.uid, setup.uid, setup.uid)
+        os.setresuid(setup.uid, setup.uid, setup.uid)
+        if os.getresuid() != (setup.uid,) * 3:
+            raise SystemExit("could not drop to the cell's uid")
+
+
 def _fresh_interpreter_state() -> None:
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.stdout = io.TextIOWrapper(
@@ -133,9 +171,9 @@ def _fresh_interpreter_state() -> None:
     )
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
     sys.argv = ["<cell>"]
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed()  # a forked child would otherwise repeat the parent's draws
+    numpy_random = getattr(sys.modules.get("numpy"), "random", None)
+    if numpy_random is not None:
+        numpy_random.seed()  # a forked child would otherwise repeat the parent's draws
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = main

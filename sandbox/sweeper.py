@@ -39,11 +39,15 @@ def process_start_ticks(pid: int) -> str:
         return ""
 
 
-def owner_labels(lifetime_s: float) -> dict[str, str]:
-    """The labels that mark a new container as ours and say who owns it until when."""
+def owner_labels(lifetime_s: float, *, label: str = LABEL) -> dict[str, str]:
+    """The labels that mark a new container as ours and say who owns it until when.
+
+    `label` is the marker the sweeper looks for; tests pass one of their own, so that
+    no other conductor process's sweeper touches their containers, nor theirs others'.
+    """
     pid = os.getpid()
     return {
-        LABEL: "1",
+        label: "1",
         OWNER_PID: str(pid),
         OWNER_START: process_start_ticks(pid),
         OWNER_HOST: socket.gethostname(),
@@ -93,13 +97,13 @@ def stale_reason(
     return None
 
 
-def sweep(client: Any, *, exiting: bool = False) -> list[tuple[str, str]]:
-    """Remove stale containers of ours; return (short id, reason) for each removed."""
+def sweep(client: Any, *, exiting: bool = False, label: str = LABEL) -> list[tuple[str, str]]:
+    """Remove stale containers marked `label`; return (short id, reason) for each removed."""
     import docker.errors
 
     removed = []
     host, now = socket.gethostname(), time.time()
-    for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
+    for summary in client.api.containers(all=True, filters={"label": f"{label}=1"}):
         labels = summary.get("Labels") or {}
         reason = stale_reason(
             labels,

@@ -19,6 +19,7 @@ from published_builder import (
 )
 
 from conductor.cli import main
+from conductor.events import ExpertCallStarted
 from conductor.interfaces import ExecResult, Message, SandboxUnavailable
 from conductor.replay import (
     harness_view,
@@ -83,6 +84,23 @@ def test_expert_replies_are_found_by_instruction_in_any_order() -> None:
     assert model.unmatched == []
 
 
+def test_two_experts_with_one_instruction_get_their_own_replies() -> None:
+    both = (
+        call("Expert Geometer", "Which shape?") + "\n\n" + call("Expert Designer", "Which shape?")
+    )
+    rec = record(
+        "shape",
+        "(A)",
+        (both, outputs(2, ("Expert Geometer", "a kite"), ("Expert Designer", "a sector"))),
+        (answer("(A)"), None),
+    )
+    for order in (("Expert Designer", "Expert Geometer"), ("Expert Geometer", "Expert Designer")):
+        model = ReplayModel(parse_record(rec, line=1))
+        model.complete([], role="meta")
+        replies = {name: expert(model, name, "Which shape?") for name in order}
+        assert replies == {"Expert Geometer": "a kite", "Expert Designer": "a sector"}
+
+
 def test_python_reply_is_the_experts_words_without_what_the_harness_appended() -> None:
     model = ReplayModel(parse_record(sorting_record(), line=1))
     model.complete([], role="meta")
@@ -130,6 +148,7 @@ def test_a_record_replays_with_the_same_answer_calls_rounds_and_output(sandbox) 
         True,
     )
     assert (result.sandbox_runs, result.sandbox_compared, result.sandbox_identical) == (1, 1, 1)
+    assert (result.quoted_rounds, result.quoted_identical) == (2, 2)
     assert result.input_tokens > result.input_tokens_cached > 0
 
 
@@ -137,9 +156,37 @@ def test_a_different_program_output_is_a_listed_mismatch(sandbox) -> None:
     result = replay_record(parse_record(sorting_record(printed="['pear']"), line=3), sandbox)
     assert result.faithful  # the meta model's side is unchanged
     assert result.sandbox_identical == 0
-    [mismatch] = result.mismatches
+    mismatch, quoted = result.mismatches
     assert (mismatch.line, mismatch.kind) == (3, "sandbox")
     assert "['pear']" in mismatch.detail and "['apple', 'pear']" in mismatch.detail
+    # ... and the meta model was shown the new output, not the recorded one
+    assert (quoted.kind, result.quoted_rounds, result.quoted_identical) == ("quoted_output", 2, 1)
+    assert "code output" in quoted.detail
+
+
+def test_what_the_loop_quotes_back_is_checked_against_the_record(sandbox) -> None:
+    from conductor.replay_quotes import check_quotes, quoted_blocks
+
+    rec = parse_record(sorting_record(), line=5)
+    model = ReplayModel(rec)
+    from conductor.loop import Conductor
+    from conductor.replay import question_of, replay_config
+
+    config = replay_config()
+    config.python_timeout_s = 60  # the paper's 3 s is for replays, not a loaded test machine
+    events = list(Conductor(model, model, sandbox, config).run(question_of(rec)))
+    names: dict[int, list[str]] = {}
+    for e in events:
+        if isinstance(e, ExpertCallStarted):
+            names.setdefault(e.round, []).append(e.name)
+    requests = model.meta_requests
+    assert check_quotes(rec, requests, names).identical == 2
+    # One character of an expert's reply lost on the way back is a difference.
+    reviewer, linguist = quoted_blocks(requests[2], names[2])
+    assert (reviewer, linguist) == ("Yes.", "apple pear")
+    tampered = requests[2].replace("apple pear\n", "apple pea\n", 1)
+    check = check_quotes(rec, [*requests[:2], tampered], names)
+    assert (check.rounds, check.identical) == (2, 1) and check.differences
 
 
 def test_a_turn_with_calls_and_an_answer_runs_the_calls_first(sandbox) -> None:
@@ -314,3 +361,15 @@ def test_replay_through_the_docker_sandbox(shared_dir: Path, require_docker) -> 
     assert report.sandbox == "docker" and report.records == 8
     assert report.sandbox_compared >= 5
     assert report.sandbox_outputs_identical == report.sandbox_compared, report.mismatches
+
+
+def test_readme_replay_table_has_the_columns_the_markdown_option_prints(tmp_path: Path) -> None:
+    from conductor.cli_replay import markdown_table
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- replay-table -->")[1].split("<!-- /replay-table -->")[0]
+    assert markdown_table([]).splitlines()[0] in block.splitlines()
+    path = write_file(tmp_path / "GameOf24.jsonl", sorting_record())
+    report = replay_file(path, SubprocessSandbox)
+    [row] = markdown_table([report]).splitlines()[2:]
+    assert row.startswith("| GameOf24 | 1 | 1 | 1 | 1 (100.0%) | 1 | 1/1 | 2/2 |")

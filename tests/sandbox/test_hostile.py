@@ -245,6 +245,11 @@ class HostWitness:
             "HOST_SERVICE_COUNT": str(len(self.host_ips) + 1),
             "ABSTRACT": self.abstract_name,
             "HOST_MACS": " ".join(self.host_macs),
+            "HOST_EUID": str(os.geteuid()),
+            "HOST_HOME": str(Path.home()),
+            "HOST_CMDLINE": _read("/proc/cmdline")[:80],
+            "HOST_BOOT_ID": _read("/proc/sys/kernel/random/boot_id"),
+            "HOST_MEMTOTAL": _read("/proc/meminfo").split("\n", 1)[0].split(":")[-1],
         }
 
     def assert_no_secrets(self, result: ExecResult) -> None:
@@ -289,6 +294,13 @@ class HostWitness:
         candidates += [Path("/var/tmp"), home, home / ".ssh", Path.cwd(), Path("/root")]
         candidates += [Path("/usr/lib/python3/dist-packages"), Path(os.__file__).parent]
         return [p for p in candidates if p.is_dir()]
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
 
 
 def _fingerprint(path: Path) -> tuple[int, ...]:
