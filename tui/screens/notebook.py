@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from conductor.display import visible_line
 from conductor.errors import UserFacingError
 from notebook.store import Notebook
 from notebook.terms import content_terms, fts_query
@@ -34,8 +36,9 @@ KEY_WIDTH = 18
 
 
 def _cut(text: str, width: int) -> str:
+    """One line of model-written text, cut to `width`, control characters visible."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return visible_line(flat if len(flat) <= width else flat[: width - 1] + "…")
 
 
 def query_notes(
@@ -187,7 +190,7 @@ class NotebookScreen(Screen[None]):
         self.type_names = {r["id"]: r["name"] for r in types}
         options = [Option(f"All notes ({sum(counts.values())})", id=ALL_TYPES)]
         options += [
-            Option(f"{_cut(r['name'], 16)} ({counts.get(r['id'], 0)})", id=f"type:{r['id']}")
+            Option(Text(f"{_cut(r['name'], 16)} ({counts.get(r['id'], 0)})"), id=f"type:{r['id']}")
             for r in types
         ]
         if counts.get(None):
@@ -213,7 +216,7 @@ class NotebookScreen(Screen[None]):
         for note in self.notes:
             table.add_row(
                 note["kind"],
-                _cut(note["key"] or note["text"], KEY_WIDTH),
+                Text(_cut(note["key"] or note["text"], KEY_WIDTH)),  # text, never markup
                 f"{note['helpful']}/{note['harmful']}",
                 str(note["uses"]),
                 note["verification"],
