@@ -85,8 +85,10 @@ class RunConfig:
     """A turn with calls and an answer: `calls_first` (as the paper) or `answer`."""
     prompt_cache: bool = True
     """Ask the provider to cache the growing meta history."""
-    expert_max_tokens: int | None = None
-    """Output token cap per expert reply (provider default when unset)."""
+    expert_max_tokens: int = 4096
+    """Output token cap per expert reply; a reply cut there is marked truncated."""
+    meta_max_tokens: int = 4096
+    """Output token cap per meta-model turn; a turn cut there is never acted on."""
 
     def limits(self) -> dict[str, Any]:
         return {
@@ -154,7 +156,8 @@ RULES: dict[str, tuple[Any, str]] = {
     "run.parallel_experts": (bool, "true or false"),
     "run.calls_and_answer": (Literal["calls_first", "answer"], "calls_first or answer"),
     "run.prompt_cache": (bool, "true or false"),
-    "run.expert_max_tokens": (_POSITIVE_INT | None, "a whole number, 1 or more, or unset"),
+    "run.expert_max_tokens": (_POSITIVE_INT, "a whole number, 1 or more"),
+    "run.meta_max_tokens": (_POSITIVE_INT, "a whole number, 1 or more"),
 }
 # The command-line flag that sets each field, for messages.
 FLAGS = {

@@ -123,6 +123,10 @@ class MetaTurnFinished(Event):
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     duration_s: float = 0.0
+    # Why the model stopped: the API's own words (end_turn, stop, max_tokens, length),
+    # or `stopped:<reason>` when conductor closed the stream (a cancel, a limit).
+    stop_reason: str = ""
+    truncated: bool = False  # cut at the output-token limit; its calls were not run
 
 
 @dataclass(kw_only=True)
@@ -148,6 +152,8 @@ class ExpertCallFinished(Event):
     model: str = ""
     duration_s: float = 0.0
     error: str | None = None
+    stop_reason: str = ""  # as on MetaTurnFinished
+    truncated: bool = False  # cut at the output-token limit (the meta model is told)
 
 
 @dataclass(kw_only=True)
@@ -194,7 +200,7 @@ class ErrorEvent(Event):
 @dataclass(kw_only=True)
 class RunFinished(Event):
     kind: ClassVar[str] = "run_finished"
-    status: str = ""  # answered | no_answer | limit | error | interrupted
+    status: str = ""  # answered | no_answer | declined | limit | error | interrupted
     final_answer: str | None = None
     rounds: int = 0
     usage: Usage = field(default_factory=Usage)

@@ -37,6 +37,11 @@ class Usage:
     `input_tokens` counts every prompt token, cached or not; `cache_read_tokens` is the
     part of it served from the provider's prompt cache, `cache_write_tokens` the part
     written to it.
+
+    `estimated_calls` counts calls whose server did not report (all of) their usage (a
+    server that sends none while streaming, a stream stopped part-way): what is unknown
+    is NOT in the token fields (never a made-up 0 passed off as measured) but estimated
+    by a tokenizer into `estimated_tokens`, which the run's limits count too.
     """
 
     input_tokens: int = 0
@@ -45,6 +50,8 @@ class Usage:
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
     calls: int = 0
+    estimated_calls: int = 0
+    estimated_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -54,11 +61,23 @@ class Usage:
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
             calls=self.calls + other.calls,
+            estimated_calls=self.estimated_calls + other.estimated_calls,
+            estimated_tokens=self.estimated_tokens + other.estimated_tokens,
         )
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def known(self) -> bool:
+        """Every call's usage was reported by its server."""
+        return self.estimated_calls == 0
+
+    @property
+    def tokens_for_limits(self) -> int:
+        """Reported tokens plus the estimate for what was not reported."""
+        return self.total_tokens + self.estimated_tokens
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,6 +99,32 @@ class Completion:
     model: str = ""
     stop_reason: str = ""
     retries: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut at the output-token limit (Anthropic and OpenAI names)."""
+        return self.stop_reason in ("max_tokens", "length")
+
+    @property
+    def stopped(self) -> bool:
+        """The stream was stopped on our side (cancel, a limit) before it ended."""
+        return self.stop_reason.startswith(STOPPED_PREFIX)
+
+
+STOPPED_PREFIX = "stopped:"
+
+
+class StreamStopped(Exception):
+    """Raised by an `on_text` callback to end a streaming call early (a cancel, a limit).
+
+    A provider that streams catches it, closes the stream (so the server stops
+    generating) and returns the text so far with `stop_reason` `stopped:<reason>` and
+    what it knows of the usage; a model that does not stream lets it propagate.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 TextCallback = Callable[[str], None]

@@ -3,13 +3,14 @@
 `Conductor.run(question)` is a generator of events. Model calls and expert calls run
 in worker threads and push their events (streamed text included) into a queue that
 the generator drains, so consumers see everything live and in order of occurrence.
-Limits are checked before every meta-model call; `cancel()` stops a run between steps
-and the run still ends with a `RunFinished` event.
+Limits are checked before every meta-model call and, through `conductor.streaming`,
+while every call streams; `cancel()` closes the streams in flight and takes effect
+within a fraction of a second. The run always ends with a `RunFinished` event whose
+usage counts every call that returned, the cancelled ones included.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -30,20 +31,21 @@ from conductor.events import (
     Recall,
     RunFinished,
     RunStarted,
-    TextDelta,
     new_id,
 )
-from conductor.interfaces import ChatModel, Message, Sandbox, Usage
+from conductor.interfaces import ChatModel, Completion, Message, Sandbox, Usage
 from conductor.ledger import UsageLedger
 from conductor.protocol import ParsedTurn, parse_turn
+from conductor.streaming import (
+    RunCancelled,
+    RunGuard,
+    StreamLimit,
+    StreamWatch,
+    in_worker,
+)
 from experts.expert import ExpertContext, ExpertOutcome, call_expert
 
 T = TypeVar("T")
-_DONE = object()
-
-
-class RunCancelled(Exception):
-    pass
 
 
 @dataclass
@@ -52,6 +54,7 @@ class RunState:
     started: float = field(default_factory=time.monotonic)
     # Every model call of the run records its usage here as it returns (ledger.py).
     ledger: UsageLedger = field(default_factory=UsageLedger)
+    guard: RunGuard | None = None
     rounds: int = 0
     expert_calls: int = 0
     sandbox_runs: int = 0
@@ -106,6 +109,7 @@ class Conductor:
         state = RunState(run_id=run_id or time.strftime("%Y%m%d-%H%M%S-") + new_id()[:6])
         if ledger is not None:
             state.ledger = ledger
+        state.guard = RunGuard(cfg, state.ledger, self._cancel)
         yield RunStarted(
             run_id=state.run_id,
             question=question,
@@ -126,7 +130,7 @@ class Conductor:
                 # In a worker, like a model call: a cancel is seen while recall works.
                 recall = self.recall
                 event = yield from self._in_worker(
-                    lambda emit: recall(question, ledger=state.ledger)
+                    state, lambda emit: recall(question, ledger=state.ledger)
                 )
                 if event is not None:
                     event.run_id = state.run_id
@@ -138,6 +142,9 @@ class Conductor:
             status = yield from self._rounds(state, first)
         except RunCancelled:
             status = "interrupted"
+        except StreamLimit as stop:
+            status = "limit"
+            yield stop.hit
         except Exception as exc:
             # A system failure: record it and finish the run, then let the caller see it.
             status, error = "error", exc
@@ -172,17 +179,8 @@ class Conductor:
             turn = MetaTurnStarted(run_id=state.run_id, round=round_no, user_message=user_text)
             yield turn
             t0 = time.monotonic()
-            meta_model = state.ledger.metered(self.meta_model, "meta")
             completion = yield from self._in_worker(
-                lambda emit, turn=turn, meta_model=meta_model: meta_model.complete(
-                    list(history),
-                    system=prompts.META_SYSTEM,
-                    on_text=lambda s: emit(
-                        TextDelta(parent_id=turn.id, run_id=state.run_id, text=s)
-                    ),
-                    cache=cfg.prompt_cache,
-                    role="meta",
-                )
+                state, lambda emit, turn=turn: self._meta_call(state, history, turn.id, emit)
             )
             state.rounds = round_no
             history.append(Message("assistant", completion.text))
@@ -194,9 +192,37 @@ class Conductor:
                 usage=completion.usage,
                 model=completion.model,
                 duration_s=time.monotonic() - t0,
+                stop_reason=completion.stop_reason,
+                truncated=completion.truncated,
             )
-            parsed = parse_turn(completion.text)
+            self._raise_if_stopped(state, completion)
+            if completion.stop_reason == "declined":
+                # The model says it cannot answer (the offline demo does): a labelled
+                # non-answer, never an answer to learn from.
+                yield Observation(
+                    parent_id=turn.id,
+                    run_id=state.run_id,
+                    reason="declined",
+                    message="The model declined: it cannot answer this question.",
+                )
+                return "declined"
             header = prompts.ROUND_HEADER.format(round=round_no + 1)
+            if completion.truncated:
+                # Never act on a cut turn: its last call or answer may be half-written.
+                message = prompts.TRUNCATED.format(limit=cfg.meta_max_tokens)
+                yield Observation(
+                    parent_id=turn.id, run_id=state.run_id, reason="truncated", message=message
+                )
+                user_text = header + message
+                continue
+            if not completion.text.strip():
+                message = prompts.EMPTY_REPLY + prompts.NUDGE
+                yield Observation(
+                    parent_id=turn.id, run_id=state.run_id, reason="empty_reply", message=message
+                )
+                user_text = header + message
+                continue
+            parsed = parse_turn(completion.text)
             if parsed.has_answer and (not parsed.calls or cfg.calls_and_answer == "answer"):
                 state.answer = parsed.final_answer
                 yield FinalAnswer(
@@ -246,8 +272,12 @@ class Conductor:
         calls = parsed.dispatchable
 
         def work(emit: Callable[[Event], None]) -> list[ExpertOutcome]:
+            assert state.guard is not None
+            # Metered: each expert call's usage goes on the ledger the moment it returns.
             expert_model = state.ledger.metered(self.expert_model, "expert")
-            ctx = ExpertContext(expert_model, self.sandbox, self.config, emit, state.run_id)
+            ctx = ExpertContext(
+                expert_model, self.sandbox, self.config, emit, state.run_id, guard=state.guard
+            )
             jobs = [
                 (lambda c=c, i=i: call_expert(c, ctx, parent_id=turn_id, round=round_no, index=i))
                 for i, c in enumerate(calls)
@@ -259,7 +289,7 @@ class Conductor:
 
         outcomes: list[ExpertOutcome] = []
         if calls:
-            outcomes = yield from self._in_worker(work)
+            outcomes = yield from self._in_worker(state, work)
         for outcome in outcomes:
             state.expert_calls += 1
             state.sandbox_runs += outcome.sandbox_runs
@@ -267,46 +297,56 @@ class Conductor:
         empty = [prompts.EMPTY_INSTRUCTION.format(name=c.name) for c in parsed.calls if c.is_empty]
         return "\n\n".join(blocks + empty)
 
-    def _in_worker(self, work: Callable[[Callable[[Event], None]], T]) -> Generator[Event, None, T]:
-        """Run `work(emit)` in a thread, yielding the events it emits as they come."""
-        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        box: dict[str, Any] = {}
+    def _meta_call(
+        self, state: RunState, history: list[Message], turn_id: str, emit: Callable[[Event], None]
+    ) -> Completion:
+        """One meta turn, streamed through a watch; charged the moment it returns."""
+        assert state.guard is not None
+        messages = list(history)
 
-        def target() -> None:
-            try:
-                box["value"] = work(events.put)
-            except BaseException as exc:
-                box["error"] = exc
-            finally:
-                events.put(_DONE)
+        def prompt() -> str:
+            return "\n".join([prompts.META_SYSTEM, *(m.content for m in messages)])
 
-        threading.Thread(target=target, daemon=True, name="conductor-worker").start()
-        while True:
-            try:
-                item = events.get(timeout=0.1)
-            except queue.Empty:
-                if self._cancel.is_set():
-                    raise RunCancelled() from None
-                continue
-            if item is _DONE:
-                break
-            yield item
-        if "error" in box:
-            raise box["error"]
+        watch = StreamWatch(
+            state.guard,
+            emit,
+            run_id=state.run_id,
+            parent_id=turn_id,
+            model=self.meta_model,
+            prompt=prompt,
+        )
+        watch.check_before()  # a cancel or limit that came first: do not start the call
+        # Metered: the usage goes on the ledger the moment the call returns.
+        completion = state.ledger.metered(self.meta_model, "meta").complete(
+            messages,
+            system=prompts.META_SYSTEM,
+            on_text=watch,
+            cache=self.config.prompt_cache,
+            role="meta",
+            max_tokens=self.config.meta_max_tokens,
+        )
+        return completion
+
+    def _raise_if_stopped(self, state: RunState, completion: Completion) -> None:
+        """A call stopped mid-stream ends the run: cancelled, or at the limit it hit."""
+        if not completion.stopped:
+            return
         if self._cancel.is_set():
             raise RunCancelled()
-        return box["value"]
+        assert state.guard is not None
+        if state.guard.limit is not None:
+            raise StreamLimit(state.guard.limit)
+
+    def _in_worker(
+        self, state: RunState, work: Callable[[Callable[[Event], None]], T]
+    ) -> Generator[Event, None, T]:
+        assert state.guard is not None
+        return (yield from in_worker(state.guard, work, run_id=state.run_id))
 
     def _limit_reached(self, state: RunState) -> LimitHit | None:
-        cfg = self.config
         if self._cancel.is_set():
             raise RunCancelled()
-        checks = [
-            ("tokens", state.usage.total_tokens, cfg.max_tokens),
-            ("cost", state.usage.cost_usd, cfg.max_cost_usd),
-            ("wall_time", time.monotonic() - state.started, cfg.max_wall_s),
-        ]
-        for name, value, maximum in checks:
-            if maximum is not None and value >= maximum:
-                return LimitHit(run_id=state.run_id, limit=name, value=value, maximum=maximum)
-        return None
+        assert state.guard is not None
+        if state.guard.limit is not None:  # a stream was stopped at it already
+            return state.guard.limit
+        return state.guard.over_limit(state.run_id)

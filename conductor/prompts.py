@@ -115,3 +115,19 @@ def meta_first_message(question: str, *, python: bool, max_rounds: int, recall: 
         parts.append(recall)
     parts.append(QUESTION_BLOCK.format(question=question))
     return "\n\n".join(parts)
+
+
+TRUNCATED = (
+    "Your last message was cut off at the output limit ({limit} tokens) before it ended, "
+    "so nothing in it was run or taken as an answer. Send a shorter message: one expert "
+    "call, or your final answer."
+)
+
+EMPTY_REPLY = (
+    "The server returned an empty reply to your last turn (no text at all), so there "
+    "was nothing to act on. "
+)
+
+EXPERT_TRUNCATED = "(This reply was cut off at the output limit of {limit} tokens.)"
+
+EXPERT_FAILED = "The expert could not answer: {error}"

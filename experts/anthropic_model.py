@@ -8,6 +8,7 @@ the growing history from the prompt cache and writes only what is new.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from typing import Any
@@ -15,16 +16,19 @@ from typing import Any
 import anthropic
 
 from conductor.interfaces import (
+    STOPPED_PREFIX,
     CallRole,
     Completion,
     Message,
     ModelError,
+    StreamStopped,
     TextCallback,
     Usage,
 )
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,
+    Breaker,
     Failure,
     MalformedReply,
     StreamBroken,
@@ -33,6 +37,9 @@ from experts.retry import (
     failure_from_sdk,
     transport_errors,
 )
+from experts.streams import attach_closer
+from experts.streams import stop_reason as stopped_by_run
+from experts.tokens import estimated_usage, prompt_text, warn_no_usage
 
 log = logging.getLogger("conductor.experts")
 
@@ -83,6 +90,7 @@ class AnthropicModel:
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff or Backoff()
+        self.breaker = Breaker()
         self.default_max_tokens = default_max_tokens
         self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
         if not self.price.known:
@@ -103,10 +111,12 @@ class AnthropicModel:
     ) -> Completion:
         params = self.request_params(messages, system=system, cache=cache, max_tokens=max_tokens)
 
+        prompt = prompt_text(system, messages)
+
         def attempt() -> Completion:
             if on_text is None:
-                return self._create(params)
-            return self._stream(params, on_text)
+                return self._create(params, prompt)
+            return self._stream(params, on_text, prompt)
 
         completion, retries = call_with_retries(
             attempt,
@@ -114,6 +124,7 @@ class AnthropicModel:
             explain=self._explain,
             max_retries=self.max_retries,
             backoff=self.backoff,
+            breaker=self.breaker,
         )
         completion.retries = retries
         completion.usage.cost_usd = self.price.cost(completion.usage)
@@ -148,43 +159,78 @@ class AnthropicModel:
             )
         return params
 
-    def _create(self, params: dict[str, Any]) -> Completion:
-        reply = self._client.messages.create(**params)
-        if not isinstance(reply, anthropic.types.Message) or reply.usage is None:
+    def _create(self, params: dict[str, Any], prompt: str) -> Completion:
+        return self._from_reply(self._client.messages.create(**params), prompt)
+
+    def _from_reply(self, reply: Any, prompt: str) -> Completion:
+        if not isinstance(reply, anthropic.types.Message):
             raise MalformedReply(f"it began {str(reply)[:80]!r}")
         text = "".join(b.text for b in reply.content if b.type == "text")
         u = reply.usage
-        usage = _usage(
-            u.input_tokens,
-            u.output_tokens,
-            u.cache_read_input_tokens,
-            u.cache_creation_input_tokens,
-        )
+        if u is None or not (u.input_tokens or u.output_tokens):
+            warn_no_usage(self.base_url)
+            usage = estimated_usage(prompt, text)
+        else:
+            usage = _usage(
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_input_tokens,
+                u.cache_creation_input_tokens,
+            )
         return Completion(text, usage, reply.model, reply.stop_reason or "")
 
-    def _stream(self, params: dict[str, Any], on_text: TextCallback) -> Completion:
+    def _stream(self, params: dict[str, Any], on_text: TextCallback, prompt: str) -> Completion:
         pieces: list[str] = []
         start: Any = None
         delta_usage: Any = None
         stop_reason = ""
         try:
-            with self._client.messages.create(**params, stream=True) as events:
-                for event in events:
-                    if event.type == "message_start":
-                        start = event.message
-                    elif event.type == "content_block_delta" and event.delta.type == "text_delta":
-                        pieces.append(event.delta.text)
-                        on_text(event.delta.text)
-                    elif event.type == "message_delta":
-                        delta_usage = event.usage
-                        stop_reason = event.delta.stop_reason or stop_reason
+            raw = self._client.messages.with_raw_response.create(**params, stream=True)
+            if "json" in raw.headers.get("content-type", ""):
+                # Some gateways answer a streamed request with one plain JSON reply.
+                reply = anthropic.types.Message.model_validate(json.loads(raw.http_response.read()))
+                completion = self._from_reply(reply, prompt)
+                if completion.text:
+                    try:
+                        on_text(completion.text)
+                    except StreamStopped:
+                        pass
+                return completion
+            detach = attach_closer(on_text, raw.http_response)
+            try:
+                with raw.parse() as events:  # leaving it closes the connection
+                    for event in events:
+                        if event.type == "message_start":
+                            start = event.message
+                        elif (
+                            event.type == "content_block_delta" and event.delta.type == "text_delta"
+                        ):
+                            pieces.append(event.delta.text)
+                            on_text(event.delta.text)
+                        elif event.type == "message_delta":
+                            delta_usage = event.usage
+                            stop_reason = event.delta.stop_reason or stop_reason
+            finally:
+                detach()
+        except StreamStopped as stop:
+            return self._stopped(pieces, prompt, start, stop.reason)
         except (anthropic.APIError, *transport_errors()) as exc:
+            closed_by_us = stopped_by_run(on_text)
+            if closed_by_us is not None:  # the run closed the connection under the read
+                return self._stopped(pieces, prompt, start, closed_by_us)
             if pieces:
                 raise StreamBroken(f"after {sum(map(len, pieces))} characters: {exc}") from exc
             raise
+        closed_by_us = stopped_by_run(on_text)
+        if closed_by_us is not None and not stop_reason:  # ended early: closed under the read
+            return self._stopped(pieces, prompt, start, closed_by_us)
         if start is None:
             raise MalformedReply("it held no message_start event")
         first, last = start.usage, delta_usage
+        if not (_pick(last, first, "input_tokens") or _pick(last, first, "output_tokens")):
+            warn_no_usage(self.base_url)
+            text = "".join(pieces)
+            return Completion(text, estimated_usage(prompt, text), start.model, stop_reason)
         usage = _usage(
             _pick(last, first, "input_tokens"),
             _pick(last, first, "output_tokens"),
@@ -192,6 +238,15 @@ class AnthropicModel:
             _pick(last, first, "cache_creation_input_tokens"),
         )
         return Completion("".join(pieces), usage, start.model, stop_reason)
+
+    def _stopped(self, pieces: list[str], prompt: str, start: Any, reason: str) -> Completion:
+        """What a stream stopped part-way returned: the prompt's tokens if the server
+        sent them at the start, the rest estimated."""
+        text = "".join(pieces)
+        known = getattr(getattr(start, "usage", None), "input_tokens", None)
+        usage = estimated_usage(prompt, text, input_tokens=known or None, wait=False)
+        model = start.model if start is not None else self.model
+        return Completion(text, usage, model, STOPPED_PREFIX + reason)
 
     def _explain(self, failure: Failure, attempts: int) -> str:
         return explain_failure(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from conductor import prompts
 from conductor.config import RunConfig
+from conductor.errors import ModelUnreachable
 from conductor.events import (
     Event,
     ExpertCallFinished,
@@ -21,8 +22,9 @@ from conductor.events import (
     SandboxExec,
     TextDelta,
 )
-from conductor.interfaces import ChatModel, ExecResult, Message, Sandbox, Usage
+from conductor.interfaces import ChatModel, ExecResult, Message, ModelError, Sandbox, Usage
 from conductor.protocol import RUN_MARKER, ExpertCall, extract_code
+from conductor.streaming import RunGuard, StreamWatch
 from sandbox.output import cap_text
 
 Emit = Callable[[Event], None]
@@ -45,6 +47,7 @@ class ExpertContext:
     config: RunConfig
     emit: Emit
     run_id: str
+    guard: RunGuard | None = None  # cancel and limits, checked while the reply streams
 
 
 def call_expert(
@@ -81,17 +84,50 @@ def call_expert(
     def on_text(chunk: str) -> None:
         ctx.emit(TextDelta(parent_id=started.id, run_id=ctx.run_id, text=chunk))
 
-    completion = ctx.model.complete(
-        [Message("user", call.instruction)],
-        system=system,
-        on_text=on_text,
-        role="expert",
-        max_tokens=ctx.config.expert_max_tokens,
-    )
+    watch = on_text
+    if ctx.guard is not None:
+        watch = StreamWatch(
+            ctx.guard,
+            ctx.emit,
+            run_id=ctx.run_id,
+            parent_id=started.id,
+            model=ctx.model,
+            prompt=lambda: f"{system}\n{call.instruction}",
+        )
+        watch.check_before()
+    try:
+        completion = ctx.model.complete(
+            [Message("user", call.instruction)],
+            system=system,
+            on_text=watch,
+            role="expert",
+            max_tokens=ctx.config.expert_max_tokens,
+        )
+    except ModelUnreachable:
+        raise  # the server is down: a system failure, not this expert's
+    except ModelError as exc:
+        # One failing expert is an observation for the meta model; the run goes on and
+        # the usage of its siblings is kept.
+        output = prompts.EXPERT_FAILED.format(error=exc)
+        ctx.emit(
+            Observation(
+                parent_id=started.id, run_id=ctx.run_id, reason="expert_failed", message=output
+            )
+        )
+        _finish(
+            ctx, started, text="", output=output, usage=Usage(), t0=t0, model="", error=str(exc)
+        )
+        return ExpertOutcome(call.name, output, Usage())
     reply = completion.text
     output = cap_text(reply, ctx.config.expert_reply_cap_chars)
+    if completion.truncated:
+        output = f"{output}\n\n" + prompts.EXPERT_TRUNCATED.format(
+            limit=ctx.config.expert_max_tokens
+        )
     runs = 0
-    if python and RUN_MARKER.lower() in reply.lower():
+    if completion.stopped:
+        pass  # cancelled or at a limit: show what came, run nothing
+    elif python and RUN_MARKER.lower() in reply.lower():
         code = extract_code(reply)
         if code is None:
             ctx.emit(
@@ -115,6 +151,8 @@ def call_expert(
         usage=completion.usage,
         t0=t0,
         model=completion.model,
+        stop_reason=completion.stop_reason,
+        truncated=completion.truncated,
     )
     return ExpertOutcome(call.name, output, completion.usage, sandbox_runs=runs)
 
@@ -163,6 +201,9 @@ def _finish(
     usage: Usage,
     t0: float,
     model: str,
+    stop_reason: str = "",
+    truncated: bool = False,
+    error: str | None = None,
 ) -> None:
     ctx.emit(
         ExpertCallFinished(
@@ -174,5 +215,8 @@ def _finish(
             usage=usage,
             model=model,
             duration_s=time.monotonic() - t0,
+            stop_reason=stop_reason,
+            truncated=truncated,
+            error=error,
         )
     )

@@ -3,11 +3,14 @@
 Chat Completions is the one API every compatible server speaks, so that is what this
 uses. OpenAI caches long prompt prefixes by itself; the cached part is read from
 `usage.prompt_tokens_details.cached_tokens`. Streamed calls ask for a final usage chunk
-(`stream_options.include_usage`); a server that ignores it leaves usage at zero.
+(`stream_options.include_usage`); when a server still sends none, the call's usage is
+recorded as unknown and estimated (`experts.tokens`). A stream the caller stops
+(`StreamStopped` from `on_text`) is closed at once, so the server stops generating.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from typing import Any
@@ -15,10 +18,20 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from conductor.interfaces import CallRole, Completion, Message, ModelError, TextCallback, Usage
+from conductor.interfaces import (
+    STOPPED_PREFIX,
+    CallRole,
+    Completion,
+    Message,
+    ModelError,
+    StreamStopped,
+    TextCallback,
+    Usage,
+)
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,
+    Breaker,
     Failure,
     MalformedReply,
     StreamBroken,
@@ -27,6 +40,8 @@ from experts.retry import (
     failure_from_sdk,
     transport_errors,
 )
+from experts.streams import attach_closer, stop_reason
+from experts.tokens import estimated_usage, prompt_text, warn_no_usage
 
 log = logging.getLogger("conductor.experts")
 
@@ -80,6 +95,7 @@ class OpenAIModel:
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff or Backoff()
+        self.breaker = Breaker()
         self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
         if not self.price.known:
             log.warning("no price known for %r: its calls are counted as costing $0", model)
@@ -100,10 +116,12 @@ class OpenAIModel:
         # `cache` needs nothing here: OpenAI caches long shared prefixes on its own.
         params = self.request_params(messages, system=system, max_tokens=max_tokens)
 
+        prompt = prompt_text(system, messages)
+
         def attempt() -> Completion:
             if on_text is None:
-                return self._create(params)
-            return self._stream(params, on_text)
+                return self._create(params, prompt)
+            return self._stream(params, on_text, prompt)
 
         completion, retries = call_with_retries(
             attempt,
@@ -111,6 +129,7 @@ class OpenAIModel:
             explain=self._explain,
             max_retries=self.max_retries,
             backoff=self.backoff,
+            breaker=self.breaker,
         )
         completion.retries = retries
         completion.usage.cost_usd = self.price.cost(completion.usage)
@@ -129,44 +148,81 @@ class OpenAIModel:
             params[self.max_tokens_param] = max_tokens
         return params
 
-    def _create(self, params: dict[str, Any]) -> Completion:
+    def _create(self, params: dict[str, Any], prompt: str) -> Completion:
         reply = self._client.chat.completions.create(**params)
+        return self._from_reply(reply, prompt)
+
+    def _from_reply(self, reply: Any, prompt: str) -> Completion:
         if not isinstance(reply, ChatCompletion) or not reply.choices:
             raise MalformedReply(f"it began {str(reply)[:80]!r}")
         choice = reply.choices[0]
+        text = choice.message.content or ""
         return Completion(
-            choice.message.content or "",
-            _usage(reply.usage),
+            text,
+            self._usage(reply.usage, prompt, text),
             reply.model or self.model,
             choice.finish_reason or "",
         )
 
-    def _stream(self, params: dict[str, Any], on_text: TextCallback) -> Completion:
+    def _stream(self, params: dict[str, Any], on_text: TextCallback, prompt: str) -> Completion:
         pieces: list[str] = []
         usage_seen: Any = None
         model, finish, chunks = "", "", 0
         try:
-            stream = self._client.chat.completions.create(
+            raw = self._client.chat.completions.with_raw_response.create(
                 **params, stream=True, stream_options={"include_usage": True}
             )
-            with stream:
-                for chunk in stream:
-                    chunks += 1
-                    model = chunk.model or model
-                    if chunk.usage is not None:
-                        usage_seen = chunk.usage
-                    for choice in chunk.choices[:1]:
-                        finish = choice.finish_reason or finish
-                        if choice.delta and choice.delta.content:
-                            pieces.append(choice.delta.content)
-                            on_text(choice.delta.content)
+            if "json" in raw.headers.get("content-type", ""):
+                # Some gateways answer a streamed request with one plain JSON reply.
+                reply = ChatCompletion.model_validate(json.loads(raw.http_response.read()))
+                completion = self._from_reply(reply, prompt)
+                if completion.text:
+                    _deliver(on_text, completion.text)
+                return completion
+            stream = raw.parse()
+            detach = attach_closer(on_text, raw.http_response)
+            try:
+                with stream:  # leaving it closes the connection: the server stops generating
+                    for chunk in stream:
+                        chunks += 1
+                        model = chunk.model or model
+                        if chunk.usage is not None:
+                            usage_seen = chunk.usage
+                        for choice in chunk.choices[:1]:
+                            finish = choice.finish_reason or finish
+                            if choice.delta and choice.delta.content:
+                                pieces.append(choice.delta.content)
+                                on_text(choice.delta.content)
+            finally:
+                detach()
+        except StreamStopped as stop:
+            return self._stopped(pieces, prompt, model, stop.reason)
         except (openai.APIError, *transport_errors()) as exc:
+            closed_by_us = stop_reason(on_text)
+            if closed_by_us is not None:  # the run closed the connection under the read
+                return self._stopped(pieces, prompt, model, closed_by_us)
             if pieces:
                 raise StreamBroken(f"after {sum(map(len, pieces))} characters: {exc}") from exc
             raise
+        closed_by_us = stop_reason(on_text)
+        if closed_by_us is not None and not finish:  # ended early: closed under the read
+            return self._stopped(pieces, prompt, model, closed_by_us)
         if chunks == 0:
             raise MalformedReply("it held no completion chunks")
-        return Completion("".join(pieces), _usage(usage_seen), model or self.model, finish)
+        text = "".join(pieces)
+        return Completion(text, self._usage(usage_seen, prompt, text), model or self.model, finish)
+
+    def _stopped(self, pieces: list[str], prompt: str, model: str, reason: str) -> Completion:
+        """What a stream stopped part-way returned; its usage never came: estimated."""
+        text = "".join(pieces)
+        usage = estimated_usage(prompt, text, wait=False)
+        return Completion(text, usage, model or self.model, STOPPED_PREFIX + reason)
+
+    def _usage(self, usage: Any, prompt: str, text: str) -> Usage:
+        if usage is None or not (usage.prompt_tokens or usage.completion_tokens):
+            warn_no_usage(self.base_url)
+            return estimated_usage(prompt, text)
+        return _usage(usage)
 
     def _explain(self, failure: Failure, attempts: int) -> str:
         return explain_failure(
@@ -179,9 +235,15 @@ class OpenAIModel:
         )
 
 
+def _deliver(on_text: TextCallback, text: str) -> None:
+    """Hand a whole reply to `on_text`; a stop asked for then changes nothing."""
+    try:
+        on_text(text)
+    except StreamStopped:
+        pass
+
+
 def _usage(usage: Any) -> Usage:
-    if usage is None:
-        return Usage(calls=1)
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) or 0
     return Usage(

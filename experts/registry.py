@@ -3,6 +3,12 @@
 Names: `auto` (by the keys set: Anthropic, else OpenAI or an OpenAI-compatible server,
 else the offline demo), `demo`, `anthropic:MODEL`, `openai:MODEL`, or a bare model
 name whose provider is plain from it (`claude-...`, `gpt-...`, `o3...`).
+
+Any provider's spec may end in `@URL` to name its own server, so the meta model and
+the experts can live on different servers: `openai:smollm2@http://127.0.0.1:8080/v1`,
+`anthropic:claude-haiku-4-5@http://127.0.0.1:4000`. Without it the provider's
+environment variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) or its official API is
+used. `openai:@URL` takes the first model the server lists.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ KNOWN_FORMS = (
     "demo",
     "anthropic:<model> (e.g. anthropic:claude-sonnet-4-6)",
     "openai:<model> (e.g. openai:gpt-4.1; with OPENAI_BASE_URL any OpenAI-compatible server)",
+    "<provider>:<model>@<base URL> (e.g. openai:smollm2@http://127.0.0.1:8080/v1)",
     "claude-<...>",
     "gpt-<...>, o1/o3/o4<...>",
 )
@@ -37,6 +44,20 @@ class ModelChoice:
     provider: str  # anthropic | openai | demo
     model: str
     reason: str
+    base_url: str | None = None  # from `@URL` in the spec; None: the environment's
+
+
+def split_endpoint(spec: str) -> tuple[str, str | None]:
+    """`NAME@http://host:port/v1` -> (`NAME`, the URL); a spec without one is unchanged."""
+    head, sep, tail = spec.rpartition("@")
+    if sep and tail.startswith(("http://", "https://")):
+        return head, tail.rstrip("/")
+    if sep and "://" not in spec.split("@", 1)[0] and tail:
+        raise UnknownModelError(
+            f"{spec!r}: the part after @ must be a server URL starting with http:// or "
+            "https:// (e.g. openai:smollm2@http://127.0.0.1:8080/v1)"
+        )
+    return spec, None
 
 
 def choose(spec: str = "auto") -> ModelChoice:
@@ -50,13 +71,14 @@ def choose(spec: str = "auto") -> ModelChoice:
         return ModelChoice("demo", "demo", "no model key is set")
     if spec == "demo":
         return ModelChoice("demo", "demo", "asked for")
-    provider, sep, name = spec.partition(":")
+    bare, base_url = split_endpoint(spec)
+    provider, sep, name = bare.partition(":")
     if sep and provider in ("anthropic", "openai"):
-        return ModelChoice(provider, name, "asked for")
-    if spec.startswith("claude"):
-        return ModelChoice("anthropic", spec, "asked for")
-    if spec.startswith(("gpt-", "o1", "o3", "o4", "chatgpt")):
-        return ModelChoice("openai", spec, "asked for")
+        return ModelChoice(provider, name, "asked for", base_url)
+    if bare.startswith("claude"):
+        return ModelChoice("anthropic", bare, "asked for", base_url)
+    if bare.startswith(("gpt-", "o1", "o3", "o4", "chatgpt")):
+        return ModelChoice("openai", bare, "asked for", base_url)
     raise UnknownModelError(
         f"unknown model {spec!r}. Known forms: {'; '.join(KNOWN_FORMS)}. {CONFIGURE_HINT}"
     )
@@ -73,25 +95,43 @@ def get_model(spec: str = "auto", *, timeout: float | None = None) -> ChatModel:
     if choice.provider == "anthropic":
         from experts.anthropic_model import AnthropicModel
 
-        return AnthropicModel(choice.model or DEFAULT_ANTHROPIC_MODEL, **options)
+        return AnthropicModel(
+            choice.model or DEFAULT_ANTHROPIC_MODEL,
+            base_url=choice.base_url,
+            name=_name(spec),
+            **options,
+        )
     from experts.openai_model import OpenAIModel
 
     model = choice.model
+    custom_url = choice.base_url or os.environ.get("OPENAI_BASE_URL")
     if not model:
-        model = DEFAULT_OPENAI_MODEL if not os.environ.get("OPENAI_BASE_URL") else ""
+        model = DEFAULT_OPENAI_MODEL if not custom_url else ""
     if not model:
-        model = _first_served_model()
-    return OpenAIModel(model, **options)
+        model = _first_served_model(custom_url or "")
+    return OpenAIModel(model, base_url=choice.base_url, name=_name(spec, model), **options)
 
 
-def _first_served_model() -> str:
+def _name(spec: str, model: str = "") -> str | None:
+    """The name a model with its own endpoint is shown and recorded under: the spec."""
+    bare, url = split_endpoint(spec.strip())
+    if url is None:
+        return None
+    if bare.endswith(":") and model:
+        bare += model
+    return f"{bare}@{url}"
+
+
+def _first_served_model(base_url: str) -> str:
     """An OpenAI-compatible server with no model named: take the first it serves."""
     import openai
 
-    base_url = os.environ.get("OPENAI_BASE_URL", "")
     try:
         client = openai.OpenAI(
-            api_key=os.environ.get("OPENAI_API_KEY") or "none", max_retries=0, timeout=10
+            api_key=os.environ.get("OPENAI_API_KEY") or "none",
+            base_url=base_url or None,
+            max_retries=0,
+            timeout=10,
         )
         served = [m.id for m in client.models.list()]
     except openai.OpenAIError as exc:

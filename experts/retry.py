@@ -5,99 +5,55 @@ every retry (`Completion.retries`), honours `retry-after` the same way for every
 provider, and can make *all* workers back off together: one `Backoff` object is shared
 by every model of a batch, and a rate limit seen by one thread pauses the others too.
 
-Provider modules translate their SDK's exceptions into a `Failure` (what went wrong,
-whether trying again can help, how long the server asked us to wait); `call_with_retries`
-does the rest and turns the last failure into a `ModelError` that says what to do.
+Provider modules translate their SDK's exceptions into a `Failure` (`experts.failures`:
+what went wrong, whether trying again can help, how long the server asked us to wait);
+`call_with_retries` does the rest and turns the last failure into a `ModelError` (or
+`ModelUnreachable`) that says what to do.
 """
 
 from __future__ import annotations
 
-import email.utils
-import importlib
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TypeVar
 
+from conductor.errors import ModelUnreachable
 from conductor.interfaces import ModelError
+from experts.failures import (
+    RETRYABLE_KINDS,
+    SHARED_PAUSE_KINDS,
+    Failure,
+    FailureKind,
+    MalformedReply,
+    StreamBroken,
+    explain_failure,
+    explain_unreachable,
+    failure_from_sdk,
+    parse_retry_after,
+    transport_errors,
+)
 
-T = TypeVar("T")
-
-FailureKind = Literal[
-    "rate_limit",  # 429
-    "overloaded",  # 503 / 529: the provider as a whole is busy
-    "server",  # other 5xx, 408, 409
-    "timeout",
-    "connection",
-    "malformed",  # a reply that is not the JSON (or stream) the API promises
-    "broken_stream",  # the stream failed after text was already handed on
-    "auth",  # 401 / 403
-    "not_found",  # 404
-    "rejected",  # other 4xx
+__all__ = [
+    "RETRYABLE_KINDS",
+    "SHARED_PAUSE_KINDS",
+    "Backoff",
+    "Breaker",
+    "Failure",
+    "FailureKind",
+    "MalformedReply",
+    "StreamBroken",
+    "call_with_retries",
+    "explain_failure",
+    "explain_unreachable",
+    "failure_from_sdk",
+    "parse_retry_after",
+    "transport_errors",
 ]
 
-# Kinds that say "the provider is busy": every worker sharing the Backoff waits.
-SHARED_PAUSE_KINDS = frozenset({"rate_limit", "overloaded"})
-RETRYABLE_KINDS = frozenset({"rate_limit", "overloaded", "server", "timeout", "connection"})
-
-
-@dataclass(frozen=True)
-class Failure:
-    """One failed attempt, described independently of the SDK that saw it."""
-
-    kind: FailureKind
-    status: int | None = None
-    retry_after: float | None = None
-    detail: str = ""
-    wait_refused: bool = False  # the server asked for a longer wait than we allow
-
-    @property
-    def retryable(self) -> bool:
-        return self.kind in RETRYABLE_KINDS
-
-    @classmethod
-    def from_status(
-        cls, status: int, headers: Mapping[str, str] | None = None, detail: str = ""
-    ) -> Failure:
-        kind: FailureKind
-        if status == 429:
-            kind = "rate_limit"
-        elif status in (503, 529):
-            kind = "overloaded"
-        elif status >= 500 or status in (408, 409):
-            kind = "server"
-        elif status in (401, 403):
-            kind = "auth"
-        elif status == 404:
-            kind = "not_found"
-        else:
-            kind = "rejected"
-        return cls(kind, status, parse_retry_after(headers or {}), detail)
-
-
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait: `retry-after-ms`, else `retry-after`
-    (seconds, or an HTTP date). None when absent or unreadable."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+T = TypeVar("T")
 
 
 class Backoff:
@@ -164,6 +120,43 @@ class Backoff:
             self.waited_s += seconds
 
 
+class Breaker:
+    """Remembers that a server failed for good, so the calls right after (the learning
+    calls after a failed run, the next batch items) fail at once instead of retrying
+    the same dead server for a minute each. After `cooldown_s` calls are tried again."""
+
+    def __init__(self, cooldown_s: float = 60.0) -> None:
+        self.cooldown_s = cooldown_s
+        self._lock = threading.Lock()
+        self._open_until = 0.0
+        self._error: Exception | None = None
+
+    def check(self) -> None:
+        with self._lock:
+            if self._error is not None and time.monotonic() < self._open_until:
+                error = self._error
+            else:
+                return
+        # A fresh exception of the same type and message, saying it was not retried.
+        raise type(error)(
+            f"{error} (not tried again: this server failed under {self.cooldown_s:g} s ago)"
+        )
+
+    def trip(self, error: Exception) -> None:
+        with self._lock:
+            self._error = error
+            self._open_until = time.monotonic() + self.cooldown_s
+
+    def reset(self) -> None:
+        with self._lock:
+            self._error = None
+
+
+# Failures after which the server is left alone for a while: it is down or refusing,
+# not just busy (a rate limit or a rejected request says nothing about the next call).
+_TRIPPING_KINDS = frozenset({"unreachable", "connection", "server", "overloaded", "timeout"})
+
+
 def call_with_retries(
     attempt: Callable[[], T],
     *,
@@ -171,17 +164,25 @@ def call_with_retries(
     explain: Callable[[Failure, int], str],
     max_retries: int,
     backoff: Backoff,
+    breaker: Breaker | None = None,
 ) -> tuple[T, int]:
     """Run `attempt` until it succeeds; returns its result and the retries it took.
 
     `classify` maps an exception to a `Failure` (None: not ours, re-raised as is);
-    `explain(failure, attempts)` words the `ModelError` raised when retrying stops.
+    `explain(failure, attempts)` words the `ModelError` raised when retrying stops
+    (`ModelUnreachable` when the server cannot be reached at all: never retried).
+    With a `breaker`, a call made soon after a call failed for good fails at once.
     """
+    if breaker is not None:
+        breaker.check()
     retries = 0
     while True:
         backoff.wait()
         try:
-            return attempt(), retries
+            result = attempt()
+            if breaker is not None:
+                breaker.reset()
+            return result, retries
         except Exception as exc:
             failure = classify(exc)
             if failure is None:
@@ -190,124 +191,17 @@ def call_with_retries(
             if asked is not None and asked > backoff.max_retry_after_s:
                 failure = replace(failure, wait_refused=True)
             if not failure.retryable or retries >= max_retries or failure.wait_refused:
-                raise ModelError(explain(failure, retries + 1)) from exc
+                error: Exception
+                if failure.kind == "unreachable":
+                    error = ModelUnreachable(explain(failure, retries + 1))
+                else:
+                    error = ModelError(explain(failure, retries + 1))
+                if breaker is not None and failure.kind in _TRIPPING_KINDS:
+                    breaker.trip(error)
+                raise error from exc
             delay = backoff.delay(retries, asked)
             if failure.kind in SHARED_PAUSE_KINDS:
                 backoff.pause(delay)  # taken by backoff.wait() at the top of the loop
             else:
                 backoff.sleep(delay)
             retries += 1
-
-
-def explain_failure(
-    failure: Failure,
-    attempts: int,
-    *,
-    url: str,
-    model: str,
-    key_env: str | None,
-    timeout_s: float,
-) -> str:
-    """The message for a call that failed for good: what happened and what to do."""
-    tries = "once" if attempts == 1 else f"{attempts} times"
-    detail = f" ({failure.detail})" if failure.detail else ""
-    status = failure.status
-    asked = failure.retry_after
-    if failure.wait_refused:
-        return (
-            f"the server at {url} answered {status} and asked to wait {asked:.0f} s, "
-            "longer than conductor waits; retry later or run fewer calls at once"
-        )
-    if failure.kind == "rate_limit":
-        return (
-            f"the server at {url} rate-limited us (429) {tries}; wait a while and retry, "
-            "or run fewer calls at once"
-        )
-    if failure.kind in ("overloaded", "server"):
-        return (
-            f"the server at {url} answered {status} {tries}{detail}; "
-            "check the server or retry later"
-        )
-    if failure.kind == "timeout":
-        return (
-            f"no reply within {timeout_s:g} s from {url} ({tries}): "
-            "raise it with --model-timeout SECONDS (or model_timeout_s in the config) or "
-            "check the server"
-        )
-    if failure.kind == "connection":
-        return (
-            f"could not get a reply from {url} ({tries}){detail}: is the server running "
-            "and the base URL right?"
-        )
-    if failure.kind == "malformed":
-        return (
-            f"the reply from {url} was not valid JSON{detail}; check that the base URL "
-            "points at the right API"
-        )
-    if failure.kind == "broken_stream":
-        return f"the reply stream from {url} broke part-way{detail}; retry the run"
-    if failure.kind == "auth":
-        fix = f"check {key_env}" if key_env else "check the API key"
-        return f"authentication failed at {url} ({status}){detail}: {fix}"
-    if failure.kind == "not_found":
-        return (
-            f"the server at {url} answered 404 for model {model!r}{detail}: "
-            "check the model name and the base URL"
-        )
-    return f"the server at {url} rejected the request ({status}){detail}"
-
-
-class MalformedReply(Exception):
-    """A reply that parsed, but not into what the API promises (raised by providers)."""
-
-
-class StreamBroken(Exception):
-    """A stream failed after some text was already handed to `on_text`: retrying would
-    repeat that text, so the call fails instead."""
-
-
-def failure_from_sdk(exc: BaseException, sdk: Any) -> Failure | None:
-    """Describe an exception from the `anthropic` or `openai` SDK (same error shapes);
-    None for anything that is not a provider failure (a bug: let it raise)."""
-    if isinstance(exc, StreamBroken):
-        return Failure("broken_stream", detail=str(exc))
-    if isinstance(exc, MalformedReply):
-        return Failure("malformed", detail=str(exc))
-    if isinstance(exc, ValueError) and exc.__class__.__name__ == "JSONDecodeError":
-        return Failure("malformed", detail=f"it began {getattr(exc, 'doc', '')[:60]!r}")
-    if isinstance(exc, sdk.APIResponseValidationError):
-        return Failure("malformed", detail=exc.message)
-    if isinstance(exc, sdk.APIStatusError):
-        detail = _api_message(exc.body) or ""
-        return Failure.from_status(exc.status_code, exc.response.headers, detail)
-    if isinstance(exc, sdk.APITimeoutError):
-        return Failure("timeout")
-    if isinstance(exc, sdk.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        return Failure("connection", detail=str(cause) if cause else "")
-    if isinstance(exc, transport_errors()):
-        # Raised bare by some SDK streams when the connection drops mid-reply.
-        return Failure("connection", detail=str(exc))
-    return None
-
-
-def transport_errors() -> tuple[type[BaseException], ...]:
-    """The HTTP library's network errors (the SDKs use `httpx2`, older ones `httpx`)."""
-    found: list[type[BaseException]] = []
-    for name in ("httpx2", "httpx"):
-        try:
-            found.append(importlib.import_module(name).TransportError)
-        except (ImportError, AttributeError):
-            continue
-    return tuple(found)
-
-
-def _api_message(body: object) -> str | None:
-    """The human-readable message inside either API's error body, if any."""
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return inner["message"]
-    if isinstance(body, str) and body:
-        return body[:200]
-    return None

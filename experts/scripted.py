@@ -10,7 +10,15 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 
-from conductor.interfaces import CallRole, Completion, Message, TextCallback, Usage
+from conductor.interfaces import (
+    STOPPED_PREFIX,
+    CallRole,
+    Completion,
+    Message,
+    StreamStopped,
+    TextCallback,
+    Usage,
+)
 
 # Given the expert's name (from its system prompt) and its instruction, the reply.
 ExpertFn = Callable[[str, str], str]
@@ -80,14 +88,19 @@ class ScriptedModel:
                     if role == "meta"
                     else self._expert_reply(system, messages)
                 )
+        stop = "end_turn"
         if on_text:
             for i in range(0, len(text), self.chunk_chars):
-                on_text(text[i : i + self.chunk_chars])
+                try:
+                    on_text(text[i : i + self.chunk_chars])
+                except StreamStopped as stopped:  # as a real provider: keep what came
+                    text, stop = text[: i + self.chunk_chars], STOPPED_PREFIX + stopped.reason
+                    break
         prompt = (system or "") + "".join(m.content for m in messages)
         usage = Usage(
             input_tokens=estimate_tokens(prompt), output_tokens=estimate_tokens(text), calls=1
         )
-        return Completion(text=text, usage=usage, model=self.name, stop_reason="end_turn")
+        return Completion(text=text, usage=usage, model=self.name, stop_reason=stop)
 
     def _meta_reply(self, messages: list[Message]) -> str:
         if callable(self._meta):

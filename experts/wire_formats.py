@@ -268,3 +268,11 @@ def stream_events(
         )
     events.append(_sse(None, "[DONE]"))
     return events
+
+
+def stream_error_event(api: Api, error_type: str) -> str:
+    """An error sent inside a 200 stream, as each API's servers send one."""
+    message = f"injected in-stream error: {error_type}"
+    if api == "anthropic":
+        return _sse("error", {"type": "error", "error": {"type": error_type, "message": message}})
+    return _sse(None, {"error": {"message": message, "type": error_type, "code": None}})

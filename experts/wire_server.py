@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
+import struct
 import sys
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from experts import wire_formats as fmt
+from experts.wire_faults import FILLER, Answer, Fault, Reply, Responder
 
 Api = Literal["anthropic", "openai"]
 ROUTES: dict[str, Api] = {
@@ -41,69 +44,7 @@ ROUTES: dict[str, Api] = {
 }
 
 
-@dataclass
-class Reply:
-    """A scripted answer. `stop_reason` None means the API's normal end of turn."""
-
-    text: str
-    stop_reason: str | None = None
-
-
-@dataclass
-class Fault:
-    """A failure served instead of a reply; build one with the class methods."""
-
-    status: int = 500
-    retry_after: float | None = None
-    retry_after_ms: bool = False  # send `retry-after-ms` instead of `retry-after`
-    raw_body: str | None = None  # sent as is with a 200 and a JSON content type
-    delay_s: float = 0.0  # answer only after this long (past the client's timeout)
-    cut_after: int | None = None  # send this many stream events, then drop the connection
-    message: str = ""  # the error message in the body (default: names the injected fault)
-
-    @classmethod
-    def rate_limit(cls, retry_after: float | None = 1.0, *, in_ms: bool = False) -> Fault:
-        return cls(429, retry_after=retry_after, retry_after_ms=in_ms)
-
-    @classmethod
-    def server_error(cls, status: int = 500) -> Fault:
-        return cls(status)
-
-    @classmethod
-    def overloaded(cls) -> Fault:
-        return cls(529)
-
-    @classmethod
-    def unauthorized(cls) -> Fault:
-        return cls(401)
-
-    @classmethod
-    def malformed(cls, body: str = "<html><body>502 Bad Gateway</body></html>") -> Fault:
-        return cls(200, raw_body=body)
-
-    @classmethod
-    def delay(cls, seconds: float) -> Fault:
-        return cls(200, delay_s=seconds)
-
-    @classmethod
-    def disconnect(cls, after_events: int = 4) -> Fault:
-        """Start the reply, then hang up part-way (a dropped connection)."""
-        return cls(200, cut_after=after_events)
-
-    @property
-    def name(self) -> str:
-        if self.raw_body is not None:
-            return "malformed"
-        if self.delay_s:
-            return "delay"
-        if self.cut_after is not None:
-            return "disconnect"
-        return str(self.status)
-
-
-Answer = str | Reply | Fault
-FILLER = "This reply is cut off part-way by an injected disconnect. " * 2
-Responder = Callable[[dict[str, Any]], Answer]
+__all__ = ["Answer", "Fault", "RecordedRequest", "Reply", "Responder", "WireServer"]
 
 
 @dataclass
@@ -147,12 +88,17 @@ class WireServer:
         api_key: str | None = None,
         cache_min_tokens: int = 0,
         models: Iterable[str] = ("wire-model",),
+        stream_usage: bool = True,
+        chunk_delay_s: float = 0.0,
     ) -> None:
         """`latency_s` is waited before every answer; `chunk_chars` sizes streamed text
         pieces; with `api_key` set, requests without it get a 401; prompts shorter than
         `cache_min_tokens` are never cached (the real services need 1024 or more);
-        `models` is what `GET /v1/models` lists."""
+        `models` is what `GET /v1/models` lists; `stream_usage=False` plays a server that
+        ignores `stream_options.include_usage` (usage never sent while streaming)."""
         self.models = list(models)
+        self.stream_usage = stream_usage
+        self.chunk_delay_s = chunk_delay_s  # between text pieces: a model generating
         self.responder = responder
         self.latency_s = latency_s
         self.chunk_chars = max(1, chunk_chars)
@@ -331,11 +277,26 @@ class _Handler(BaseHTTPRequestHandler):
             owner._stopping.wait(owner.latency_s)
         if isinstance(answer, Fault):
             record.fault = answer.name
+            if answer.reset:
+                # SO_LINGER 0: closing sends a TCP reset instead of an orderly FIN.
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                self.close_connection = True
+                self.connection.close()
+                return
             if answer.delay_s:
                 owner._stopping.wait(answer.delay_s)
                 answer = Reply("(a reply sent after the injected delay)")
             elif answer.cut_after is not None:
-                self._send_reply(owner, api, body, Reply(FILLER), cut_after=answer.cut_after)
+                self._send_reply(
+                    owner,
+                    api,
+                    body,
+                    Reply(FILLER),
+                    cut_after=answer.cut_after,
+                    stream_error=answer.stream_error,
+                )
                 return
             else:
                 record.status = answer.status
@@ -363,6 +324,7 @@ class _Handler(BaseHTTPRequestHandler):
         body: dict[str, Any],
         reply: Reply,
         cut_after: int | None = None,
+        stream_error: str | None = None,
     ) -> None:
         total, read, write = owner._cached_tokens(api, body)
         text, stop = fmt.apply_max_tokens(api, body, reply)
@@ -378,17 +340,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(200, data, "application/json")
             return
         pieces = [text[i : i + owner.chunk_chars] for i in range(0, len(text), owner.chunk_chars)]
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = owner.stream_usage and bool(
+            (body.get("stream_options") or {}).get("include_usage")
+        )
         events = fmt.stream_events(api, msg_id, model, pieces, stop, usage, include_usage)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
+        preamble = 3 if api == "anthropic" else 1  # events before the first text piece
         for sent, event in enumerate(events):
             if cut_after is not None and sent >= cut_after:
+                if stream_error is not None:  # an error event, then an orderly end
+                    self._write_chunk(fmt.stream_error_event(api, stream_error).encode())
+                    self._write_chunk(b"")
+                    return
                 self.close_connection = True  # no final chunk: the client sees a cut stream
                 return
+            if owner.chunk_delay_s and sent > preamble:  # the first piece comes at once
+                owner._stopping.wait(owner.chunk_delay_s)
             self._write_chunk(event.encode())
         self._write_chunk(b"")
 

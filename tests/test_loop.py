@@ -16,6 +16,7 @@ from conductor.events import (
     ExpertCallStarted,
     FinalAnswer,
     LimitHit,
+    MetaTurnFinished,
     MetaTurnStarted,
     Observation,
     RunFinished,
@@ -135,11 +136,16 @@ def test_round_limit_with_last_round_notice() -> None:
     assert notices == [2]
 
 
-def test_token_limit_is_checked_before_each_model_call() -> None:
-    model = ScriptedModel(["thinking"] * 10)
+def test_token_limit_is_checked_while_the_first_call_streams() -> None:
+    model = ScriptedModel(["thinking " * 40] * 10, chunk_chars=4)
     events = run(Conductor(model, config=RunConfig(max_tokens=1)))
     assert of(events, LimitHit)[0].limit == "tokens"
-    assert of(events, RunFinished)[0].rounds == 1  # one call, then the check stops it
+    finished = of(events, RunFinished)[0]
+    assert finished.status == "limit" and finished.rounds == 1
+    turn = of(events, MetaTurnFinished)[0]
+    # Stopped after its first piece, not streamed to the end; its usage is still counted.
+    assert turn.stop_reason == "stopped:limit:tokens" and turn.text == "thin"
+    assert finished.usage.calls == 1 and finished.usage.output_tokens == 1
 
 
 class PricedModel(ScriptedModel):

@@ -17,14 +17,14 @@ import pytest
 
 from conductor import prompts
 from conductor.config import RunConfig
-from conductor.errors import ConfigError
+from conductor.errors import ConfigError, ModelUnreachable
 from conductor.events import ExpertCallFinished, MetaTurnFinished, RunFinished, TextDelta
 from conductor.interfaces import ChatModel, Message, ModelError
 from conductor.loop import Conductor
 from experts.anthropic_model import AnthropicModel
 from experts.openai_model import OpenAIModel
 from experts.pricing import Price, PriceTable
-from experts.retry import Backoff, parse_retry_after
+from experts.retry import Backoff, Failure, explain_unreachable, parse_retry_after
 from experts.wire_formats import last_user_text, system_text
 from experts.wire_server import Fault, Reply, WireServer
 
@@ -138,7 +138,7 @@ def test_a_reply_slower_than_the_timeout_is_retried_then_reported(
         model.complete(HI, on_text=lambda _: None)
     assert time.monotonic() - started < 3.0  # gave up on the client's timeout, not the server
     assert f"no reply within 0.3 s from {model.base_url} (2 times)" in str(err.value)
-    assert "--model-timeout" in str(err.value)
+    assert "stalled" in str(err.value) and "--model-timeout" in str(err.value)
     assert len(server.requests) == 2
 
 
@@ -184,11 +184,40 @@ def test_no_key_for_the_official_endpoint_says_which_variable_to_set(provider: s
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_a_server_that_is_not_running_is_reported(provider: str) -> None:
+def test_a_server_that_is_not_running_fails_the_first_call_at_once(provider: str) -> None:
     with WireServer() as wire:
-        model = make_model(provider, wire, max_retries=1)
-    with pytest.raises(ModelError, match=r"could not get a reply from .*is the server running"):
+        # A long backoff: one retry would take seconds, so only "no retry" passes.
+        model = make_model(provider, wire, backoff=Backoff(base_s=5.0, cap_s=5.0))
+    with pytest.raises(ModelUnreachable) as err:
         model.complete(HI)
+    message = str(err.value)
+    assert "connection refused" in message and "start the model server" in message
+    assert model.base_url in message
+    # The next call (a learning call after the failed run) does not try the server again.
+    with pytest.raises(ModelUnreachable, match="not tried again"):
+        model.complete(HI)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_host_that_does_not_resolve_is_named_as_a_lookup_failure(provider: str) -> None:
+    cls = AnthropicModel if provider == "anthropic" else OpenAIModel
+    model = cls(
+        "some-model",
+        base_url="http://conductor-test.invalid:8080/v1",
+        api_key="k",
+        backoff=Backoff(base_s=5.0, cap_s=5.0),
+    )
+    with pytest.raises(ModelUnreachable) as err:
+        model.complete(HI)
+    assert "cannot look up the host 'conductor-test.invalid'" in str(err.value)
+    assert "connection refused" not in str(err.value)
+
+
+def test_a_lookup_failure_of_the_hosted_api_blames_the_network_not_the_base_url() -> None:
+    failure = Failure("unreachable", cause="dns", detail="Name or service not known")
+    message = explain_unreachable(failure, "https://api.openai.com/v1")
+    assert "no working network" in message and "base URL" not in message
+    assert "--model demo" in message
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -471,3 +500,14 @@ def test_an_openai_compatible_server_is_found_by_env_and_its_first_model_used(
         assert model.complete(HI).text == "served locally"
         assert not model.price.known  # a local model: cost 0, flagged
         assert wire.requests[-1].headers["authorization"] == "Bearer unused"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_truncated_plain_body_is_retried(provider: str, server: WireServer) -> None:
+    # A non-streamed call (as the notebook's learning calls are): the server promises a
+    # whole JSON body, sends half of it and hangs up.
+    server.inject(Fault.disconnect())
+    server.add("whole reply")
+    completion = make_model(provider, server).complete(HI)
+    assert (completion.text, completion.retries) == ("whole reply", 1)
+    assert server.requests[0].fault == "disconnect" and not server.requests[0].body.get("stream")
