@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint format check clean test-snapshot-update
+.PHONY: run sandbox test bench lint format check clean test-snapshot-update
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,8 +12,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# The sandbox set-up (Docker image, else bubblewrap) runs first; the TUI says the rest.
 run: $(STAMP)
-	$(BIN)/conductor tui
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m conductor.setup_sandbox
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/conductor tui
+
+sandbox: $(STAMP)
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m conductor.setup_sandbox
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -20,6 +20,17 @@ in its results file, and the same command is run again. The wire server's reques
 shows which items were asked about after the kill: none of those finished before it
 may be among them, and the results file must hold exactly one final line per item.
 
+Then the same batch on Ray, beside one process, in the same run: 400 items of the same 4
+rounds at concurrency 64, first in one process, then with `--ray` on a real two-node
+cluster started on this machine (tests/ray/local_cluster.py: `ray start` twice, one CPU
+and an 80 MB object store each, no dashboard). The ideal is 400 x 7 s / 64 = 43.75 s
+for both; the target is again 1.25x. For each row: the runner's wall time, the whole
+process's wall time (Python and, for Ray, the workers' start-up included), and the
+driver's peak memory and CPU seconds; for Ray also the CPU seconds of the whole cluster
+(its nodes' processes, workers included, sampled from /proc during the batch) and the
+summed peak memory of the processes it started for the batch. Skipped when Ray is not
+installed.
+
 Prints a table, then one JSON object (the figures) as its last line.
 """
 
@@ -28,10 +39,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -52,6 +65,8 @@ LATENCY_S = 1.0
 ROUNDS = 4  # meta turns per item; the first ROUNDS - 1 consult one expert each
 CALLS_PER_ITEM = ROUNDS + (ROUNDS - 1)
 TARGET_RATIO = 1.25
+RAY_ITEMS = int(os.environ.get("BENCH_BATCH_RAY_ITEMS", 400))
+RAY_CONCURRENCY = int(os.environ.get("BENCH_BATCH_RAY_CONCURRENCY", 64))
 _ITEM = re.compile(r"bench item (\d+)")
 
 
@@ -78,7 +93,7 @@ def write_tasks(path: Path, count: int) -> None:
             fh.write(json.dumps({**record, "target": str(2 * n)}) + "\n")
 
 
-def batch_command(tasks: Path, concurrency: int) -> list[str]:
+def batch_command(tasks: Path, concurrency: int, extra: tuple[str, ...] = ()) -> list[str]:
     return [
         str(REPO / ".venv" / "bin" / "python"),
         "-m",
@@ -97,6 +112,7 @@ def batch_command(tasks: Path, concurrency: int) -> list[str]:
         "--concurrency",
         str(concurrency),
         "--json",
+        *extra,
     ]
 
 
@@ -111,11 +127,14 @@ def environment(server: WireServer, home: Path) -> dict[str, str]:
     return env
 
 
-def run_batch(server: WireServer, tasks: Path, home: Path, concurrency: int) -> dict[str, Any]:
-    """One whole batch in a subprocess; its report and the process's wall time."""
+def run_batch(
+    server: WireServer, tasks: Path, home: Path, concurrency: int, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """One whole batch in a subprocess; its report, the process's wall time and CPU."""
+    cpu0 = _children_cpu()
     t0 = time.monotonic()
     done = subprocess.run(
-        batch_command(tasks, concurrency),
+        batch_command(tasks, concurrency, extra),
         env=environment(server, home),
         capture_output=True,
         text=True,
@@ -126,7 +145,13 @@ def run_batch(server: WireServer, tasks: Path, home: Path, concurrency: int) -> 
         raise SystemExit(f"batch failed ({done.returncode}):\n{done.stderr[-2000:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])
     report["process_wall_s"] = wall
+    report["process_cpu_s"] = _children_cpu() - cpu0
     return report
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def results_path(home: Path) -> Path:
@@ -222,6 +247,8 @@ def main() -> int:
         console.print("kill -9 at half way, then resume ...")
         resume = kill_and_resume(server, tasks, root / "home-kill")
 
+        ray_rows = ray_beside_one_process(server, root, console)
+
     ideal = ITEMS * CALLS_PER_ITEM * LATENCY_S / CONCURRENCY
     wall = full["session"]["wall_s"]
     figures = {
@@ -244,6 +271,9 @@ def main() -> int:
         "peak_rss_mb": full["session"]["peak_rss_mb"],
         **{f"resume_{key}": value for key, value in resume.items()},
     }
+    if ray_rows is not None:
+        figures["ray"] = ray_rows
+    ray_ok = ray_rows is None or all(row["within_target"] for row in ray_rows.values())
     resume_ok = (
         figures["resume_finished_items_run_twice"] == 0
         and figures["resume_items_with_one_final_line"] == ITEMS
@@ -274,9 +304,105 @@ def main() -> int:
     for name, value in rows:
         table.add_row(name, value)
     Console().print(table)
+    if ray_rows is not None:
+        Console().print(ray_table(ray_rows))
     print(json.dumps(figures))
-    return 0 if figures["within_target"] and resume_ok else 1
+    return 0 if figures["within_target"] and resume_ok and ray_ok else 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def ray_beside_one_process(
+    server: WireServer, root: Path, console: Console
+) -> dict[str, dict[str, Any]] | None:
+    """RAY_ITEMS at RAY_CONCURRENCY in one process, then on a two-node Ray cluster."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        console.print("Ray is not installed: no Ray row (pip install 'conductor[ray]')")
+        return None
+    sys.path.insert(0, str(REPO / "tests" / "ray"))
+    from local_cluster import LocalCluster
+
+    tasks = root / "ray-tasks.jsonl"
+    write_tasks(tasks, RAY_ITEMS)
+    ideal = RAY_ITEMS * CALLS_PER_ITEM * LATENCY_S / RAY_CONCURRENCY
+    rows: dict[str, dict[str, Any]] = {}
+    console.print(f"one process: {RAY_ITEMS} items at concurrency {RAY_CONCURRENCY} ...")
+    rows["one_process"] = _row(run_batch(server, tasks, root / "home-one", RAY_CONCURRENCY), ideal)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONDUCTOR_", "OPENAI_"))}
+    env["CONDUCTOR_HOME"] = str(root / "ray-worker-home")
+    console.print("starting a two-node Ray cluster on this machine ...")
+    with LocalCluster(env=env) as cluster:
+        cluster.start(workers=1)
+        os.environ.update(cluster.client_env)  # the driver's token for this cluster
+        console.print(f"Ray, two nodes: {RAY_ITEMS} items at concurrency {RAY_CONCURRENCY} ...")
+        before = cluster.usage()
+        seen: dict[int, tuple[float, float]] = {}
+        done = threading.Event()
+
+        def sample() -> None:  # workers end with the batch: keep what each last showed
+            while not done.wait(0.5):
+                seen.update(cluster.usage())
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            report = run_batch(
+                server, tasks, root / "home-ray", RAY_CONCURRENCY, ("--ray", cluster.address)
+            )
+        finally:
+            done.set()
+            sampler.join()
+    row = _row(report, ideal)
+    row["cluster_cpu_s"] = round(
+        sum(cpu for cpu, _ in seen.values()) - sum(cpu for cpu, _ in before.values()), 1
+    )
+    workers = [mb for pid, (_, mb) in seen.items() if pid not in before]
+    row["workers_peak_mb_sum"] = round(sum(workers), 1)
+    row["items_per_node"] = sorted(w["items"] for w in report["ray"]["workers"])
+    row["moved"] = len(report["ray"]["moved"])
+    rows["ray_two_nodes"] = row
+    return rows
+
+
+def _row(report: dict[str, Any], ideal: float) -> dict[str, Any]:
+    wall = report["session"]["wall_s"]
+    return {
+        "items": report["items"]["finished"],
+        "accuracy": report["accuracy"]["percent"],
+        "ideal_s": round(ideal, 2),
+        "wall_s": round(wall, 2),
+        "ratio_vs_ideal": round(wall / ideal, 3),
+        "within_target": wall / ideal <= TARGET_RATIO and report["items"]["remaining"] == 0,
+        "process_wall_s": round(report["process_wall_s"], 2),
+        "driver_peak_rss_mb": report["session"]["peak_rss_mb"],
+        "driver_cpu_s": round(report["process_cpu_s"], 2),
+    }
+
+
+def ray_table(rows: dict[str, dict[str, Any]]) -> Table:
+    """Figures down, the two ways across (one process, Ray), as measured in one run."""
+    table = Table(
+        title=f"{RAY_ITEMS} items x {ROUNDS} rounds, {LATENCY_S:g} s a call, concurrency "
+        f"{RAY_CONCURRENCY}, same run"
+    )
+    table.add_column("figure")
+    for name in rows:
+        table.add_column(name.replace("_", " "), justify="right")
+    figures = [
+        ("runner wall time (s)", "wall_s"),
+        ("ideal (s)", "ideal_s"),
+        (f"ratio vs ideal (target <= {TARGET_RATIO})", "ratio_vs_ideal"),
+        ("process wall time, start-up included (s)", "process_wall_s"),
+        ("driver peak memory (MB)", "driver_peak_rss_mb"),
+        ("driver CPU (s)", "driver_cpu_s"),
+        ("cluster CPU, workers included (s)", "cluster_cpu_s"),
+        ("workers' peak memory, summed (MB)", "workers_peak_mb_sum"),
+        ("items per node", "items_per_node"),
+    ]
+    for label, key in figures:
+        cells = []
+        for row in rows.values():
+            value = row.get(key, "-")
+            cells.append(" / ".join(map(str, value)) if isinstance(value, list) else str(value))
+        table.add_row(label, *cells)
+    return table

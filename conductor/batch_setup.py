@@ -48,6 +48,11 @@ def sandbox_opener(settings: Settings) -> tuple[str | None, Callable[[], Sandbox
 def live_setup(settings: Settings, spec: TaskSpec, runs: Callable[[], Path]) -> BatchSetup:
     from conductor.session import build_session
 
+    # A batch learns into a notebook of its own, named for its task, unless told
+    # otherwise (--notebook or the `notebook` setting): gold targets in a batch must
+    # not leak into the notebook a user's own questions are answered from.
+    notebook = settings.notebook or str(home_dir() / "notebooks" / f"batch-{spec.name}.db")
+    settings = replace(settings, notebook=notebook)
     # Built once without a sandbox: models and notebook hooks are shared by every item.
     template = build_session(
         replace(settings, run=replace(settings.run, python=False)),
@@ -71,7 +76,6 @@ def live_setup(settings: Settings, spec: TaskSpec, runs: Callable[[], Path]) -> 
         )
 
     uses_notebook = settings.recall or settings.learn
-    notebook = settings.notebook or str(home_dir() / "notebook.db")
     return BatchSetup(
         make_session,
         lambda item: spec.prompt(item.input),

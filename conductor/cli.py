@@ -81,9 +81,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(handler(args) or 0)
     except UserFacingError as exc:
         from rich.console import Console
+        from rich.markup import escape
 
         try:
-            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+            Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         except OSError:
             pass
         return 2

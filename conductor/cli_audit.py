@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,7 +50,6 @@ def _is_published(path: Path) -> bool:
 
 
 def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
-    from transcripts.reader import read_transcript
 
     path = Path(ref)
     if path.suffix == ".jsonl" and path.is_file():
@@ -58,10 +58,11 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
             from transcripts.published import read_published
 
             published = read_published(path, limit=limit)
+            _warn(published.problem, f"{len(published.records)} records before it")
             for record in published.records:
                 yield audit_events(record_events(record, source_file=str(path)))
             return
-        yield audit_events(read_transcript(path).events)
+        yield audit_events(_read(path))
         return
     from transcripts.index import RunIndex
 
@@ -71,16 +72,29 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
             f"no run matches {ref!r} (or the prefix is ambiguous); give a run id from "
             "`conductor runs list`, a transcript file, or a published .jsonl file."
         )
-    yield audit_events(read_transcript(row["path"]).events)
+    yield audit_events(_read(row["path"]))
+
+
+def _warn(problem: Exception | None, kept: str) -> None:
+    """Say on stderr that a file was cut short, as `score` and `replay` do."""
+    if problem is not None:
+        print(f"warning: {problem}; audited the {kept}.", file=sys.stderr)
+
+
+def _read(path: str | Path) -> list:
+    from transcripts.reader import read_transcript
+
+    transcript = read_transcript(path)
+    _warn(transcript.problem, f"{len(transcript.events)} events before it")
+    return transcript.events
 
 
 def _all_runs() -> Iterator[AuditReport]:
     from transcripts.index import RunIndex
-    from transcripts.reader import read_transcript
 
     for row in RunIndex().db["runs"].rows_where(order_by="started_at"):
         if row.get("path") and Path(row["path"]).is_file():
-            yield audit_events(read_transcript(row["path"]).events)
+            yield audit_events(_read(row["path"]))
 
 
 def run_audit(args: argparse.Namespace) -> int:

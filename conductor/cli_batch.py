@@ -50,7 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scorer", help="scorer name for a task that is not built in")
     p.add_argument("--concurrency", type=int, default=4, help="items at once (default 4)")
     p.add_argument("--limit", type=int, help="only the first N items of the file")
-    p.add_argument("--notebook", help="notebook database (default: notebook.db in the home)")
+    p.add_argument(
+        "--notebook", help="notebook database (default: notebooks/batch-TASK.db in the home)"
+    )
     p.add_argument("--no-recall", action="store_true", help="do not recall notes (ablation)")
     p.add_argument("--no-learn", action="store_true", help="do not learn from runs (ablation)")
     p.add_argument(
@@ -76,8 +78,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="TASKFILE is a published transcript file: replay each record offline",
     )
+    p.add_argument(
+        "--ablation", nargs="?", type=int, const=0, metavar="SEED",
+        help="A/B the notebook: learn on one split, test the other with recall on and off "
+        "(same order; SEED picks the split, default 0); see docs/notebook.md",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_run_options(p)
+    from conductor.cli_batch_ray import add_ray_options
+
+    add_ray_options(p)
     p.set_defaults(handler=run_batch)
 
 
@@ -110,11 +120,19 @@ def _items(args: argparse.Namespace) -> list[TaskItem]:
 
 
 def run_batch(args: argparse.Namespace) -> int:
+    if getattr(args, "ray", None) is not None:
+        from conductor.cli_batch_ray import run_ray_batch
+
+        return run_ray_batch(args)
     settings = settings_from_args(args)
     if args.replay:
         settings = dataclasses.replace(settings, recall=False, learn=False)
     spec = _spec(args)
     items = _items(args)
+    if args.ablation is not None:
+        from conductor.ablation import ablate_batch
+
+        return ablate_batch(settings, spec, items, seed=args.ablation, as_json=args.json)
     folder_box: list[BatchFolder] = []
 
     def runs() -> Path:

@@ -7,8 +7,12 @@ import argparse
 import datetime as dt
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conductor.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,8 +26,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=run_list)
 
-    p = rsub.add_parser("search", help="full-text search over questions and answers")
-    p.add_argument("query")
+    p = rsub.add_parser(
+        "search",
+        help="full-text search over questions and answers",
+        description="Find runs whose question or answer holds every word given, as written.",
+    )
+    p.add_argument("query", nargs="+", help="words to find (all of them)")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help='read the query as SQLite FTS5 syntax (AND, OR, NOT, "phrases", prefix*)',
+    )
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=run_search)
@@ -92,7 +105,12 @@ def transcript_path(ref: str) -> Path:
     return Path(row["path"])
 
 
-def _table(rows: list[dict], as_json: bool) -> int:
+def _table(rows: list[dict], as_json: bool, console: Console | None = None) -> int:
+    """Runs as JSON lines, a wrapped table on a terminal, or plain lines when piped.
+
+    Nothing is cut: on a terminal long text wraps inside its column; piped, each run
+    is one tab-separated line with the whole question and answer.
+    """
     if as_json:
         for row in rows:
             print(json.dumps(row))
@@ -101,26 +119,44 @@ def _table(rows: list[dict], as_json: bool) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from conductor.display import visible_line
+    from conductor.display import visible
 
-    table = Table(expand=True)
-    for name in ("run", "when", "status", "rounds", "cost"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("question", no_wrap=True, overflow="ellipsis", ratio=3)
-    table.add_column("answer", no_wrap=True, overflow="ellipsis", ratio=1)
-    for row in rows:
-        when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
-        table.add_row(
-            Text(visible_line(row["run_id"])),
-            when,
-            Text(visible_line(row["status"] or "")),
-            str(row["rounds"] or 0),
-            f"${row['cost_usd'] or 0:.4f}",
-            Text(visible_line((row["question"] or "")[:40])),
-            Text(visible_line((row["final_answer"] or "")[:30])),
-        )
-    Console().print(table)
+    console = console or Console()
+    cells = [_cells(row) for row in rows]
+    if not console.is_terminal:
+        print("\t".join(COLUMNS))
+        for row in cells:
+            print("\t".join(" ".join(visible(c).split()) for c in row))
+        return 0
+    table = Table(expand=True, show_lines=True)
+    for name in COLUMNS[:5]:
+        table.add_column(name, overflow="fold")
+    table.add_column("question → answer", overflow="fold", ratio=1, min_width=20)
+    for row in cells:
+        question, answer = row[5], row[6]
+        text = Text(visible(question))
+        text.append("\n→ " + (visible(answer) or "(no answer)"), style="bold")
+        table.add_row(*(visible(c) for c in row[:5]), text)
+    console.print(table)
+    if not rows:
+        console.print("no runs", style="dim")
     return 0
+
+
+COLUMNS = ("run", "when", "status", "rounds", "cost", "question", "answer")
+
+
+def _cells(row: dict) -> list[str]:
+    when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
+    return [
+        str(row["run_id"]),
+        when,
+        str(row["status"] or ""),
+        str(row["rounds"] or 0),
+        f"${row['cost_usd'] or 0:.4f}",
+        " ".join(str(row["question"] or "").split()),
+        " ".join(str(row["final_answer"] or "").split()),
+    ]
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -128,7 +164,22 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    return _table(_index().search(args.query, limit=args.limit), args.json)
+    import sqlite3
+
+    from conductor.fts import quote_words
+
+    text = " ".join(args.query)
+    query = text if args.raw else quote_words(text)
+    if not query.strip():
+        raise UserFacingError("nothing to search for: give one or more words.")
+    try:
+        rows = _index().search(query, limit=args.limit)
+    except sqlite3.OperationalError as exc:
+        raise UserFacingError(
+            f"the FTS5 query {text!r} is not valid ({exc}); leave out --raw to search "
+            "for the words as written."
+        ) from None
+    return _table(rows, args.json)
 
 
 def _read(ref: str):

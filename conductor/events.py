@@ -200,7 +200,7 @@ class ErrorEvent(Event):
 @dataclass(kw_only=True)
 class RunFinished(Event):
     kind: ClassVar[str] = "run_finished"
-    status: str = ""  # answered | no_answer | limit | error | interrupted
+    status: str = ""  # answered | no_answer | declined | limit | error | interrupted
     final_answer: str | None = None
     rounds: int = 0
     usage: Usage = field(default_factory=Usage)

@@ -197,6 +197,16 @@ class Conductor:
                 truncated=completion.truncated,
             )
             self._raise_if_stopped(state, completion)
+            if completion.stop_reason == "declined":
+                # The model says it cannot answer (the offline demo does): a labelled
+                # non-answer, never an answer to learn from.
+                yield Observation(
+                    parent_id=turn.id,
+                    run_id=state.run_id,
+                    reason="declined",
+                    message="The model declined: it cannot answer this question.",
+                )
+                return "declined"
             header = prompts.ROUND_HEADER.format(round=round_no + 1)
             if completion.truncated:
                 # Never act on a cut turn: its last call or answer may be half-written.

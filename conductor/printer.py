@@ -33,6 +33,7 @@ from conductor.events import (
     SandboxExec,
 )
 from conductor.interfaces import ExecResult, Usage
+from conductor.wording import plural
 
 
 def shown(text: str, style: str = "") -> Text:
@@ -132,15 +133,16 @@ def _error(e: ErrorEvent) -> Any:
 
 def _finished(e: RunFinished) -> Any:
     return shown_line(
-        f"{e.status} · {e.rounds} rounds · {e.expert_calls} expert calls · "
-        f"{e.sandbox_runs} sandbox runs · {usage_line(e.usage)} · {e.duration_s:.1f} s · run {e.run_id}",
+        f"{e.status} · {plural(e.rounds, 'round')} · {plural(e.expert_calls, 'expert call')} · "
+        f"{plural(e.sandbox_runs, 'sandbox run')} · {usage_line(e.usage)} · {e.duration_s:.1f} s · run {e.run_id}",
         style="bold",
     )
 
 
 def _notes(e: NotesWritten) -> Any:
     return shown_line(
-        f"  notebook: {len(e.note_ids)} notes written ({e.verification}), {e.skipped} duplicates skipped",
+        f"  notebook: {plural(len(e.note_ids), 'note')} written ({e.verification}), "
+        f"{plural(e.skipped, 'duplicate')} skipped",
         style="magenta",
     )
 

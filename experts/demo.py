@@ -1,25 +1,41 @@
-"""The offline demo model: recorded sessions played when no model is configured.
+"""The offline demo model: real sessions for two kinds of question, and no pretending.
 
-It says plainly that it is a demo. It knows two kinds of question, a Game of 24
-puzzle (four numbers) and sorting a list of words; for both it conducts a real session:
-Expert Python's code really runs in the sandbox, and a second expert checks the result.
-Anything else gets an answer that explains how to configure a real model.
+It says plainly that it is a demo. It knows a Game of 24 puzzle (four whole numbers to
+combine into 24) and sorting a list of words alphabetically; for both it conducts a
+real session: Expert Python's code really runs in the sandbox (with Python off, an
+expert works the answer out itself), and a second expert checks the result before it
+is given. Anything else (an empty question, a word problem, a phrasing it does not
+know) ends as a labelled non-answer: the meta turn's completion has the stop reason
+`declined`, which the loop records as the run status `declined` and the notebook
+never learns from.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from fractions import Fraction
+from itertools import permutations
 
-from conductor.interfaces import Message
+from conductor.interfaces import CallRole, Completion, Message, TextCallback
+from conductor.prompts import PYTHON_SECTION
 from experts.scripted import ScriptedModel
 
+DECLINED = "declined"
+
 DEMO_NOTICE = (
-    "(This is conductor's offline demo model, not a language model. It plays recorded "
-    "sessions for Game of 24 puzzles and word sorting. To use a real model, set "
+    "(This is conductor's offline demo model, not a language model. It conducts sessions "
+    "for Game of 24 puzzles and word sorting only. To use a real model, set "
     "ANTHROPIC_API_KEY or OPENAI_API_KEY, or OPENAI_BASE_URL for an OpenAI-compatible "
     "server such as vLLM, Ollama or llama.cpp, or pass --model.)"
+)
+
+HOW_TO_ASK = (
+    "It understands, for example, “Use 4 5 6 10 to make 24”, four numbers alone "
+    "(“4 5 6 10”), and “Sort the following words alphabetically: List: pear apple fig”."
 )
 
 _GAME24_CODE = '''from fractions import Fraction
@@ -52,22 +68,181 @@ _SORT_CODE = """words = {words!r}
 print(" ".join(sorted(words)))
 """
 
-
-def _numbers(question: str) -> list[int] | None:
-    found = [int(n) for n in re.findall(r"\b\d+\b", question)]
-    if len(found) == 5 and 24 in found:
-        found.reverse()
-        found.remove(24)  # "make 24" names the goal, not a number to use
-        found.reverse()
-    return found if len(found) == 4 else None
+_WORDS_HEADER = "The words, one per line:\n"
+_ORDER_HEADER = "The proposed order, one per line:\n"
+_PYTHON_MARK = PYTHON_SECTION.strip()[:60]
 
 
-def _words_to_sort(question: str) -> list[str] | None:
-    m = re.search(r"(?is)\bsort\b.*?:\s*(.+)$", question)
-    if not m:
+class Declined(str):
+    """A meta turn's text that is a non-answer: the demo cannot do this question."""
+
+
+# -- understanding the question ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Game24:
+    numbers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Sorting:
+    words: tuple[str, ...]
+
+
+_FOUR_NUMBERS = re.compile(r"^\s*(\d+)[\s,]+(\d+)[\s,]+(\d+)[\s,]+(\d+)\s*\.?\s*$")
+_USE_TO_MAKE = re.compile(
+    r"\b(?:use|using|with|combine|from)\s+(?:the\s+numbers\s+)?"
+    r"(\d+)[\s,]+(?:and\s+)?(\d+)[\s,]+(?:and\s+)?(\d+)[\s,]+(?:and\s+)?(\d+)\b"
+    r".{0,40}?\b(?:make|get|reach|equal|equals|totals?)\s+24\b",
+    re.I | re.S,
+)
+_MAKE_FROM = re.compile(
+    r"\bmake\s+24\s+(?:from|with|using|out\s+of)\s+(?:the\s+numbers\s+)?"
+    r"(\d+)[\s,]+(?:and\s+)?(\d+)[\s,]+(?:and\s+)?(\d+)[\s,]+(?:and\s+)?(\d+)\b",
+    re.I,
+)
+_SORT_WORDS = re.compile(r"\bsort\b[^\n:]*?\b(?:words|list)\b[^\n:]*:", re.I)
+
+
+def understand(question: str) -> Game24 | Sorting | None:
+    """The demo's reading of a question, or None when it is not one it can do."""
+    lines = [line for line in question.splitlines() if line.strip()]
+    # A task file's input (after the task's rules) is the last line: four numbers alone.
+    for line in reversed(lines):
+        m = _FOUR_NUMBERS.match(line)
+        if m:
+            return Game24(tuple(int(n) for n in m.groups()))
+    for pattern in (_USE_TO_MAKE, _MAKE_FROM):
+        m = pattern.search(question)
+        if m:
+            return Game24(tuple(int(n) for n in m.groups()))
+    return _sorting(question)
+
+
+def _sorting(question: str) -> Sorting | None:
+    """Words after the last `List:` (the data's format), or after "sort ... words:"."""
+    at = question.rfind("List:")
+    if at != -1:
+        rest = question[at + len("List:") :]
+    else:
+        m = _SORT_WORDS.search(question)
+        if m is None:
+            return None
+        rest = question[m.end() :]
+    words = tuple(rest.split())
+    if not words or any('"""' in w or "```" in w for w in words):
         return None
-    words = re.findall(r"[A-Za-z']+", m.group(1))
-    return words or None
+    return Sorting(words)
+
+
+# -- working it out (the experts' side) --------------------------------------------------
+
+
+def game24_solutions(numbers: tuple[int, ...] | list[int]) -> Iterator[str]:
+    """Every expression over `numbers`, each used once, equal to 24 (exact fractions)."""
+
+    def search(values: list[tuple[Fraction, str]]) -> Iterator[str]:
+        if len(values) == 1:
+            if values[0][0] == 24:
+                yield values[0][1]
+            return
+        for i, j in permutations(range(len(values)), 2):
+            (a, ea), (b, eb) = values[i], values[j]
+            rest = [v for k, v in enumerate(values) if k not in (i, j)]
+            options = [(a + b, f"({ea} + {eb})"), (a - b, f"({ea} - {eb})")]
+            options.append((a * b, f"({ea} * {eb})"))
+            if b != 0:
+                options.append((a / b, f"({ea} / {eb})"))
+            for value, text in options:
+                yield from search([*rest, (value, text)])
+
+    for found in search([(Fraction(n), str(n)) for n in numbers]):
+        yield found[1:-1]
+
+
+def evaluate(expression: str) -> tuple[Fraction, list[int]]:
+    """Exact value of plain arithmetic (integers, + - * /) and the integers it uses."""
+    used: list[int] = []
+
+    def walk(node: ast.AST) -> Fraction:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            used.append(node.value)
+            return Fraction(node.value)
+        if isinstance(node, ast.BinOp):
+            left, right = walk(node.left), walk(node.right)
+            if isinstance(node.op, ast.Add):
+                return left + right
+            if isinstance(node.op, ast.Sub):
+                return left - right
+            if isinstance(node.op, ast.Mult):
+                return left * right
+            if isinstance(node.op, ast.Div) and right != 0:
+                return left / right
+        raise ValueError("not plain arithmetic")
+
+    return walk(ast.parse(expression, mode="eval")), used
+
+
+def _lines_after(text: str, header: str) -> list[str]:
+    if header not in text:
+        return []
+    body = text.split(header, 1)[1]
+    body = body.split("\n\n", 1)[0]
+    return [line.strip() for line in body.splitlines() if line.strip()]
+
+
+def _expert(name: str, instruction: str) -> str:
+    if name == "Expert Python":
+        m = re.search(r"numbers ([\d, ]+), each", instruction)
+        if m:
+            values = [int(n) for n in re.findall(r"\d+", m.group(1))]
+            code = _GAME24_CODE.format(numbers=values)
+        else:
+            code = _SORT_CODE.format(words=_lines_after(instruction, _WORDS_HEADER))
+        return f"Here is a program for it.\n\n```python\n{code}```\n\nPlease run this code!"
+    if name == "Expert Mathematician":
+        m = re.search(r"numbers ([\d, ]+), each", instruction)
+        numbers = [int(n) for n in re.findall(r"\d+", m.group(1))] if m else []
+        found = next(game24_solutions(numbers), None) if len(numbers) == 4 else None
+        return f"Answer: {found}" if found else "Answer: no solution"
+    if name == "Expert Arithmetic Checker":
+        return _check_arithmetic(instruction)
+    if name == "Expert Lexicographer":
+        words = _lines_after(instruction, _WORDS_HEADER)
+        proposed = _lines_after(instruction, _ORDER_HEADER)
+        if _ORDER_HEADER not in instruction:
+            return "Answer: " + " ".join(sorted(words))
+        if proposed == sorted(words):
+            return "Yes: it is in order and holds exactly those words."
+        return "No: it is not in order, or the words differ."
+    return "I can only check the demo's own puzzles."
+
+
+def _check_arithmetic(instruction: str) -> str:
+    m = re.search(r"Evaluate (.+?) step by step", instruction)
+    given = re.search(r"each of ([\d, ]+) exactly once", instruction)
+    expression = m.group(1) if m else ""
+    try:
+        value, used = evaluate(expression)
+    except (ValueError, SyntaxError):
+        return f"No: I cannot evaluate {expression!r} as plain arithmetic."
+    wanted = [int(n) for n in re.findall(r"\d+", given.group(1))] if given else []
+    if Counter(used) != Counter(wanted):
+        return f"No: {expression} uses {used}, not each of {wanted} exactly once."
+    if value != 24:
+        return f"No: {expression} equals {value}, not 24."
+    return f"Yes: {expression} equals 24 exactly and uses each given number once."
+
+
+# -- the meta model's turns ----------------------------------------------------------------
+
+
+def _question(messages: list[Message]) -> str:
+    first = messages[0].content if messages else ""
+    return first.rsplit("Question:\n", 1)[-1].split("\n\nBegin by", 1)[0]
 
 
 def _last_stdout(messages: list[Message]) -> str:
@@ -77,120 +252,141 @@ def _last_stdout(messages: list[Message]) -> str:
     return m.group(1).strip() if m else ""
 
 
-def _evaluate(expression: str) -> Fraction:
-    """Exact value of an arithmetic expression of numbers and + - * / (nothing else)."""
+def _last_reply_answer(messages: list[Message]) -> str:
+    m = re.search(r"Answer: (.+)", messages[-1].content if messages else "")
+    return m.group(1).strip() if m else ""
 
-    def walk(node: ast.AST) -> Fraction:
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return Fraction(node.value)
-        if isinstance(node, ast.BinOp):
-            left, right = walk(node.left), walk(node.right)
-            ops = {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}
-            if type(node.op) in ops:
-                return ops[type(node.op)]
-            if isinstance(node.op, ast.Div) and right != 0:
-                return left / right
-        raise ValueError("not plain arithmetic")
 
-    return walk(ast.parse(expression, mode="eval"))
+def _declined(why: str) -> Declined:
+    return Declined(f"{DEMO_NOTICE}\n\nNo answer: {why}")
 
 
 def _meta(messages: list[Message]) -> str:
-    question = messages[0].content.rsplit("Question:\n", 1)[-1].split("\n\nBegin by", 1)[0]
+    question = _question(messages)
+    if not question.strip():
+        return _declined("the question is empty. Type a question and press Enter.")
+    understood = understand(question)
     turn = sum(1 for m in messages if m.role == "user")
-    numbers, words = _numbers(question), _words_to_sort(question)
-    if numbers:
-        return _game24_turn(turn, numbers, messages)
-    if words:
-        return _sort_turn(turn, words, messages)
-    return f'{DEMO_NOTICE}\n\n>> FINAL ANSWER:\n"""\n{DEMO_NOTICE}\n"""'
+    python = _PYTHON_MARK in (messages[0].content if messages else "")
+    if isinstance(understood, Game24):
+        return _game24_turn(turn, understood.numbers, messages, python)
+    if isinstance(understood, Sorting):
+        return _sort_turn(turn, understood.words, messages, python)
+    return _declined(
+        "the demo model cannot answer this question; only a real model can. " + HOW_TO_ASK
+    )
 
 
-def _game24_turn(turn: int, numbers: list[int], messages: list[Message]) -> str:
+def _game24_turn(turn: int, numbers: tuple[int, ...], messages: list[Message], python: bool) -> str:
     listed = ", ".join(map(str, numbers))
-    if turn == 1:
+    task = (
+        f"every way to combine the numbers {listed}, each used exactly once, with + - * / "
+        "and parentheses, using exact fractions"
+    )
+    if turn == 1 and python:
         return (
             f"{DEMO_NOTICE}\n\nExperts I may consult: Expert Python, Expert Arithmetic Checker.\n\n"
-            f'Expert Python:\n"""\nWrite a program that searches every way to combine the numbers '
-            f"{listed}, each used exactly once, with + - * / and parentheses, using exact "
-            'fractions, and prints one expression equal to 24 (or "no solution").\n"""'
+            f'Expert Python:\n"""\nWrite a program that searches {task}, and prints one '
+            'expression equal to 24 (or "no solution").\n"""'
         )
-    found = _last_stdout(messages) if turn == 2 else ""
-    if turn == 2 and found and found != "no solution":
+    if turn == 1:
         return (
-            "The program proposes an expression. A second expert should check it by hand.\n\n"
+            f"{DEMO_NOTICE}\n\nExperts I may consult: Expert Mathematician, Expert Arithmetic "
+            f'Checker.\n\nExpert Mathematician:\n"""\nYou are a mathematician. Try {task}, '
+            'and reply with one expression equal to 24 as "Answer: EXPRESSION", or '
+            '"Answer: no solution" when none exists.\n"""'
+        )
+    if turn == 2:
+        found = _last_stdout(messages) if python else _last_reply_answer(messages)
+        if found == "no solution":
+            return (
+                "The search tried every combination and found none.\n\n"
+                '>> FINAL ANSWER:\n"""\nno solution\n"""'
+            )
+        if not found:
+            return _declined("the expert gave no expression, so there is nothing to check.")
+        return (
+            "An expression is proposed. A second expert should check it by hand.\n\n"
             f'Expert Arithmetic Checker:\n"""\nYou check arithmetic. Evaluate {found} step by step '
             f"with exact fractions. Say whether it equals 24 and whether it uses each of {listed} "
             'exactly once and no other number.\n"""'
         )
-    if turn == 3:
-        answer = _last_expression(messages)
-        return f'Both the program and the checker agree.\n\n>> FINAL ANSWER:\n"""\n{answer}\n"""'
-    return 'The search found no way to make 24.\n\n>> FINAL ANSWER:\n"""\nno solution\n"""'
+    verdict = messages[-1].content if messages else ""
+    answer = _last_checked_expression(messages)
+    if "Yes:" in verdict and answer:
+        return f'Both experts agree.\n\n>> FINAL ANSWER:\n"""\n{answer}\n"""'
+    return _declined("the checker rejected the proposed expression.")
 
 
-def _last_expression(messages: list[Message]) -> str:
+def _last_checked_expression(messages: list[Message]) -> str:
     for message in reversed(messages):
         m = re.search(r"Evaluate (.+?) step by step", message.content)
-        if message.role == "assistant" and m:
-            return m.group(1)
-    return "no solution"
-
-
-def _sort_turn(turn: int, words: list[str], messages: list[Message]) -> str:
-    if turn == 1:
-        return (
-            f"{DEMO_NOTICE}\n\nExperts I may consult: Expert Python, Expert Lexicographer.\n\n"
-            f'Expert Python:\n"""\nSort these words in alphabetical order and print them on one '
-            f'line separated by spaces: {" ".join(words)}\n"""'
-        )
-    if turn == 2:
-        result = _last_stdout(messages)
-        return (
-            f'Expert Lexicographer:\n"""\nYou are a lexicographer. Is this list in alphabetical '
-            f"order, and does it hold exactly these words: {' '.join(words)}? The list: "
-            f'{result}\n"""'
-        )
-    result = _last_expression_sorted(messages)
-    return f'The order is confirmed.\n\n>> FINAL ANSWER:\n"""\n{result}\n"""'
-
-
-def _last_expression_sorted(messages: list[Message]) -> str:
-    for message in reversed(messages):
-        m = re.search(r"The list: (.+?)\n", message.content)
         if message.role == "assistant" and m:
             return m.group(1)
     return ""
 
 
-def _expert(name: str, instruction: str) -> str:
-    if name == "Expert Python":
-        numbers = re.search(r"numbers ([\d, ]+), each", instruction)
-        if numbers:
-            values = [int(n) for n in re.findall(r"\d+", numbers.group(1))]
-            code = _GAME24_CODE.format(numbers=values)
-        else:
-            words = instruction.rsplit(":", 1)[-1].split()
-            code = _SORT_CODE.format(words=words)
-        return f"Here is a program for it.\n\n```python\n{code}```\n\nPlease run this code!"
-    if name == "Expert Arithmetic Checker":
-        m = re.search(r"Evaluate (.+?) step by step", instruction)
-        expression = m.group(1) if m else ""
-        try:
-            value = _evaluate(expression)
-        except (ValueError, SyntaxError):
-            return f"I cannot evaluate {expression!r} as plain arithmetic."
-        verdict = "equals 24" if value == 24 else f"equals {value}, not 24"
-        return f"Evaluating {expression} exactly: it {verdict}."
-    m = re.search(r"exactly these words: (.+?)\? The list: (.+)$", instruction, re.S)
-    if m:
-        wanted, got = m.group(1).split(), m.group(2).split()
-        good = got == sorted(wanted)
-        return "Yes: it is in order and holds exactly those words." if good else "No: it is not."
-    return "I can only check the demo's own puzzles."
+def _sort_turn(turn: int, words: tuple[str, ...], messages: list[Message], python: bool) -> str:
+    listing = "\n".join(words)
+    if turn == 1:
+        expert = "Expert Python" if python else "Expert Lexicographer"
+        task = (
+            "Write a program that sorts these words in alphabetical order (by character "
+            "code, as Python's sorted does) and prints them on one line separated by spaces."
+            if python
+            else "Put these words in alphabetical order and reply with them on one line, "
+            'separated by spaces, after "Answer: ".'
+        )
+        return (
+            f"{DEMO_NOTICE}\n\nExperts I may consult: {expert}, Expert Lexicographer.\n\n"
+            f'{expert}:\n"""\n{task}\n\n{_WORDS_HEADER}{listing}\n"""'
+        )
+    if turn == 2:
+        result = _last_stdout(messages) if python else _last_reply_answer(messages)
+        if not result:
+            return _declined("the expert gave no sorted list, so there is nothing to check.")
+        proposed = "\n".join(result.split())
+        return (
+            "A sorted list is proposed. A second expert should check it.\n\n"
+            f'Expert Lexicographer:\n"""\nYou are a lexicographer. Is the proposed order '
+            "alphabetical (by character code), and does it hold exactly the given words? "
+            f'Reply "Yes" or "No".\n\n{_WORDS_HEADER}{listing}\n\n{_ORDER_HEADER}{proposed}\n"""'
+        )
+    verdict = messages[-1].content if messages else ""
+    proposed = _proposed_order(messages)
+    if "Yes:" in verdict and proposed:
+        answer = " ".join(proposed)
+        return f'The order is confirmed.\n\n>> FINAL ANSWER:\n"""\n{answer}\n"""'
+    return _declined("the lexicographer did not confirm the proposed order.")
 
 
-def demo_model() -> ScriptedModel:
-    return ScriptedModel(_meta, _expert, name="demo")
+def _proposed_order(messages: list[Message]) -> list[str]:
+    for message in reversed(messages):
+        if message.role == "assistant" and _ORDER_HEADER in message.content:
+            return _lines_after(message.content.split('"""')[-2] + "\n", _ORDER_HEADER)
+    return []
+
+
+class DemoModel(ScriptedModel):
+    """The scripted demo, whose non-answers carry the stop reason `declined`."""
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        on_text: TextCallback | None = None,
+        cache: bool = False,
+        role: CallRole = "meta",
+        max_tokens: int | None = None,
+    ) -> Completion:
+        completion = super().complete(
+            messages, system=system, on_text=on_text, cache=cache, role=role, max_tokens=max_tokens
+        )
+        if isinstance(completion.text, Declined):
+            return replace(completion, text=str(completion.text), stop_reason=DECLINED)
+        return completion
+
+
+def demo_model() -> DemoModel:
+    return DemoModel(_meta, _expert, name="demo")

@@ -63,10 +63,50 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp = add("import", "read an export into this notebook (duplicates skipped)", run_import)
     imp.add_argument("file", help="a file written by `conductor notebook export`")
 
+    merge = add("merge", "fold other notebooks into one, every source run kept", run_merge)
+    merge.add_argument("target", help="the notebook merged into (created when missing)")
+    merge.add_argument("sources", nargs="+", help="notebooks merged from (left unchanged)")
+    merge.add_argument("--json", action="store_true")
+
+    tools = add("test-tools", "run every tool on stored questions of its kind, in the sandbox",
+                run_test_tools)  # fmt: skip
+    tools.add_argument("--sandbox", default="auto", help="auto, docker, bwrap or subprocess")
+    tools.add_argument("--per-tool", type=int, default=12, help="tests each tool should have")
+    tools.add_argument("--json", action="store_true")
+
     retire = add("retire", "retire a note: it is no longer recalled, and stays", run_retire)
     retire.add_argument("id", help="note id (a unique prefix will do)")
     retire.add_argument("--reason", default="retired by hand", help="why (kept in history)")
     retire.add_argument("--restore", action="store_true", help="undo: recall the note again")
+
+
+def run_test_tools(args: argparse.Namespace) -> int:
+    """Bring every tool up to --per-tool tests; print each one's pass rate."""
+    from notebook.toolbox import retest_tools
+    from sandbox.registry import open_sandbox
+
+    book = open_book(args)
+    sandbox = open_sandbox(args.sandbox)
+    try:
+        tools = retest_tools(book, sandbox, per_tool=args.per_tool)
+    finally:
+        sandbox.close()
+        book.close()
+    rows = [
+        {"note": t.note_id, "task": t.task, "tests": t.tests, "passes": t.passes,
+         "params": [p.kind for p in t.tool.params]}
+        for t in sorted(tools, key=lambda t: -t.rank_score)
+    ]  # fmt: skip
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    table = _table(("tool", True), ("task", False), ("passed", True), ("reads", False))
+    for row in rows:
+        table.add_row(row["note"], row["task"] or "-", f"{row['passes']}/{row['tests']}",
+                      ", ".join(row["params"]))  # fmt: skip
+    _console().print(table if rows else "no tools in this notebook yet")
+    return 0
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
@@ -95,8 +135,8 @@ def _console():
 
 
 def _cut(text: str, limit: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Text on one line, whole: a narrow terminal wraps it (never cut: issue 10)."""
+    return " ".join((text or "").split())
 
 
 def _table(*columns: tuple[str, bool]) -> Any:
@@ -107,7 +147,8 @@ def _table(*columns: tuple[str, bool]) -> Any:
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     for header, whole in columns:
-        table.add_column(header, no_wrap=whole)
+        # fold, never an ellipsis: an id too long for its column wraps onto the next line
+        table.add_column(header, no_wrap=whole, overflow="fold")
     return table
 
 
@@ -322,6 +363,20 @@ def run_import(args: argparse.Namespace) -> int:
         f"imported into {book.path}: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
         file=sys.stderr,
     )
+    return 0
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from notebook.merge import merge_files
+
+    for source, counts in merge_files(Path(args.target), [Path(s) for s in args.sources]):
+        if args.json:
+            print(json.dumps({"target": args.target, "source": str(source), **counts}))
+        else:
+            print(
+                f"merged {source} into {args.target}: "
+                + ", ".join(f"{k} {v}" for k, v in counts.items())
+            )
     return 0
 
 

@@ -22,11 +22,17 @@ from dataclasses import dataclass
 from conductor.interfaces import ChatModel, Message
 from notebook import prompts
 from notebook.runview import RunView
-from notebook.verify import Verification, output_contains
+from notebook.verify import (
+    EVIDENCE_WORDS,
+    LEARNABLE_STATUSES,
+    Verification,
+    judge_for,
+    output_contains,
+)
 
 log = logging.getLogger("conductor.notebook")
 
-KINDS = ("insight", "pitfall", "code", "procedure", "example")
+KINDS = ("insight", "pitfall", "tool", "code", "procedure", "example")
 MAX_CODE_CHARS = 6000
 MAX_REFLECTION_NOTES = 4
 
@@ -77,11 +83,7 @@ def excerpt(text: str, limit: int) -> str:
 
 
 def _verified_phrase(verification: Verification) -> str:
-    return {
-        "target": "matched the known answer",
-        "sandbox": "printed by a clean program run",
-        "agreement": "given by two or more experts independently",
-    }.get(verification.level, "not verified")
+    return EVIDENCE_WORDS.get(verification.level, "not verified")
 
 
 def working_code(view: RunView) -> str | None:
@@ -111,55 +113,84 @@ def describe_steps(view: RunView) -> list[str]:
     return steps
 
 
+def task_input(view: RunView) -> str:
+    """The question less its task's description: what excerpts are cut from."""
+    from notebook.problems import core_input
+
+    judge = judge_for(view.task)
+    return judge.task_input(view.question) if judge is not None else core_input(view.question)
+
+
+def derivation(view: RunView) -> str:
+    """How the answer was reached: the first expert reply that gave it, not shown it."""
+    assert view.answer is not None
+    for name, instruction, reply in view.replies:
+        if output_contains(reply, view.answer) and not output_contains(instruction, view.answer):
+            return f"{name}: {excerpt(reply, 400)}"
+    for name, _instruction, reply in view.replies:
+        if output_contains(reply, view.answer):
+            return f"{name}: {excerpt(reply, 400)}"
+    return ""
+
+
+def what_went_wrong(view: RunView, verification: Verification) -> str:
+    """The error, the disagreement, the check that failed: what a failure teaches."""
+    parts = []
+    if verification.outcome == "wrong":
+        parts.append(f"the task's check rejected “{excerpt(view.answer or '', 160)}”")
+        parts.append(f"({excerpt(verification.detail, 160)})")
+    elif not view.answered:
+        parts.append(f"the run ended without an answer ({view.status or 'unknown'})")
+    answers = []
+    for name, _instruction, reply in view.replies:
+        last = [line for line in reply.strip().splitlines() if line.strip()]
+        if last:
+            answers.append(f"{name} ended “{excerpt(last[-1], 80)}”")
+    if len({a.split(" ended ")[1] for a in answers}) > 1:
+        parts.append("the experts disagreed: " + "; ".join(answers[:3]))
+    if view.errors:
+        parts.append(f"a program failed with “{excerpt(view.errors[-1], 120)}”")
+    return ", ".join(parts) + "."
+
+
 def distill_run(view: RunView, verification: Verification) -> list[NoteDraft]:
-    """Deterministic notes from one run (no model)."""
+    """Deterministic lessons from one run (no model): worked reasoning, what went wrong."""
     drafts: list[NoteDraft] = []
-    question = excerpt(view.question, 300)
-    if not view.answered and view.status in ("error", "interrupted"):
-        return drafts  # a system failure or a user's stop teaches nothing about the task
-    if not view.answered:
+    problem = excerpt(task_input(view), 200)
+    if view.status not in LEARNABLE_STATUSES:
+        return drafts  # a system failure, a stop, a labelled non-answer teach nothing
+    if not view.answered or verification.outcome == "wrong":
         drafts.append(
             NoteDraft(
                 kind="pitfall",
-                text=(
-                    f"A run on “{question}” ended without an answer ({view.status or 'unknown'}, "
-                    f"{view.rounds} rounds; experts: {', '.join(view.roster) or 'none'})."
-                ),
-                confidence=0.6,
+                text=f"On “{problem}”: {what_went_wrong(view, verification)}",
+                confidence=0.8 if verification.outcome == "wrong" else 0.6,
+                skeleton=f"{what_went_wrong(view, verification)}",
             )
         )
         return drafts
     assert view.answer is not None
-    answer = excerpt(view.answer, 300)
-    if verification.outcome == "wrong":
-        drafts.append(
-            NoteDraft(
-                kind="pitfall",
-                text=(
-                    f"Wrong answer: “{answer}” was given to “{question}”, but the known answer "
-                    f"is “{excerpt(view.target or '', 200)}”. Experts consulted: "
-                    f"{', '.join(view.roster) or 'none'}."
-                ),
-                confidence=0.9,
-            )
-        )
-        return drafts
+    answer = excerpt(view.answer, 200)
     confidence = {"correct": 0.9, "verified": 0.75}.get(verification.outcome, 0.4)
+    how = derivation(view)
     drafts.append(
         NoteDraft(
             kind="example",
-            text=(f"Worked example ({_verified_phrase(verification)}): “{question}” → “{answer}”."),
+            text=(
+                f"Solved ({_verified_phrase(verification)}): “{problem}” → “{answer}”."
+                + (f" How: {how}" if how else "")
+            ),
             confidence=confidence,
         )
     )
-    code = working_code(view)
+    code = working_code(view) if verification.trustworthy else None
     if code:
         drafts.append(
             NoteDraft(
                 kind="code",
                 text=(
-                    f"A program that ran cleanly in the sandbox and led to the answer “{excerpt(answer, 80)}” "
-                    f"for “{excerpt(view.question, 160)}”. Adapt its data to the new question."
+                    "A program that ran cleanly in the sandbox and printed the verified answer; "
+                    "its data came from one question: put the new question's in."
                 ),
                 code=code,
                 confidence=confidence,
@@ -167,17 +198,15 @@ def distill_run(view: RunView, verification: Verification) -> list[NoteDraft]:
             )
         )
     steps = describe_steps(view)
-    if steps:
-        outcome = {"correct": "correct", "verified": "verified"}.get(
-            verification.outcome, "unverified"
-        )
+    if steps and verification.trustworthy:
         numbered = " ".join(f"{i}. {s}" for i, s in enumerate(steps, start=1))
         drafts.append(
             NoteDraft(
                 kind="procedure",
-                text=f"A procedure that gave a {outcome} answer in {view.rounds} rounds: {numbered} Then answer.",
+                text=f"A procedure that gave a {verification.outcome} answer in {view.rounds} "
+                f"rounds: {numbered} Then answer.",
                 confidence=confidence,
-                skeleton=f"{outcome}\x00" + "\x00".join(steps),
+                skeleton=f"{verification.outcome}\x00" + "\x00".join(steps),
             )
         )
     return drafts

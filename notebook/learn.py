@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conductor.events import Event, NotesWritten
-from conductor.interfaces import ChatModel, Message
+from conductor.interfaces import ChatModel, Message, Sandbox
 from notebook import prompts
+from notebook.agreement import agreeing_runs, cited_notes, shown_its_own_answer, upgrade_runs
 from notebook.distill import NoteDraft, distill_run, excerpt, reflect
 from notebook.induction import induce_if_due
 from notebook.notes import Provenance, add_note, record_recall_feedback
+from notebook.problems import core_input, question_hash
+from notebook.recall import semantic_wanted
 from notebook.runview import RunView, view_run
 from notebook.store import Notebook
 from notebook.tasktypes import (
@@ -32,10 +35,12 @@ from notebook.tasktypes import (
     create_type,
     describe_offline,
     score_types,
+    shape_name,
     template_words,
 )
 from notebook.terms import question_terms
-from notebook.verify import Verification, verify_run
+from notebook.toolbox import best_tools, run_tool, store_tool, tool_draft
+from notebook.verify import LEARNABLE_STATUSES, Verification, judge_for, verify_run
 
 log = logging.getLogger("conductor.notebook")
 
@@ -65,6 +70,12 @@ class LearnOptions:
     induction_every: int = 5
     """Induce a type's experience after this many new notes in it."""
     params: MatchParams = field(default_factory=lambda: PARAMS)
+    use_target: bool = True
+    """Judge against the run's target; off, the labels are what the evidence alone gives."""
+    sandbox: Sandbox | None = None
+    """Where tools reproduce answers and P3's `sat` runs; None: neither happens."""
+    semantic: bool = field(default_factory=lambda: semantic_wanted())
+    """Write example notes' question vectors (the optional semantic index)."""
 
 
 @dataclass
@@ -118,8 +129,13 @@ def learn_from_run(
     view = view_run(events)
     if view is None or not view.question.strip():
         return None
-    verification = verify_run(events)
+    if view.status not in LEARNABLE_STATUSES:
+        log.info("run %s ended %s: nothing learned", view.run_id, view.status or "unfinished")
+        return None
+    verification = _verify(book, events, view, options)
     drafts = distill_run(view, verification)
+    tools = _tool_drafts(view, verification)
+    drafts.extend(draft for draft, _tool in tools)
     online = model_can_reflect(model)
     reflection = "skipped: no model" if model is None else "skipped: offline model"
     if online and options.reflect:
@@ -137,12 +153,27 @@ def learn_from_run(
         described = _descriptions(book, candidates)
         choice = choose_type(model, view.question, described)
 
+    vector = _vector(view.question) if options.semantic else None
+
     def write(conn: sqlite3.Connection) -> dict[str, Any] | None:
         if conn.execute("select 1 from distilled_runs where run_id = ?", (view.run_id,)).fetchone():
             return None
         type_id = _place(conn, view, terms, choice, options.params)
-        return _write_notes(conn, type_id, view, verification, drafts)
+        written = _write_notes(conn, type_id, view, verification, drafts)
+        by_hash = {draft.skeleton: tool for draft, tool in tools}
+        for draft, note_id in zip(drafts, written["draft_ids"], strict=True):
+            if draft.kind == "example" and vector is not None:
+                conn.execute(
+                    "insert or ignore into note_vectors (note_id, vec) values (?, ?)",
+                    (note_id, vector),
+                )
+            if draft.kind == "tool":
+                store_tool(conn, note_id, type_id, view.task, by_hash[draft.skeleton])
+        if verification.level == "independent" and agreeing:
+            upgrade_runs(conn, agreeing, view.run_id)
+        return written
 
+    agreeing = agreeing_runs(book, view) if verification.level == "independent" else []
     result = book.write(write)
     if result is None:
         return NotesWritten(
@@ -218,7 +249,18 @@ def _place(
             inherit_from=parent,
         )
     add_question(conn, type_id, terms, params=params)
+    _name_by_shared_words(conn, type_id, view.question)
     return type_id
+
+
+def _name_by_shared_words(conn: sqlite3.Connection, type_id: str, question: str) -> None:
+    """A type named by its first question's form gets the words its questions share."""
+    row = conn.execute("select name, members from task_types where id = ?", (type_id,)).fetchone()
+    if row is None or not row[0].startswith("new kind:") or row[1] < 2:
+        return
+    shared = template_words(conn, type_id, limit=5, question=question)
+    if len(shared) >= 2:
+        conn.execute("update task_types set name = ? where id = ?", (" ".join(shared), type_id))
 
 
 def _write_notes(
@@ -228,9 +270,10 @@ def _write_notes(
     verification: Verification,
     drafts: list[NoteDraft],
 ) -> dict[str, Any]:
-    key = " ".join(template_words(conn, type_id, question=view.question)) or excerpt(
-        view.question, 60
-    )
+    members = conn.execute("select members from task_types where id = ?", (type_id,)).fetchone()
+    shared = template_words(conn, type_id, question=view.question) if members[0] >= 2 else []
+    # A one-question type cannot yet tell its kind's words from the question's own.
+    key = " ".join(shared) or shape_name(view.question)
     source = Provenance(
         run_id=view.run_id,
         question=view.question,
@@ -240,18 +283,25 @@ def _write_notes(
         outcome=verification.outcome,
     )
     note_ids: list[str] = []
+    draft_ids: list[str] = []
     counts = {"added": 0, "merged": 0, "skipped": 0}
     for draft in drafts:
         if not draft.key:
             draft.key = key
         added = add_note(conn, type_id, draft, source)
+        draft_ids.append(added.note_id)
         counts[added.action] += 1
         if added.note_id not in note_ids:
             note_ids.append(added.note_id)
     feedback: dict[str, str] = {}
     if view.recall is not None and view.recall.notes:
         feedback = record_recall_feedback(
-            conn, view.run_id, view.recall.notes, verification.outcome, view.status
+            conn,
+            view.run_id,
+            view.recall.notes,
+            verification.outcome,
+            view.status,
+            cited=cited_notes(view),
         )
     outcome_column = {"correct": "correct", "wrong": "wrong", "unanswered": "failed"}.get(
         verification.outcome
@@ -264,8 +314,8 @@ def _write_notes(
     )
     conn.execute(
         "insert into distilled_runs (run_id, at, question, task, type_id, status, answer, "
-        "target, verification, outcome, notes_written, notes_merged, notes_skipped) "
-        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "target, verification, outcome, notes_written, notes_merged, notes_skipped, "
+        "question_hash) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             view.run_id,
             time.time(),
@@ -280,12 +330,63 @@ def _write_notes(
             counts["added"],
             counts["merged"],
             counts["skipped"],
+            question_hash(view.question),
         ),
     )
     return {
         "type_id": type_id,
         "note_ids": note_ids,
+        "draft_ids": draft_ids,
         "merged": counts["merged"],
         "skipped": counts["skipped"],
         "feedback": feedback,
     }
+
+
+def _verify(
+    book: Notebook, events: list[Event], view: RunView, options: LearnOptions
+) -> Verification:
+    """The scorer's verdict; without a target, a tested tool's or another run's agreement."""
+    verification = verify_run(events, sandbox=options.sandbox, use_target=options.use_target)
+    if verification.level not in ("none",) or verification.outcome != "unverified":
+        return verification
+    assert view.answer is not None
+    if options.sandbox is not None and not shown_its_own_answer(book, view):
+        for stored in best_tools(book, view.question, exclude_question=True)[:1]:
+            if stored.tests and stored.pass_rate >= 0.9:
+                answer = run_tool(stored.tool, view.question, options.sandbox)
+                if answer is not None and _same_answer(view, answer, view.answer):
+                    return verify_run(events, reproduced=True, use_target=options.use_target)
+    if agreeing_runs(book, view):
+        return Verification(
+            "independent", "verified", "another run not shown it gave the same answer"
+        )
+    return verification
+
+
+def _same_answer(view: RunView, a: str, b: str) -> bool:
+    from notebook.agreement import answers_agree
+
+    return answers_agree(judge_for(view.task), view.question, a, b)
+
+
+def _tool_drafts(view: RunView, verification: Verification) -> list[tuple[NoteDraft, Any]]:
+    """Tools from the programs that printed a trusted answer (one per distinct program)."""
+    if not verification.trustworthy or view.answer is None:
+        return []
+    out: dict[str, tuple[NoteDraft, Any]] = {}
+    for run in view.code_runs:
+        if run.ok and run.code.strip():
+            made = tool_draft(view.question, run.code, run.stdout, view.answer)
+            if made is not None:
+                out.setdefault(made[1].tool_hash, made)
+    return list(out.values())
+
+
+def _vector(question: str) -> bytes | None:
+    """The question's sentence vector, made before the write transaction (it is slow)."""
+    from notebook import semantic
+
+    if not semantic.available():
+        return None
+    return semantic.vector_blob(core_input(question))

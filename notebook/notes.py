@@ -12,11 +12,21 @@ from dataclasses import dataclass
 
 from conductor.errors import UserFacingError
 from notebook.distill import NoteDraft
+from notebook.problems import number_terms, question_hash
 from notebook.store import Notebook, new_id, record_note_history
 from notebook.terms import content_terms, index_text, question_terms
 
 # How much a note's verification counts when ranking (see notebook/recall.py).
-VERIFICATION_RANK = {"target": 3, "sandbox": 2, "agreement": 1, "none": 0}
+VERIFICATION_RANK = {
+    "target": 5,
+    "checker": 5,
+    "tool": 4,
+    "independent": 3,
+    "sandbox-check": 3,
+    "sandbox": 1,  # notes written before the scorers judged (migration 2)
+    "agreement": 1,
+    "none": 0,
+}
 
 
 @dataclass
@@ -43,7 +53,9 @@ def note_terms(type_id: str | None, draft: NoteDraft, question: str) -> str:
     """The full-text index source of a note: its question, key, text, code, type, kind."""
     terms = question_terms(question) | content_terms(draft.key) | content_terms(draft.text)
     terms |= content_terms(draft.code)
-    return " ".join([type_token(type_id), f"kind_{draft.kind}", index_text(terms)])
+    # The problem's numbers find it again across languages (notebook/problems.py).
+    numbers = " ".join(number_terms(question))
+    return " ".join([type_token(type_id), f"kind_{draft.kind}", index_text(terms), numbers])
 
 
 def add_note(
@@ -77,8 +89,8 @@ def add_note(
     conn.execute(
         "insert into notes (id, type_id, kind, key, text, code, answer, source_run, "
         "source_question, source_task, verification, outcome, confidence, content_hash, "
-        "near_hash, author, terms, created_at, updated_at) "
-        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "near_hash, author, terms, created_at, updated_at, question_hash) "
+        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             note_id,
             type_id,
@@ -99,6 +111,7 @@ def add_note(
             note_terms(type_id, draft, source.question),
             now,
             now,
+            question_hash(source.question),
         ),
     )
     record_note_history(
@@ -185,14 +198,21 @@ FEEDBACK = {
 
 
 def record_recall_feedback(
-    conn: sqlite3.Connection, run_id: str, recalled: list[dict], outcome: str, status: str
+    conn: sqlite3.Connection,
+    run_id: str,
+    recalled: list[dict],
+    outcome: str,
+    status: str,
+    cited: set[str] | None = None,
 ) -> dict[str, str]:
-    """Count the run's outcome on every note it was shown; returns note id -> effect.
+    """Count the run on every note it was shown; returns note id -> effect.
 
-    A run that stopped for a system reason (error, interrupted) says nothing about the
-    notes: only their use is counted.
+    Credit where used (ACE): only the notes the meta model cited move helpful/harmful
+    with the outcome; the others count a use. `cited=None` means every shown note was
+    used (a caller that cannot tell). A run that stopped for a system reason says
+    nothing about the notes.
     """
-    effect = "used" if status in ("error", "interrupted") else FEEDBACK.get(outcome, "used")
+    judged = "used" if status in ("error", "interrupted") else FEEDBACK.get(outcome, "used")
     now = time.time()
     effects: dict[str, str] = {}
     for item in recalled:
@@ -200,6 +220,7 @@ def record_recall_feedback(
         exists = conn.execute("select 1 from notes where id = ?", (note_id,)).fetchone()
         if not exists:
             continue
+        effect = judged if cited is None or note_id in cited else "used"
         column = {"helpful": "helpful = helpful + 1, ", "harmful": "harmful = harmful + 1, "}
         conn.execute(
             f"update notes set {column.get(effect, '')}uses = uses + 1, updated_at = ? "

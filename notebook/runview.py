@@ -9,6 +9,7 @@ from conductor.events import (
     ExpertCallFinished,
     ExpertCallStarted,
     FinalAnswer,
+    MetaTurnFinished,
     Recall,
     RunFinished,
     RunStarted,
@@ -46,6 +47,10 @@ class RunView:
     steps: list[ExpertStep] = field(default_factory=list)
     code_runs: list[CodeRun] = field(default_factory=list)
     recall: Recall | None = None
+    meta_texts: list[str] = field(default_factory=list)
+    # (expert name, instruction, reply) of every expert call that answered
+    replies: list[tuple[str, str, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # last lines of failed programs
 
     @property
     def answered(self) -> bool:
@@ -75,10 +80,12 @@ def view_run(events: list[Event]) -> RunView | None:
     )
     calls: dict[str, ExpertStep] = {}
     rounds_by_call: dict[str, int] = {}
+    instructions: dict[str, str] = {}
     for event in events:
         if isinstance(event, ExpertCallStarted):
             step = ExpertStep(event.name, event.round, event.is_python)
             calls[event.id] = step
+            instructions[event.id] = event.instruction
             rounds_by_call[event.id] = event.round
             view.steps.append(step)
         elif isinstance(event, SandboxExec):
@@ -90,8 +97,16 @@ def view_run(events: list[Event]) -> RunView | None:
             if step is not None:
                 step.ran_code = True
                 step.code_ok = step.code_ok or event.result.ok
+            if not event.result.ok:
+                tail = (event.result.stderr or event.result.stdout).strip().splitlines()
+                view.errors.append(tail[-1] if tail else "the program failed")
         elif isinstance(event, ExpertCallFinished):
-            continue
+            if event.error is None and event.text.strip():
+                view.replies.append(
+                    (event.name, instructions.get(event.parent_id or "", ""), event.text)
+                )
+        elif isinstance(event, MetaTurnFinished):
+            view.meta_texts.append(event.text)
         elif isinstance(event, Recall):
             view.recall = event
         elif isinstance(event, FinalAnswer):

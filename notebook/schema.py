@@ -38,6 +38,8 @@ TABLES = {
     "recalls",
     "distilled_runs",
     "notebook_meta",
+    "tools",
+    "note_vectors",
 }
 
 
@@ -186,5 +188,42 @@ def m001_notebook(db: sqlite_utils.Database) -> None:
             value INTEGER NOT NULL
         );
         INSERT INTO notebook_meta (key, value) VALUES ('questions', 0);
+        """
+    )
+
+
+@migrations
+def m002_tools_and_problems(db: sqlite_utils.Database) -> None:
+    """Tested tools, and the question's hash on runs and notes (problem-level lookups)."""
+    db.executescript(
+        """
+        CREATE TABLE tools (
+            note_id TEXT PRIMARY KEY,
+            type_id TEXT,
+            task TEXT NOT NULL DEFAULT '',
+            spec TEXT NOT NULL,
+            tests INTEGER NOT NULL DEFAULT 0,
+            passes INTEGER NOT NULL DEFAULT 0,
+            tested_on TEXT NOT NULL DEFAULT '[]',
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX tools_by_type ON tools (type_id);
+        ALTER TABLE distilled_runs ADD COLUMN question_hash TEXT NOT NULL DEFAULT '';
+        CREATE INDEX distilled_by_question ON distilled_runs (question_hash);
+        ALTER TABLE notes ADD COLUMN question_hash TEXT NOT NULL DEFAULT '';
+        CREATE INDEX notes_by_question ON notes (question_hash);
+        """
+    )
+
+
+@migrations
+def m003_note_vectors(db: sqlite_utils.Database) -> None:
+    """Sentence vectors of example notes (the optional semantic index, notebook/semantic.py)."""
+    db.executescript(
+        """
+        CREATE TABLE note_vectors (
+            note_id TEXT PRIMARY KEY,
+            vec BLOB NOT NULL
+        );
         """
     )

@@ -277,8 +277,24 @@ def describe_offline(question: str, words: list[str]) -> tuple[str, str]:
     """A name and description for a new type without a model: what its questions hold."""
     from notebook.distill import excerpt
 
-    name = excerpt(question, 48)
+    name = shape_name(question)
     description = f"Questions like “{excerpt(question, 160)}”."
     if words:
         description += " They contain: " + ", ".join(words) + "."
     return name, description
+
+
+def shape_name(question: str) -> str:
+    """A new type's name from the question's form, never its words (those are one
+    question's particulars until a second question shows which words the kind keeps)."""
+    from notebook.terms import words as words_of
+
+    found = words_of(question)
+    numbers = sum(1 for w in found if w.isdigit())
+    wordy = len(found) - numbers
+    parts = []
+    if wordy:
+        parts.append(f"{wordy} word{'s' if wordy != 1 else ''}")
+    if numbers:
+        parts.append(f"{numbers} number{'s' if numbers != 1 else ''}")
+    return "new kind: " + (", ".join(parts) or "no words")

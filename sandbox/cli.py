@@ -49,7 +49,11 @@ def register(subparsers: Any) -> None:
 
     run = actions.add_parser("exec", help="run a Python file (or - for stdin) and print the result")
     run.add_argument("file", help="a Python file, or - to read the code from standard input")
-    run.add_argument("--backend", default="auto", help="docker, bwrap, subprocess or auto")
+    run.add_argument(
+        "--sandbox", dest="backend", default="auto", help="docker, bwrap, subprocess or auto"
+    )
+    # The old name, kept working but not advertised: every other command says --sandbox.
+    run.add_argument("--backend", dest="backend", help=argparse.SUPPRESS)
     run.add_argument("--timeout", type=float, default=10.0, help="seconds (default 10)")
     run.set_defaults(handler=cmd_exec)
 

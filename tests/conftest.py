@@ -31,6 +31,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             "CONDUCTOR_REQUIRE_SHARED",
             "CONDUCTOR_SHARED_DIR",
             "CONDUCTOR_SANDBOX_CACHE",
+            "CONDUCTOR_REQUIRE_TMUX",
         ):
             monkeypatch.delenv(key, raising=False)
     return home
@@ -50,3 +51,23 @@ def require_docker() -> None:
     reason = docker_reason()
     if reason:
         skip_or_fail(reason, "CONDUCTOR_REQUIRE_DOCKER")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One summary at the end: how many tests were skipped, grouped by why."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: dict[str, int] = {}
+    for report in skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    terminalreporter.section(f"{len(skipped)} skipped, and why")
+    for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{count:5d}  {reason}")
+    terminalreporter.write_line(
+        "To run them: start a Docker engine or install bubblewrap (`make run` sets one up "
+        "where it can), and keep ../shared/data next to the repository."
+    )

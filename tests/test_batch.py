@@ -43,8 +43,8 @@ _ITEM = re.compile(r"item (\d+)")
 
 def item_number(body: dict[str, Any]) -> int:
     text = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
-    found = _ITEM.search(text)
-    return int(found.group(1)) if found else -1
+    found = _ITEM.findall(text)  # the last: recalled notes may name other items first
+    return int(found[-1]) if found else -1
 
 
 def is_meta(body: dict[str, Any]) -> bool:

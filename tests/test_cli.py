@@ -35,9 +35,9 @@ def test_no_key_gives_the_demo_and_a_hint_never_a_traceback() -> None:
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert data["status"] == "answered"
     # The demo's answer is really checked: it uses the four numbers and makes 24.
-    from experts.demo import _evaluate
+    from experts.demo import evaluate
 
-    assert _evaluate(data["answer"]) == 24
+    assert evaluate(data["answer"])[0] == 24
     assert "Traceback" not in result.stderr
     printed = cli("solve", "What is the capital of France?", "--sandbox", "subprocess")
     assert "offline demo model" in printed.stdout + printed.stderr

@@ -20,8 +20,10 @@ from textual.binding import Binding, BindingType
 from conductor.config import Settings, load_settings
 from conductor.errors import UserFacingError
 from conductor.session import Session, build_session
+from experts.registry import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL
 from tui.commands import ConductorCommands, PaletteEntry
 from tui.screens.batch import BatchScreen
+from tui.screens.help import HelpScreen
 from tui.screens.notebook import NotebookScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs import RunsScreen
@@ -29,7 +31,12 @@ from tui.screens.solve import SolveScreen
 
 SessionFactory = Callable[[Settings], Session]
 
-MODEL_CHOICES = ("auto", "demo", "anthropic:claude-sonnet-4-5", "openai:gpt-4.1")
+MODEL_CHOICES = (
+    "auto",
+    "demo",
+    f"anthropic:{DEFAULT_ANTHROPIC_MODEL}",
+    f"openai:{DEFAULT_OPENAI_MODEL}",
+)
 SANDBOX_CHOICES = {
     "auto": "Docker, else bubblewrap",
     "docker": "a hardened container",
@@ -39,7 +46,7 @@ SANDBOX_CHOICES = {
 
 
 class ConductorApp(App[None]):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # also for subclasses elsewhere
     TITLE = "conductor"
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {ConductorCommands}
     MODES: ClassVar[dict[str, Any]] = {
@@ -50,7 +57,14 @@ class ConductorApp(App[None]):
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
-            "f1",
+            "f1,question_mark",
+            "help",
+            "Help",
+            id="app.help",
+            tooltip="List every key of this screen and of the app, and what it does.",
+        ),
+        Binding(
+            "f5",
             "switch_mode('solve')",
             "Solve",
             id="app.solve",
@@ -104,6 +118,7 @@ class ConductorApp(App[None]):
         self.run_to_open = open_run
         self.batch_dir = batch_dir
         self.sandbox_problem: str | None = None
+        self.solve_screen: SolveScreen | None = None  # set when it mounts
 
     def on_mount(self) -> None:
         self.switch_mode(self.start_mode)
@@ -172,9 +187,9 @@ class ConductorApp(App[None]):
 
     def _settings_changed(self, message: str) -> None:
         self.notify(message, title="settings")
-        refresh = getattr(self.screen, "refresh_notice", None)
-        if refresh is not None:
-            refresh()
+        if self.solve_screen is not None:
+            self.solve_screen.refresh_notice()
+            self.solve_screen.settings_changed()
 
     def set_model(self, name: str) -> None:
         self.settings = replace(self.settings, model=name)
@@ -196,6 +211,10 @@ class ConductorApp(App[None]):
             self._settings_changed(f"notebook: {path or 'default'}")
 
     # -- jumping between screens ----------------------------------------------
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
     def open_run(self, run: str) -> None:
         """Show one run (id, prefix or transcript path) in the Runs screen's detail view."""
         try:

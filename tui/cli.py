@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 SCREENS = ("solve", "runs", "notebook", "batch")
 
@@ -17,11 +21,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_tui)
 
 
+CRASHED = (
+    "conductor tui stopped on an unexpected error (shown above). Every run is saved as it "
+    "goes; `conductor runs list` shows them. Please report the error with the lines above."
+)
+
+
 def run_tui(args: argparse.Namespace) -> int:
     from conductor.config import load_settings
     from tui.app import ConductorApp
 
     overrides = {"model": args.model, "sandbox": args.sandbox, "notebook": args.notebook}
     settings = load_settings({k: v for k, v in overrides.items() if v})
-    ConductorApp(settings, start_mode=args.screen, open_run=args.run).run()
-    return 0
+    return run_app(ConductorApp(settings, start_mode=args.screen, open_run=args.run))
+
+
+def run_app(app: App[object], *, headless: bool = False) -> int:
+    """Run the app; an error it did not handle ends it non-zero with a short message."""
+    import sys
+
+    try:
+        app.run(headless=headless)
+    except Exception as exc:  # raised outside the app's own loop (start-up, shut-down)
+        print(f"conductor tui: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(CRASHED, file=sys.stderr)
+        return 1
+    code = app.return_code or 0
+    if code != 0:
+        print(CRASHED, file=sys.stderr)
+    return code

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from conductor.errors import TranscriptError
 from conductor.events import Event, NotesWritten, Recall, RunFinished, RunStarted
+from conductor.interfaces import ExecResult, Usage
 
 _KIND_RE = re.compile(rb'"kind"\s*:\s*"([a-z_]+)"')
 # How our writer starts every line; other writers fall back to the pattern above.
@@ -22,6 +24,55 @@ _PREFIX = b'{"v": 1, "kind": "'
 _ROUND_RE = re.compile(rb'"round"\s*:\s*(\d+)')
 # Events the header and the notes panel need, parsed at open time (there are few).
 _HEAD_KINDS = {"run_started", "recall", "run_finished", "notes_written"}
+
+
+# A field's declared type (as written in conductor/events.py) -> what to show instead of
+# a value of the wrong type, so a hand-edited or foreign file cannot crash a view.
+_FALLBACK: dict[str, Any] = {"str": "", "int": 0, "float": 0.0, "bool": False}
+
+
+def _fix(value: Any, declared: str) -> Any:
+    optional = declared.endswith("| None")
+    base = declared.removesuffix("| None").strip()
+    if value is None and optional:
+        return None
+    if base in _FALLBACK:
+        kind = type(_FALLBACK[base])
+        if base == "float" and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, kind) and (base == "bool" or not isinstance(value, bool)):
+            return value
+        if base == "str" and value is not None:
+            return str(value)
+        return None if optional else _FALLBACK[base]
+    if base.startswith("list"):
+        return value if isinstance(value, list) else []
+    if base.startswith("dict"):
+        return value if isinstance(value, dict) else {}
+    if base in ("Usage", "ExecResult"):
+        made = {"Usage": Usage, "ExecResult": ExecResult}[base]
+        return _fix_fields(value if isinstance(value, made) else made())
+    return value
+
+
+def _fix_fields(obj: Any) -> Any:
+    for f in fields(obj):
+        setattr(obj, f.name, _fix(getattr(obj, f.name), str(f.type)))
+    return obj
+
+
+def parse_event(line: bytes | str) -> Event:
+    """One transcript line as an event whose fields all have their declared types."""
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise TypeError(f"a JSON {type(data).__name__}, not an object")
+    try:
+        event = Event.from_dict(data)
+    except (TypeError, ValueError, AttributeError, KeyError):
+        # A field of the wrong shape inside Usage or ExecResult: keep the event's kind.
+        plain = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
+        event = Event.from_dict(plain)
+    return _fix_fields(event)
 
 
 @dataclass
@@ -112,7 +163,7 @@ class TranscriptPages:
 
     def _parse(self, line: bytes, number: int) -> Event:
         try:
-            return Event.from_dict(json.loads(line))
+            return parse_event(line)
         except (ValueError, TypeError) as exc:
             raise TranscriptError(str(self.path), number, f"not a readable event ({exc})") from None
 
@@ -126,7 +177,7 @@ class TranscriptPages:
         for line in chunk.splitlines():
             if line.strip():
                 try:
-                    events.append(Event.from_dict(json.loads(line)))
+                    events.append(parse_event(line))
                 except (ValueError, TypeError):
                     break  # a cut-short last line: show what came before it
         return events

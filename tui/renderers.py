@@ -35,12 +35,17 @@ from conductor.events import (
     UnknownEvent,
 )
 from conductor.printer import exec_status, usage_line
+from conductor.wording import plural
 from tui.widgets.blocks import BoxedText, EventLine, ExpertBlock, SandboxBlock, TurnBlock
 
 
 def first_words(text: str, limit: int = 40) -> str:
+    """The first whole words of `text` (a one-line summary; the block shows it all)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    if len(flat) <= limit:
+        return flat
+    head = flat[: limit - 2].rsplit(" ", 1)[0] if " " in flat[: limit - 2] else flat[: limit - 2]
+    return head + " …"
 
 
 def expert_title(name: str, instruction: str, tail: str) -> Content:
@@ -97,7 +102,7 @@ async def _recall(r: RunRenderer, e: Recall) -> None:
         )
         return
     kind = f"type {e.task_type}" if e.task_type else "this question"
-    text = Text(f"recalled {len(e.notes)} notes ({kind})", "bold")
+    text = Text(f"recalled {plural(len(e.notes), 'note')} ({kind})", "bold")
     for note in e.notes:
         why = f"score {float(note.get('score', 0)):.2f}"
         if note.get("rank") is not None:
@@ -177,16 +182,17 @@ async def _error(r: RunRenderer, e: ErrorEvent) -> None:
 
 async def _finished(r: RunRenderer, e: RunFinished) -> None:
     text = (
-        f"{e.status} · {e.rounds} rounds · {e.expert_calls} expert calls · "
-        f"{e.sandbox_runs} sandbox runs · {usage_line(e.usage)} · {e.duration_s:.1f} s"
+        f"{e.status} · {plural(e.rounds, 'round')} · {plural(e.expert_calls, 'expert call')} · "
+        f"{plural(e.sandbox_runs, 'sandbox run')} · {usage_line(e.usage)} · {e.duration_s:.1f} s"
     )
     await r.mount(EventLine(text, f"summary status-{e.status}"))
 
 
 async def _notes_written(r: RunRenderer, e: NotesWritten) -> None:
     text = (
-        f"notebook: {len(e.note_ids)} notes written ({e.verification or 'unverified'}), "
-        f"{e.merged} merged, {e.skipped} duplicates skipped"
+        f"notebook: {plural(len(e.note_ids), 'note')} written "
+        f"({e.verification or 'unverified'}), {e.merged} merged, "
+        f"{plural(e.skipped, 'duplicate')} skipped"
     )
     await r.mount(EventLine(text, "notes"))
 

@@ -7,6 +7,7 @@ from conductor.events import (
     ExpertCallFinished,
     ExpertCallStarted,
     FinalAnswer,
+    MetaTurnFinished,
     Recall,
     RunFinished,
     RunStarted,
@@ -27,9 +28,12 @@ def run_events(
     expert_replies: tuple[str, ...] = (),
     recalled: list[dict] | None = None,
     status: str | None = None,
+    task: str = "",
+    instructions: tuple[str, ...] = (),
+    meta: tuple[str, ...] = (),
 ) -> list[Event]:
     """The events of a finished run: optional code run, expert calls, recall, answer."""
-    events: list[Event] = [RunStarted(run_id=run_id, question=question, target=target)]
+    events: list[Event] = [RunStarted(run_id=run_id, question=question, target=target, task=task)]
     if recalled is not None:
         events.append(Recall(run_id=run_id, notes=recalled, rendered="(notes)"))
     if code is not None:
@@ -41,12 +45,17 @@ def run_events(
             ExpertCallFinished(run_id=run_id, parent_id=call.id, name="Expert Python", text="ok"),
         ]
     for i, name in enumerate(experts):
-        call = ExpertCallStarted(run_id=run_id, name=name, round=2, index=i)
+        instruction = instructions[i] if i < len(instructions) else ""
+        call = ExpertCallStarted(
+            run_id=run_id, name=name, round=2, index=i, instruction=instruction
+        )
         reply = expert_replies[i] if i < len(expert_replies) else "done"
         events += [
             call,
             ExpertCallFinished(run_id=run_id, parent_id=call.id, name=name, text=reply),
         ]
+    for i, text in enumerate(meta, start=1):
+        events.append(MetaTurnFinished(run_id=run_id, round=i, text=text))
     if answer is not None:
         events.append(FinalAnswer(run_id=run_id, answer=answer, round=3))
     events.append(
@@ -64,7 +73,9 @@ SORT_CODE = "words = {words!r}\nprint(' '.join(sorted(words)))\n"
 
 
 def sort_run(run_id: str, words: list[str], **kwargs) -> list[Event]:
-    """A word-sorting run that solved its question with a program."""
+    """A word-sorting run that solved its question with a program, its target known."""
     question = "Sort the following words alphabetically: List: " + " ".join(words)
     answer = " ".join(sorted(words))
+    kwargs.setdefault("task", "word_sorting")
+    kwargs.setdefault("target", answer)
     return run_events(run_id, question, answer, code=SORT_CODE.format(words=words), **kwargs)

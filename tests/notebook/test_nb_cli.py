@@ -35,7 +35,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_list_shows_every_note_with_its_run(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(capsys, "notebook", "list", "--notebook", str(path), "--json")
     rows = [json.loads(line) for line in out.splitlines()]
-    assert code == 0 and len(rows) == 4  # 2 examples, a merged program, a procedure
+    assert code == 0 and len(rows) == 5  # 2 examples, a merged program, a procedure, a tool
     assert {r["source_run"] for r in rows} == {"run-a", "run-b"}
     code, out, _ = cli(capsys, "notebook", "list", "--notebook", str(path), "--kind", "code")
     assert code == 0 and "run-a" in out and "code" in out
@@ -69,17 +69,17 @@ def test_stats_export_import_round_trip(
 ) -> None:
     code, out, _ = cli(capsys, "notebook", "stats", "--json", "--notebook", str(path))
     stats = json.loads(out)
-    assert code == 0 and stats["notes"] == 4 and stats["runs_learned"] == 2
+    assert code == 0 and stats["notes"] == 5 and stats["runs_learned"] == 2
     code, out, _ = cli(capsys, "notebook", "stats", "--notebook", str(path))
     assert code == 0 and "runs learned     2" in out
-    assert "by kind          code 1, example 2, procedure 1" in out
+    assert "by kind          code 1, example 2, procedure 1, tool 1" in out
     dump = tmp_path / "export.jsonl"
     assert cli(capsys, "notebook", "export", "-o", str(dump), "--notebook", str(path))[0] == 0
     other = tmp_path / "other.db"
     code, _, err = cli(capsys, "notebook", "import", str(dump), "--notebook", str(other))
-    assert code == 0 and "notes 4" in err
+    assert code == 0 and "notes 5" in err
     copy = Notebook(other)
-    assert copy.read_one("select count(*) n from notes")["n"] == 4
+    assert copy.read_one("select count(*) n from notes")["n"] == 5
     # Imported types match as at home: recall works in the copy.
     from notebook.recall import recall
 
@@ -191,4 +191,6 @@ def test_the_printed_recall_names_each_note_so_it_can_be_shown(
     assert named, line
     kinds = {r["id"]: r["kind"] for r in Notebook(notebook).read("select id, kind from notes")}
     assert all(kinds.get(nid) == kind for nid, kind in named.items())
-    assert "code" in named.values()
+    # Without a task the demo's answer has no independent evidence: no program is kept
+    # as trusted, only the worked example, labelled unverified.
+    assert "code" not in named.values() and "example" in named.values()

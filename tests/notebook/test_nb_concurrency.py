@@ -27,7 +27,7 @@ def run_of(k: int) -> list:
     question = KINDS[k % len(KINDS)].format(**words)
     # Each program differs in more than its data, so no two runs' code notes merge.
     code = f"def solve_{k}():\n    return {k}\n\nprint(solve_{k}())\n"
-    return run_events(f"run-{k:04d}", question, str(k), code=code)
+    return run_events(f"run-{k:04d}", question, str(k), code=code, target=str(k))
 
 
 def writer(path: str, ks: list[int]) -> None:

@@ -29,31 +29,42 @@ def notes(book: Notebook, **where: str) -> list[dict]:
 def test_a_solved_run_gives_example_code_and_procedure(book: Notebook) -> None:
     written = learn_from_run(book, sort_run("r1", ["pear", "apple", "fig"]))
     assert written is not None
-    assert (written.verification, written.outcome) == ("sandbox", "verified")
+    # Judged by the task's scorer against the known answer.
+    assert (written.verification, written.outcome) == ("target", "correct")
     kinds = {n["kind"]: n for n in notes(book)}
-    assert set(kinds) == {"example", "code", "procedure"}
+    assert set(kinds) == {"example", "code", "procedure", "tool"}
     assert set(written.note_ids) == {n["id"] for n in kinds.values()}
     code = kinds["code"]
     assert "sorted(words)" in code["code"] and code["source_run"] == "r1"
     assert code["source_question"].startswith("Sort the following words")
     assert "Expert Python" in kinds["procedure"]["text"]
     assert code["type_id"] == written.task_type
-    assert "alphabetically" in code["key"]
+    # A one-question type is not named after its question, nor keyed by its words.
+    assert code["key"].startswith("new kind:")
+    kind = book.read_one("select name from task_types")
+    assert kind["name"].startswith("new kind:") and "pear" not in kind["name"]
+    # The tool reads its words from the question: no word of this one is pasted in.
+    assert "pear" not in kinds["tool"]["code"] and "_p(0)" in kinds["tool"]["code"]
+    # The example is a lesson with its evidence, cut from the input.
+    assert "scorer accepted" in kinds["example"]["text"]
 
 
 def test_the_same_run_is_learned_once(book: Notebook) -> None:
     first = learn_from_run(book, sort_run("r1", ["pear", "apple"]))
     again = learn_from_run(book, sort_run("r1", ["pear", "apple"]))
     assert first is not None and again is not None
-    assert again.note_ids == [] and again.skipped == 3
-    assert len(notes(book)) == 3
+    assert again.note_ids == [] and again.skipped == 4
+    assert len(notes(book)) == 4
 
 
 def test_exact_duplicates_are_skipped_and_near_ones_merged(book: Notebook) -> None:
     learn_from_run(book, sort_run("r1", ["pear", "apple", "fig"]))
     # The same program with other data is merged; the identical procedure is skipped.
+    # The tool is the same program read from either question: skipped as identical.
     second = learn_from_run(book, sort_run("r2", ["kiwi", "banana", "cherry"]))
-    assert second is not None and (second.merged, second.skipped) == (1, 1)
+    assert second is not None and (second.merged, second.skipped) == (1, 2)
+    (tool,) = notes(book, kind="tool")
+    assert tool["support"] == 2
     (procedure,) = notes(book, kind="procedure")
     assert procedure["support"] == 2
     code = notes(book, kind="code")
@@ -72,10 +83,16 @@ def test_exact_duplicates_are_skipped_and_near_ones_merged(book: Notebook) -> No
 def test_a_better_verified_near_duplicate_replaces_the_text_and_keeps_the_old(
     book: Notebook,
 ) -> None:
-    learn_from_run(book, sort_run("r1", ["pear", "apple"]))
+    # No target: two derivations that were not shown the answer give `independent`.
     learn_from_run(
-        book, sort_run("r2", ["kiwi", "banana"], target="banana kiwi")
-    )  # verified by target now
+        book,
+        sort_run(
+            "r1", ["pear", "apple"], target=None,
+            experts=("Expert A", "Expert B"), expert_replies=("apple pear", "apple pear"),
+        ),
+    )  # fmt: skip
+    assert notes(book, kind="code")[0]["verification"] == "independent"
+    learn_from_run(book, sort_run("r2", ["kiwi", "banana"]))  # the scorer and a target
     code = notes(book, kind="code")[0]
     assert code["verification"] == "target" and code["source_run"] == "r2"
     merged = book.read_one(
@@ -86,11 +103,19 @@ def test_a_better_verified_near_duplicate_replaces_the_text_and_keeps_the_old(
 
 def test_failures_with_a_known_target_write_pitfalls(book: Notebook) -> None:
     question = "Sort the following words alphabetically: List: pear apple"
-    written = learn_from_run(book, run_events("r1", question, "pear apple", target="apple pear"))
+    events = run_events(
+        "r1", question, "pear apple", target="apple pear", task="word_sorting",
+        experts=("Expert A", "Expert B"), expert_replies=("pear apple", "apple pear"),
+    )  # fmt: skip
+    written = learn_from_run(book, events)
     assert written is not None and written.outcome == "wrong"
     (pitfall,) = notes(book)
-    assert pitfall["kind"] == "pitfall" and "apple pear" in pitfall["text"]
-    unanswered = learn_from_run(book, run_events("r2", question + " fig", None, target="x"))
+    # What went wrong: the check that failed and the disagreement, not just "wrong X".
+    assert pitfall["kind"] == "pitfall" and "check rejected" in pitfall["text"]
+    assert "disagreed" in pitfall["text"]
+    unanswered = learn_from_run(
+        book, run_events("r2", question + " fig", None, target="x", task="word_sorting")
+    )
     assert unanswered is not None and unanswered.outcome == "unanswered"
     assert len(notes(book, kind="pitfall")) == 2
     kind = book.read_one("select wrong, failed, runs from task_types")
@@ -108,7 +133,7 @@ def test_retire_flags_and_restores_with_history_never_deletes(book: Notebook) ->
     actions = [r["action"] for r in book.read(
         "select action from note_history where note_id = ? order by id", (note["id"],))]  # fmt: skip
     assert actions == ["created", "retired", "restored"]
-    assert book.read_one("select count(*) n from notes")["n"] == 3
+    assert book.read_one("select count(*) n from notes")["n"] == 4
 
 
 def reflecting_model(reply: str) -> ScriptedModel:
@@ -151,7 +176,7 @@ def test_a_failing_reflection_costs_only_the_reflection(book: Notebook) -> None:
     model = reflecting_model("I would rather not.")
     written = learn_from_run(book, sort_run("r1", ["pear", "apple"]), model=model)
     assert written is not None and written.reflection.startswith("failed")
-    assert len(notes(book)) == 3
+    assert len(notes(book)) == 4
 
 
 def test_offline_models_never_reflect() -> None:
@@ -202,21 +227,37 @@ def test_model_induction_is_parsed_and_capped(book: Notebook) -> None:
     assert json.loads(kind["procedure"]) == ["one", "two"]
 
 
-def test_counters_of_recalled_notes_move_with_the_outcome(book: Notebook) -> None:
+def test_only_cited_notes_move_with_the_outcome(book: Notebook) -> None:
     learn_from_run(book, sort_run("r1", ["pear", "apple"]))
     code = notes(book, kind="code")[0]
     shown = [{"id": code["id"], "rank": 1, "score": 0.9}]
     question = "Sort the following words alphabetically: List: kiwi fig"
-    good = run_events("r2", question, "fig kiwi", target="fig kiwi", recalled=shown)
-    bad = run_events("r3", question + " yam", "yam fig", target="fig kiwi yam", recalled=shown)
-    crashed = run_events("r4", question + " oak", None, recalled=shown, status="error")
+    cite = (f"Following [{code['id']}] I sort them.",)
+    good = run_events("r2", question, "fig kiwi", target="fig kiwi", recalled=shown,
+                      task="word_sorting", meta=cite)  # fmt: skip
+    bad = run_events("r3", question + " yam", "yam fig", target="fig kiwi yam",
+                     recalled=shown, task="word_sorting", meta=cite)  # fmt: skip
+    uncited = run_events("r4", question + " elm", "elm", target="elm fig kiwi",
+                         recalled=shown, task="word_sorting", meta=("I sort by eye.",))  # fmt: skip
+    crashed = run_events("r5", question + " oak", None, recalled=shown, status="error")
     assert learn_from_run(book, good).feedback == {code["id"]: "helpful"}
     assert learn_from_run(book, bad).feedback == {code["id"]: "harmful"}
-    assert learn_from_run(book, crashed).feedback == {code["id"]: "used"}
+    assert learn_from_run(book, uncited).feedback == {code["id"]: "used"}
+    # A run that failed for a system reason is never learned: nothing moves.
+    assert learn_from_run(book, crashed) is None
     row = notes(book, id=code["id"])[0]
     assert (row["helpful"], row["harmful"], row["uses"]) == (1, 1, 3)
     outcomes = [r["outcome"] for r in book.read("select outcome from recalls order by id")]
-    assert outcomes == ["correct", "wrong", "unanswered"]
+    assert outcomes == ["correct", "wrong", "wrong"]
+
+
+def test_non_answers_and_interrupted_runs_are_never_learned(book: Notebook) -> None:
+    question = "Sort the following words alphabetically: List: pear apple"
+    for status in ("error", "interrupted", "declined", "cannot"):
+        events = run_events(f"r-{status}", question, "I cannot do this.", status=status)
+        assert learn_from_run(book, events) is None
+    assert book.read_one("select count(*) n from distilled_runs")["n"] == 0
+    assert notes(book) == []
 
 
 def test_code_is_taken_from_the_program_that_printed_the_answer(book: Notebook) -> None:

@@ -29,7 +29,10 @@ def meta(history: list[Message]) -> str:
     if last.startswith("ROUND 1"):
         # The question is last: recalled notes above it may quote older lists.
         words = re.findall(r"List: (.+)", last)[-1].split()
-        return f'Expert Python:\n"""\nSort these words alphabetically: {" ".join(words)}\n"""'
+        # It cites the notes it was shown, as the recall asks (credit where used).
+        cited = " ".join(re.findall(r"\[n[0-9a-f]{11}\]", last))
+        ask = f'Expert Python:\n"""\nSort these words alphabetically: {" ".join(words)}\n"""'
+        return f"Using {cited}.\n{ask}" if cited else ask
     printed = re.search(r"stdout:\n```\n(.*?)\n```", last, re.S)
     return f'>> FINAL ANSWER:\n"""\n{printed.group(1) if printed else "?"}\n"""'
 
@@ -64,32 +67,30 @@ def conductor_with_notebook(
 
 
 def test_second_question_of_a_kind_gets_the_working_code(tmp_path: Path) -> None:
-    model, sandbox, book, session = conductor_with_notebook(tmp_path)
+    _model, sandbox, book, session = conductor_with_notebook(tmp_path)
     try:
         first = solve(session, ["pear", "Apple", "fig"], target="Apple fig pear")
         (nothing_yet,) = [e for e in first if isinstance(e, Recall)]
         assert nothing_yet.notes == [] and nothing_yet.rendered == ""
         (written,) = [e for e in first if isinstance(e, NotesWritten)]
         assert written.outcome == "correct"
-        code_note = book.read_one("select * from notes where kind = 'code'")
-        assert code_note is not None and "sorted(words" in code_note["code"]
-        assert code_note["id"] in written.note_ids
+        tool_note = book.read_one("select * from notes where kind = 'tool'")
+        assert tool_note is not None and "_p(0)" in tool_note["code"]
+        assert tool_note["id"] in written.note_ids
 
         second = solve(session, ["kiwi", "banana", "Cherry"], target="banana Cherry kiwi")
     finally:
         sandbox.close()
     (recall,) = [e for e in second if isinstance(e, Recall)]
-    assert code_note["id"] in [n["id"] for n in recall.notes]
-    shown = next(n for n in recall.notes if n["id"] == code_note["id"])
-    assert shown["score"] > 0 and shown["relevance"] >= 0.5 and shown["rank"] >= 1
+    # The tool comes first, written out with the new question's words, not the old ones.
+    assert recall.notes[0]["id"] == tool_note["id"] and recall.notes[0]["kind"] == "tool"
+    shown = recall.notes[0]
+    assert shown["score"] > 0 and shown["relevance"] >= 0.5 and shown["rank"] == 1
     first_turn = next(e for e in second if isinstance(e, MetaTurnStarted) and e.round == 1)
-    assert code_note["code"].strip() in first_turn.user_message
-    assert code_note["id"] in first_turn.user_message
-    # What the model was actually sent in its first turn holds the program too.
-    meta_requests = [r for r in model.requests if r[0] == "meta"]
-    second_run_first = next(m for r in meta_requests for m in r[2] if "kiwi banana" in m.content)
-    assert "sorted(words, key=str.lower)" in second_run_first.content
-
+    assert "['kiwi', 'banana', 'Cherry']" in first_turn.user_message
+    assert "sorted(words, key=str.lower)" in first_turn.user_message
+    assert tool_note["id"] in first_turn.user_message
+    code_note = tool_note
     (learned,) = [e for e in second if isinstance(e, NotesWritten)]
     assert learned.outcome == "correct"
     assert learned.feedback[code_note["id"]] == "helpful"
@@ -114,6 +115,6 @@ def test_a_recalled_note_counts_harm_when_the_run_goes_wrong(tmp_path: Path) -> 
     (recall,) = [e for e in second if isinstance(e, Recall)]
     (learned,) = [e for e in second if isinstance(e, NotesWritten)]
     assert learned.outcome == "wrong"
-    assert recall.notes and set(learned.feedback.values()) == {"harmful"}
+    assert recall.notes and set(learned.feedback.values()) == {"harmful"}  # all were cited
     harmed = book.read("select id from notes where harmful = 1")
     assert {r["id"] for r in harmed} == {n["id"] for n in recall.notes}

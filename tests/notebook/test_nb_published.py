@@ -16,10 +16,14 @@ from notebook.verify import verify_run
 def test_published_transcripts_read_as_runs(shared_dir: Path) -> None:
     path = shared_dir / "transcripts" / "with-python" / "word_sorting.jsonl"
     outcomes = [
-        verify_run(record_events(r, f"ws-{i}")).outcome for i, r in enumerate(read_records(path))
+        verify_run(record_events(r, f"ws-{i}", task="word_sorting")).outcome
+        for i, r in enumerate(read_records(path))
     ]
-    # The paper scores 249 of 250 with Python (README); so does our lenient check.
+    # The paper scores 249 of 250 with Python (README); so does the task's scorer.
     assert outcomes.count("correct") == 249
+    # Without the task's name the target's form picks the scorer (words: exact).
+    unnamed = verify_run(record_events(next(read_records(path)), "ws-x"))
+    assert (unnamed.level, unnamed.outcome) == ("target", "correct")
     game = next(read_records(shared_dir / "transcripts" / "with-python" / "GameOf24.jsonl"))
     events = record_events(game, "g-0")
     assert any(isinstance(e, FinalAnswer) for e in events)

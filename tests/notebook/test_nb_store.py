@@ -21,10 +21,14 @@ def test_new_notebook_is_migrated_in_wal_mode(tmp_path: Path) -> None:
     book = Notebook(tmp_path / "nb" / "notebook.db")
     assert book.read_one("pragma journal_mode")["journal_mode"] == "wal"
     applied = book.read("select name, database from _migrations")
-    assert [(r["name"], r["database"]) for r in applied] == [("m001_notebook", "notebook")]
+    assert [(r["name"], r["database"]) for r in applied] == [
+        ("m001_notebook", "notebook"),
+        ("m002_tools_and_problems", "notebook"),
+        ("m003_note_vectors", "notebook"),
+    ]
     book.close()
     again = Notebook(tmp_path / "nb" / "notebook.db")  # reopening applies nothing twice
-    assert len(again.read("select * from _migrations")) == 1
+    assert len(again.read("select * from _migrations")) == 3
 
 
 def test_corrupt_file_is_refused_by_name_and_left_alone(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from nb_support import run_events
 
 from conductor.events import ExpertCallFinished, ExpertCallStarted
 from notebook.terms import index_token, is_shape, question_terms, words
-from notebook.verify import answers_match, output_contains, verify_run
+from notebook.verify import judge_for, output_contains, usable_target, verify_run
 
 
 def test_words_fold_case_and_accents_and_pair_no_space_scripts() -> None:
@@ -33,16 +33,29 @@ def test_index_tokens_are_single_ascii_tokens() -> None:
     assert index_token("珍妮") != index_token("妮特")
 
 
-def test_answers_match_leniently_but_not_loosely() -> None:
-    assert answers_match("Janet gana $18 todos los días.", "18")
-    assert answers_match("(4 + 5 * 6) - 10", "24")  # an expression worth the target
-    assert answers_match("(3+4)+(4+13) = 24", "24")
-    assert answers_match("(D) kite", "(D)")
-    assert not answers_match("(B) heptagon", "(D)")
-    assert answers_match("Barn, damp; delmarva.", "barn damp delmarva")
-    assert answers_match("The winning move is Rg5#", "Rg5#")
-    assert not answers_match("4 * 5", "24")
-    assert not answers_match("19", "18")
+def test_a_rubric_or_empty_target_is_no_known_answer() -> None:
+    sonnet, sorting = judge_for("Sonnets-Standard"), judge_for("word_sorting")
+    assert sonnet is not None and sorting is not None
+    assert usable_target("ABAB CDCD EFEF GG, grass value jail", sonnet) is None
+    assert usable_target("", sorting) is None and usable_target("  ", sorting) is None
+    assert usable_target("apple pear", sorting) == "apple pear"
+    assert judge_for("no-such-task") is None
+
+
+def test_the_task_scorer_judges_not_a_lenient_matcher() -> None:
+    # "No solution" to a Game of 24 is wrong (the checker needs no target)...
+    refused = verify_run(run_events("g1", "4 5 6 10", "There is no solution", task="GameOf24"))
+    assert (refused.level, refused.outcome) == ("checker", "wrong")
+    solved = verify_run(run_events("g2", "4 5 6 10", "(4 + 5 * 6) - 10", task="GameOf24"))
+    assert (solved.level, solved.outcome) == ("checker", "correct")
+    # ...and a sonnet's rubric target is not the answer it is compared with.
+    rubric = "ABAB CDCD EFEF GG, grass value jail"
+    poem = verify_run(run_events("s1", "Write a sonnet", rubric, target=rubric,
+                                 task="Sonnets-Standard"))  # fmt: skip
+    assert (poem.level, poem.outcome) == ("checker", "wrong")
+    # A number the numeric scorer reads out of a sentence.
+    mgsm = verify_run(run_events("m1", "Janet...", "Janet gana $18.", target="18", task="MGSM_ES"))
+    assert (mgsm.level, mgsm.outcome) == ("target", "correct")
 
 
 def test_output_contains_the_answer() -> None:
@@ -51,33 +64,35 @@ def test_output_contains_the_answer() -> None:
     assert not output_contains("apple pear\n", "apple fig pear")
 
 
-def test_verification_levels_from_events() -> None:
+def test_without_a_target_only_independent_evidence_verifies() -> None:
     question = "Sort the following words alphabetically: List: pear apple"
-    by_target = verify_run(run_events("r1", question, "apple pear", target="apple pear"))
+    by_target = verify_run(run_events("r1", question, "apple pear", target="apple pear",
+                                      task="word_sorting"))  # fmt: skip
     assert (by_target.level, by_target.outcome) == ("target", "correct")
-    wrong = verify_run(run_events("r2", question, "pear apple", target="apple pear"))
+    wrong = verify_run(run_events("r2", question, "pear apple", target="apple pear",
+                                  task="word_sorting"))  # fmt: skip
     assert (wrong.level, wrong.outcome) == ("target", "wrong")
-    sandbox = verify_run(run_events("r3", question, "apple pear", code="print('apple pear')"))
-    assert (sandbox.level, sandbox.outcome) == ("sandbox", "verified")
-    # A program that printed something else verifies nothing.
-    other = verify_run(run_events("r4", question, "apple pear", code="x", stdout="pear\n"))
-    assert other.level == "none"
-    agree = verify_run(
-        run_events(
-            "r5",
-            question,
-            "apple pear",
-            experts=("Expert Linguist", "Expert Reviewer"),
-            expert_replies=("The order is apple pear.", "I confirm: apple pear"),
-        )
-    )
-    assert (agree.level, agree.outcome) == ("agreement", "verified")
-    one = verify_run(
-        run_events("r6", question, "apple pear", experts=("Expert Linguist",),
-                   expert_replies=("apple pear",))
-    )  # fmt: skip
-    assert one.level == "none"
-    unanswered = verify_run(run_events("r7", question, None, target="apple pear"))
+    # A program that printed the answer is not evidence: it is where the answer came from.
+    printed = verify_run(run_events("r3", question, "apple pear", code="print('apple pear')"))
+    assert (printed.level, printed.outcome) == ("none", "unverified")
+    # A program that holds the answer as data and tests it is.
+    check = "ans = 'apple pear'.split()\nprint(ans == sorted(['pear', 'apple']))"
+    tested = verify_run(run_events("r4", question, "apple pear", code=check, stdout="True\n"))
+    assert (tested.level, tested.outcome) == ("sandbox-check", "verified")
+    failed_check = verify_run(run_events("r5", question, "apple pear", code=check,
+                                         stdout="False\n"))  # fmt: skip
+    assert failed_check.level == "none"
+    # Two experts agreeing count only when neither was shown the answer.
+    experts = ("Expert Linguist", "Expert Reviewer")
+    replies = ("The order is apple pear.", "I confirm: apple pear")
+    fresh = verify_run(run_events("r6", question, "apple pear", experts=experts,
+                                  expert_replies=replies, instructions=("Sort.", "Sort.")))  # fmt: skip
+    assert (fresh.level, fresh.outcome) == ("independent", "verified")
+    shown = verify_run(run_events("r7", question, "apple pear", experts=experts,
+        expert_replies=replies, instructions=("Sort.", "Is 'apple pear' right?")))  # fmt: skip
+    assert shown.level == "none"
+    unanswered = verify_run(run_events("r8", question, None, target="apple pear",
+                                       task="word_sorting"))  # fmt: skip
     assert unanswered.outcome == "unanswered"
 
 

@@ -52,3 +52,25 @@ async def test_watch_a_small_batch_to_its_end_and_open_an_item(tmp_path: Path) -
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, RunDetailScreen))
         assert "4 5 6 10" in str(app.screen.query_one("#run-header").render())
+
+
+async def test_long_item_ids_that_share_a_prefix_are_shown_whole(tmp_path: Path) -> None:
+    ids = [f"word_sorting-shared-prefix-item-{n:04d}" for n in (1, 2)]
+    task_file = tmp_path / "word_sorting.jsonl"
+    task_file.write_text(
+        "".join(
+            f'{{"id": "{i}", "input": "Sort the following words alphabetically: List: b a",'
+            ' "target": "a b"}\n'
+            for i in ids
+        )
+    )
+    argv = ["batch", str(task_file), "--model", "demo", "--sandbox", "subprocess", "--json"]
+    assert conductor_main(argv) == 0
+    app = ConductorApp(make_settings(), start_mode="batch")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: screen.query_one("#items").row_count == 2, timeout=30)
+        table = screen.query_one("#items")
+        width = table.columns["item"].get_render_width(table)
+        assert width >= max(len(i) for i in ids)

@@ -178,7 +178,7 @@ async def test_model_and_notebook_are_chosen_from_the_palette() -> None:
         await pick(pilot, "Notebook: off")
         assert (app.settings.recall, app.settings.learn) == (False, False)
         await pick(pilot, "Model: anthropic:claude")
-        assert app.settings.model == "anthropic:claude-sonnet-4-5"
-        assert "anthropic claude-sonnet-4-5" in str(app.screen.query_one("#notice").render())
+        assert app.settings.model == "anthropic:claude-sonnet-4-6"
+        assert "anthropic claude-sonnet-4-6" in str(app.screen.query_one("#notice").render())
         await pick(pilot, "Notebook: default")
         assert (app.settings.recall, app.settings.learn) == (True, True)

@@ -18,11 +18,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, OptionList, Static
+from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
 from conductor.batch_report import ItemRecord, Tally
 from conductor.batch_store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
+from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from tui.app import ConductorApp
@@ -95,12 +96,12 @@ class BatchScreen(Screen[None]):
                     "No batch yet: run `conductor batch TASKFILE --task NAME`.", id="batch-summary"
                 )
                 yield DataTable(id="items", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#items", DataTable)
         for name, width in (
-            ("item", 14),
+            ("item", None),  # as wide as the longest id: ids often share a prefix
             ("status", 10),
             ("ok", 2),
             ("rnd", 3),

@@ -11,17 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static
+from textual.widgets import DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from conductor.display import visible
 from conductor.errors import UserFacingError
 from notebook.store import Notebook
 from notebook.terms import content_terms, fts_query
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.notebook_detail import NotebookDetail
 
 if TYPE_CHECKING:
@@ -31,11 +34,6 @@ LIMIT = 500
 ALL_TYPES = "type:*"
 NO_TYPE = "type:-"
 KEY_WIDTH = 18
-
-
-def _cut(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def query_notes(
@@ -130,7 +128,7 @@ class NotebookScreen(Screen[None]):
                 with VerticalScroll(id="nb-detail-scroll"):
                     yield NotebookDetail(id="nb-detail")
         yield Static(id="nb-info")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#nb-notes", DataTable)
@@ -187,7 +185,7 @@ class NotebookScreen(Screen[None]):
         self.type_names = {r["id"]: r["name"] for r in types}
         options = [Option(f"All notes ({sum(counts.values())})", id=ALL_TYPES)]
         options += [
-            Option(f"{_cut(r['name'], 16)} ({counts.get(r['id'], 0)})", id=f"type:{r['id']}")
+            Option(Text(visible(f"{r['name']} ({counts.get(r['id'], 0)})")), id=f"type:{r['id']}")
             for r in types
         ]
         if counts.get(None):
@@ -213,11 +211,12 @@ class NotebookScreen(Screen[None]):
         for note in self.notes:
             table.add_row(
                 note["kind"],
-                _cut(note["key"] or note["text"], KEY_WIDTH),
+                Text(visible(" ".join((note["key"] or note["text"] or "").split()))),  # wraps
                 f"{note['helpful']}/{note['harmful']}",
                 str(note["uses"]),
-                note["verification"],
+                Text(note["verification"] or ""),
                 key=note["id"],
+                height=None,
             )
         where = "all types" if self.type_choice == ALL_TYPES else self._type_label()
         found = f"{len(self.notes)} notes" + (" (first 500)" if len(self.notes) >= LIMIT else "")
@@ -338,7 +337,7 @@ class NotebookScreen(Screen[None]):
         if self._retire_armed != note["id"]:
             self._retire_armed = note["id"]
             self.notify(
-                f"Press Delete again to retire {note['id']} ({_cut(note['key'], 30)}); "
+                f"Press Delete again to retire {note['id']} ({' '.join((note['key'] or '').split())}); "
                 "it stays in the history.",
                 title="retire?",
             )

@@ -6,15 +6,18 @@ import json
 from typing import ClassVar
 
 from rich.syntax import Syntax
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from conductor.display import visible
 from conductor.events import Event
+from tui.widgets.key_bar import KeyBar
 
 
 class RawEventsScreen(ModalScreen[None]):
@@ -29,12 +32,15 @@ class RawEventsScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="raw-box"):
             yield OptionList(
-                *[Option(f"{e.kind} · {e.id}", id=str(i)) for i, e in enumerate(self.events)],
+                *[
+                    Option(Text(visible(f"{e.kind} · {e.id}")), id=str(i))
+                    for i, e in enumerate(self.events)
+                ],
                 id="raw-list",
             )
             with VerticalScroll(id="raw-json-scroll"):
                 yield Static(id="raw-json")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#raw-box").border_title = "raw events of this round"

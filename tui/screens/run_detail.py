@@ -17,21 +17,78 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Label, OptionList, Static
+from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from conductor.config import home_dir
-from conductor.display import visible_line
+from conductor.display import visible, visible_line
 from conductor.errors import UserFacingError
+from conductor.events import NotesWritten, Recall
 from conductor.printer import usage_line
+from conductor.wording import plural
 from transcripts.audit import AuditReport, audit_events
 from tui.pages import TranscriptPages
 from tui.screens.raw_events import RawEventsScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.round_list import RoundList
 from tui.widgets.run_view import RunView
 
 if TYPE_CHECKING:
     from tui.app import ConductorApp
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def header_text(pages: TranscriptPages) -> Text:
+    """The run's id, task, model and question, then how it ended."""
+    start, end = pages.started, pages.finished
+    text = Text()
+    if start is not None:
+        text.append(visible(str(start.run_id)), "bold")
+        text.append(
+            f" · {visible(str(start.task or 'no task'))} · {visible(str(start.model))}\n", "dim"
+        )
+        text.append(visible(" ".join(str(start.question).split())[:300]))
+    else:
+        text.append(f"{pages.path.name}: no run start recorded", "yellow")
+    if end is not None:
+        rounds = plural(_count(end.rounds), "round")
+        text.append(f"\n{visible(str(end.status))} · {rounds} · {usage_line(end.usage)}", "bold")
+    else:
+        text.append("\nno end recorded (still running, or interrupted hard)", "yellow")
+    return text
+
+
+def note_rows(recalls: list[Recall], written: list[NotesWritten]) -> list[tuple[str, str]]:
+    """(note id, label) for each note the run was shown or wrote, each id once.
+
+    A note can be shown to the run and then merged into by it (a similar question
+    recalls the note its own answer then updates); it is one row saying both.
+    """
+    shown: dict[str, str] = {}
+    wrote: list[str] = []
+    for recall in recalls:
+        for note in recall.notes if isinstance(recall.notes, list) else []:
+            if not isinstance(note, dict):
+                continue
+            note_id = str(note.get("id") or "")
+            key = str(note.get("key") or note_id or "(no id)")
+            shown.setdefault(note_id, key)
+    for event in written:
+        for note_id in event.note_ids if isinstance(event.note_ids, list) else []:
+            note_id = str(note_id or "")
+            if note_id not in wrote:
+                wrote.append(note_id)
+    rows: list[tuple[str, str]] = []
+    for note_id, key in shown.items():
+        label = "shown, merged into" if note_id and note_id in wrote else "shown"
+        rows.append((note_id, f"{label}: {visible(key)}"))
+    for note_id in wrote:
+        if note_id not in shown:
+            rows.append((note_id, f"wrote: {visible(note_id) or '(no id)'}"))
+    return rows
 
 
 class RunDetailScreen(Screen[None]):
@@ -81,6 +138,7 @@ class RunDetailScreen(Screen[None]):
         self.report: AuditReport | None = None
         self.exported: Path | None = None
         self._audit_started = False
+        self.audit_finished = False
 
     @staticmethod
     def resolve(run: str) -> Path:
@@ -106,7 +164,7 @@ class RunDetailScreen(Screen[None]):
                 yield Label("Notes", classes="side-title")
                 yield OptionList(id="notes")
             yield RunView(id="page")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         try:
@@ -125,36 +183,20 @@ class RunDetailScreen(Screen[None]):
 
     def _fill_header(self) -> None:
         assert self.pages is not None
-        start, end = self.pages.started, self.pages.finished
-        text = Text()
-        if start is not None:
-            text.append(visible_line(start.run_id), "bold")
-            text.append(visible_line(f" · {start.task or 'no task'} · {start.model}") + "\n", "dim")
-            text.append(visible_line(" ".join(start.question.split())[:300]))
-        if end is not None:
-            text.append(
-                f"\n{visible_line(end.status)} · {end.rounds} rounds · {usage_line(end.usage)}",
-                "bold",
-            )
-        else:
-            text.append("\nno end recorded (still running, or interrupted hard)", "yellow")
-        self.query_one("#run-header", Static).update(text)
+        self.query_one("#run-header", Static).update(header_text(self.pages))
 
     def _fill_notes(self) -> None:
         assert self.pages is not None
         notes = self.query_one("#notes", OptionList)
-        for recall in self.pages.recalls:
-            for note in recall.notes:
-                key = note.get("key") or note.get("id")
-                shown = Text(f"shown: {visible_line(str(key))}")
-                notes.add_option(Option(shown, id=f"note:{note.get('id')}"))
-        for written in self.pages.notes_written:
-            for note_id in written.note_ids:
-                notes.add_option(
-                    Option(Text(f"wrote: {visible_line(note_id)}"), id=f"note:{note_id}")
-                )
+        rows = note_rows(self.pages.recalls, self.pages.notes_written)
+        for note_id, label in rows:
+            notes.add_option(
+                Option(Text(label), id=f"note:{note_id}" if note_id else None, disabled=not note_id)
+            )
         if not notes.option_count:
             notes.add_option(Option("none", disabled=True))
+        elif rows and rows[0][0]:
+            notes.highlighted = 0  # so Enter opens a note at once
 
     # -- pages -------------------------------------------------------------------
     @on(RoundList.Highlighted, "#rounds")
@@ -201,6 +243,7 @@ class RunDetailScreen(Screen[None]):
         self.post_message(self.Audited(report))
 
     def on_run_detail_screen_audited(self, message: Audited) -> None:
+        self.audit_finished = True
         findings = self.query_one("#findings", OptionList)
         findings.clear_options()
         self.report = message.report
@@ -239,12 +282,17 @@ class RunDetailScreen(Screen[None]):
         from transcripts.export import to_markdown
         from transcripts.reader import read_transcript
 
-        transcript = read_transcript(self.path)
-        started = transcript.started
-        name = started.run_id if started else self.path.stem
-        target = home_dir() / "exports" / f"{name}.md"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(to_markdown(transcript.events), encoding="utf-8")
+        try:
+            transcript = read_transcript(self.path)
+            started = transcript.started
+            name = started.run_id if started else self.path.stem
+            target = home_dir() / "exports" / f"{name}.md"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(to_markdown(transcript.events), encoding="utf-8")
+        except (OSError, UserFacingError, ValueError, TypeError, AttributeError) as exc:
+            # A damaged or foreign transcript: say so, keep the view.
+            self.notify(f"cannot export {self.path.name}: {exc}", severity="error", title="export")
+            return
         self.exported = target
         self.notify(f"written to {target}", title="exported Markdown")
 

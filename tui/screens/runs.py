@@ -7,6 +7,7 @@ each run's transcript in a thread and filled in as they come.
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -18,11 +19,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
-from conductor.display import visible_line
+from conductor.display import visible
+from conductor.fts import quote_words
 from transcripts.audit import audit_events
 from transcripts.index import RunIndex
+from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from tui.app import ConductorApp
@@ -31,8 +34,9 @@ LIMIT = 500
 QUESTION_WIDTH = 36
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _wrapped(value: object) -> Text:
+    """A cell's text on one logical line, shown escaped; the table wraps it."""
+    return Text(visible(" ".join(str(value or "").split())))
 
 
 _BADGES: dict[tuple[str, float], str] = {}  # (path, mtime) -> badges, across screens
@@ -73,7 +77,7 @@ def query_runs(
     clause = " and ".join(where) or None
     if search.strip():
         return list(
-            table.search(search, where=clause, where_args=params, limit=LIMIT)  # type: ignore[union-attr]
+            table.search(quote_words(search), where=clause, where_args=params, limit=LIMIT)  # type: ignore[union-attr]
         )
     return list(
         table.rows_where(clause, params, order_by="started_at desc", limit=LIMIT)  # type: ignore[union-attr]
@@ -150,7 +154,7 @@ class RunsScreen(Screen[None]):
             yield Input(placeholder="since YYYY-MM-DD", id="filter-since")
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static(id="runs-info")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)
@@ -215,23 +219,25 @@ class RunsScreen(Screen[None]):
             return
         try:
             self.rows = query_runs(self.index, **filters)
-        except Exception as exc:  # an FTS syntax error from odd search text
-            self.notify(f"search failed: {exc}; try plain words.", severity="error")
+        except sqlite3.Error as exc:  # a locked or damaged runs.db: say so, keep the screen
+            self.notify(f"cannot read runs.db: {exc}", severity="error")
             return
         table = self.query_one("#runs", DataTable)
         table.clear()
         for row in self.rows:
             when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
+            # Every cell wraps inside its column and the row grows: nothing is cut.
             table.add_row(
                 when,
-                Text(visible_line(row["status"] or "")),
-                Text(_cut(visible_line(" ".join((row["question"] or "").split())), QUESTION_WIDTH)),
+                _wrapped(row["status"]),
+                _wrapped(row["question"]),
                 "…",
-                Text(visible_line(row["task"] or "")),
-                Text(visible_line(row["model"] or "")),
+                _wrapped(row["task"]),
+                _wrapped(row["model"]),
                 str(row["rounds"] or 0),
                 f"${row['cost_usd'] or 0:.3f}",
                 key=row["run_id"],
+                height=None,
             )
         self._show_info()
         self.compute_badges([(r["run_id"], r["path"] or "") for r in self.rows])

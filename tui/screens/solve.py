@@ -6,7 +6,8 @@ event is posted to the screen as a message and drawn by the shared renderers in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
@@ -14,12 +15,30 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Collapsible, Footer, Input, Static
+from textual.widgets import Collapsible, Input, Static
 
-from conductor.errors import UserFacingError
+from conductor.errors import ModelUnreachable, UserFacingError
 from conductor.events import Event, RunFinished, RunStarted
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.run_view import RunView
 from tui.widgets.status_bar import StatusBar
+
+OFFER_DEMO = "Press F6 to use the offline demo model instead, then Enter to ask again."
+
+
+@dataclass
+class _Prepared:
+    """A session being started in a thread: `done` is set when `session` or `error` is."""
+
+    session: Session | None = None
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def discard(self) -> None:
+        if self.session is not None and self.session.sandbox is not None:
+            self.session.sandbox.close()
+        self.session = None
+
 
 if TYPE_CHECKING:
     from conductor.session import Session
@@ -50,6 +69,30 @@ class SolveScreen(Screen[None]):
             tooltip="Expand or collapse every expert call.",
         ),
         Binding(
+            "f6",
+            "use_demo",
+            "Demo",
+            id="solve.demo",
+            show=False,
+            tooltip="Use the offline demo model for the next runs (no key or server needed).",
+        ),
+        Binding(
+            "pageup",
+            "scroll_live(-1)",
+            "Page up",
+            id="solve.page_up",
+            tooltip="Scroll the run up a page, even while typing a question.",
+            show=False,
+        ),
+        Binding(
+            "pagedown",
+            "scroll_live(1)",
+            "Page down",
+            id="solve.page_down",
+            tooltip="Scroll the run down a page, even while typing a question.",
+            show=False,
+        ),
+        Binding(
             "ctrl+o",
             "open_in_runs",
             "Audit",
@@ -65,6 +108,7 @@ class SolveScreen(Screen[None]):
     @dataclass
     class Problem(Message, bubble=False):
         text: str
+        offer_demo: bool = False  # the model could not be reached: the demo can run
 
     app: ConductorApp  # type: ignore[assignment]
 
@@ -75,18 +119,56 @@ class SolveScreen(Screen[None]):
         self.last_run_id: str | None = None
         self.finished: RunFinished | None = None
         self.events_seen = 0
+        # The next run's session, started ahead of the question (the sandbox takes
+        # seconds to start): set by a thread, taken by the next run.
+        self._next = _Prepared()
+        self._stop_before_start = threading.Event()
+        self._closing = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="notice")
         yield Input(placeholder="Ask a question and press Enter", id="question")
         yield RunView(follow=True, id="live")
         yield StatusBar(self.app.clock, id="status-bar")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.refresh_notice()
-        self.query_one("#question", Input).focus()
+        for question in self.query("#question").results(Input):
+            question.focus()
         self.probe_sandbox()
+        self.app.solve_screen = self
+        self.prepare_session()
+
+    # -- the next run's session, started ahead --------------------------------
+    @work(thread=True, group="prepare")
+    def prepare_session(self) -> None:
+        prepared = self._next
+        try:
+            prepared.session = self.app.make_session()
+        except UserFacingError as exc:
+            prepared.error = str(exc)
+        except Exception as exc:  # shown when a run needs it, never a crash here
+            prepared.error = f"The session could not start: {type(exc).__name__}: {exc}"
+        finally:
+            prepared.done.set()
+            if prepared is not self._next or self._closing:
+                prepared.discard()  # the settings changed meanwhile, or the app is closing
+
+    def settings_changed(self) -> None:
+        """The user picked another model, sandbox or notebook: start a session for it."""
+        if self.running:
+            return  # the next one is prepared when this run ends
+        old, self._next = self._next, _Prepared()
+        if old.done.is_set():
+            old.discard()
+        self.prepare_session()
+
+    def on_unmount(self) -> None:
+        self._closing = True
+        self._stop_before_start.set()
+        if self._next.done.is_set():
+            self._next.discard()
 
     @work(thread=True, exclusive=True, group="probe")
     def probe_sandbox(self) -> None:
@@ -97,9 +179,10 @@ class SolveScreen(Screen[None]):
         lines = [self.app.model_notice()]
         if self.app.sandbox_problem:
             lines.append(self.app.sandbox_problem)
-        notice = self.query_one("#notice", Static)
-        notice.update("\n".join(lines))
-        notice.set_class(bool(self.app.sandbox_problem), "problem")
+        # The screen may be gone already (quitting at start-up): nothing to update then.
+        for notice in self.query("#notice").results(Static):
+            notice.update("\n".join(lines))
+            notice.set_class(bool(self.app.sandbox_problem), "problem")
 
     # -- running -------------------------------------------------------------
     @on(Input.Submitted, "#question")
@@ -111,19 +194,31 @@ class SolveScreen(Screen[None]):
             self.notify("A run is going: press Esc to interrupt it first.", severity="warning")
             return
         self.running, self.finished = True, None
+        self._stop_before_start.clear()
+        bar = self.query_one("#status-bar", StatusBar)
+        bar.begin("starting" if self._next.session is None else "running")
         self.run_question(question)
 
     @work(thread=True, exclusive=True, group="solve")
     def run_question(self, question: str) -> None:
-        try:
-            session = self.app.make_session()
-        except UserFacingError as exc:
-            self.post_message(self.Problem(str(exc)))
+        prepared = self._next
+        while not prepared.done.wait(0.05):
+            if self._stop_before_start.is_set():
+                return  # Esc while the sandbox was starting: it is kept for the next run
+        if self._stop_before_start.is_set():
             return
+        self._next = _Prepared()
+        if prepared.session is None:
+            self.post_message(self.Problem(prepared.error or "The session could not start."))
+            self.app.call_from_thread(self.prepare_session)
+            return
+        session = prepared.session
         self.session = session
         try:
             for event in session.solve(question):
                 self.post_message(self.EventArrived(event))
+        except ModelUnreachable as exc:
+            self.post_message(self.Problem(str(exc), offer_demo=True))
         except UserFacingError as exc:
             self.post_message(self.Problem(str(exc)))
         except Exception as exc:  # a crash must not take the TUI with it
@@ -136,6 +231,8 @@ class SolveScreen(Screen[None]):
                 self.session = None
             if session.sandbox is not None:
                 session.sandbox.close()
+            if not self._stop_before_start.is_set():
+                self.app.call_from_thread(self.prepare_session)
 
     async def on_solve_screen_event_arrived(self, message: EventArrived) -> None:
         event = message.event
@@ -153,14 +250,24 @@ class SolveScreen(Screen[None]):
         self.running = False
         self.query_one("#status-bar", StatusBar).state = "stopped"
         notice = self.query_one("#notice", Static)
-        notice.update(message.text)
+        text = message.text
+        if message.offer_demo and self.app.settings.model != "demo":
+            text += "\n" + OFFER_DEMO
+        notice.update(text)
         notice.add_class("problem")
 
     # -- actions ---------------------------------------------------------------
     def action_interrupt(self) -> None:
+        bar = self.query_one("#status-bar", StatusBar)
         if self.session is not None and self.running:
             self.session.cancel()
-            self.query_one("#status-bar", StatusBar).state = "interrupting"
+            bar.state = "interrupting"
+        elif self.running:
+            # Still starting the sandbox: stop now; the next question reuses it.
+            self._stop_before_start.set()
+            self.running = False
+            bar.state = "stopped"
+            self.notify("Stopped before the run began.")
         else:
             self.notify("Nothing is running.")
 
@@ -172,6 +279,16 @@ class SolveScreen(Screen[None]):
         question = self.query_one("#question", Input)
         question.value = ""
         question.focus()
+
+    def action_scroll_live(self, pages: int) -> None:
+        live = self.query_one("#live", RunView)
+        if pages < 0:
+            live.scroll_page_up(animate=False)
+        else:
+            live.scroll_page_down(animate=False)
+
+    def action_use_demo(self) -> None:
+        self.app.set_model("demo")
 
     def action_toggle_experts(self) -> None:
         blocks = list(self.query(Collapsible))

@@ -1,0 +1,275 @@
+"""The notebook's usefulness figures, each beside trivial baselines measured in the same
+run (bench/notebook.py prints them). See docs/notebook.md for what each one means.
+
+- verified: over every published run, targets withheld, how often the `verified` label
+  is right (the task scorer accepts the answer) and how many right answers get it;
+- tools: learn the first half of a task's published runs, then run the best-tested
+  recalled tool on each held-back question in the sandbox and score it;
+- kin: MGSM learned in one language, asked in another: is the same problem's note first;
+- near-miss: variant tasks of our own: is the old task's tool or pitfall shown.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from conductor.interfaces import Sandbox
+from notebook.learn import LearnOptions, learn_from_run
+from notebook.published import example_events, read_records, record_events
+from notebook.recall import RecallOptions, recall, tool_candidate
+from notebook.store import Notebook
+from notebook.terms import fts_query, is_shape, question_terms
+from notebook.toolbox import retest_tools, run_tool, tools_of
+from notebook.verify import independent_derivations, judge_for, output_contains, scorer_verdict
+
+
+def _load_variants() -> Any:
+    """bench/nb_variants.py, loaded by path (bench/notebook.py would shadow the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "nb_variants", Path(__file__).with_name("nb_variants.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_variants = _load_variants()
+VARIANTS, variant_questions = _variants.VARIANTS, _variants.variant_questions
+
+TOOL_TASKS = ("GameOf24", "word_sorting", "multistep_arithmetic_two")
+MGSM = ("BN", "DE", "ES", "FR", "JA", "RU", "SW", "TE", "TH", "ZH")
+PIVOT = "ES"
+TOOL_TESTS = 8
+
+
+def _right(task: str, record: dict[str, Any], answer: str | None) -> bool:
+    if not answer:
+        return False
+    return bool(
+        scorer_verdict(judge_for(task), str(record["input"]), answer, str(record["target"]))
+    )
+
+
+# -- verified precision and coverage ------------------------------------------------------
+
+
+def _old_rule(events: list, answer: str | None) -> bool:
+    """The label the notebook gave before: a program printed it, or two replies hold it."""
+    from conductor.events import ExpertCallFinished, SandboxExec
+
+    if not answer:
+        return False
+    for e in events:
+        if isinstance(e, SandboxExec) and e.result.ok and output_contains(e.result.stdout, answer):
+            return True
+    replies = [e for e in events if isinstance(e, ExpertCallFinished) and e.error is None]
+    return sum(output_contains(e.text, answer) for e in replies) >= 2
+
+
+def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, Any]:
+    """Two folds by question: learn one with targets, label the other without."""
+    runs = []
+    for folder in ("with-python", "without-python"):
+        for path in sorted((data / "transcripts" / folder).glob("*.jsonl")):
+            for i, record in enumerate(read_records(path)):
+                runs.append((folder, path.stem, i, record))
+    labels: dict[str, bool] = {}
+    levels: Counter[str] = Counter()
+    for fold in (0, 1):
+        book = Notebook(workdir / f"verified-{fold}.db")
+        for folder, task, i, record in runs:
+            if i % 2 != fold:
+                events = record_events(record, f"{folder}:{task}:{i}", task=task)
+                learn_from_run(book, events, options=LearnOptions(sandbox=sandbox))
+        if sandbox is not None:
+            retest_tools(book, sandbox, per_tool=TOOL_TESTS)
+        for folder, task, i, record in runs:
+            if i % 2 == fold:
+                events = record_events(record, f"{folder}:{task}:{i}", task=task)
+                options = LearnOptions(sandbox=sandbox, use_target=False)
+                learn_from_run(book, events, options=options)
+        for row in book.read("select run_id, outcome, verification from distilled_runs"):
+            folder, task, i = row["run_id"].split(":")
+            if int(i) % 2 == fold:
+                labels[row["run_id"]] = row["outcome"] in ("correct", "verified")
+                if labels[row["run_id"]]:
+                    levels[row["verification"]] += 1
+        book.close()
+    per_task: dict[str, Counter[str]] = {}
+    for folder, task, i, record in runs:
+        events = record_events(record, f"{folder}:{task}:{i}", task=task)
+        answer = events[-1].final_answer
+        right = _right(task, record, answer)
+        label = labels.get(f"{folder}:{task}:{i}", False)
+        old = _old_rule(events, answer)
+        one = bool(answer) and independent_derivations(events, answer) >= 1
+        c = per_task.setdefault(task, Counter())
+        c["runs"] += 1
+        c["right"] += right
+        c["label"] += label
+        c["label_right"] += label and right
+        c["old"] += old
+        c["old_right"] += old and right
+        c["one"] += one
+        c["one_right"] += one and right
+    total: Counter[str] = Counter()
+    for c in per_task.values():
+        total.update(c)
+    return {"per_task": {k: dict(v) for k, v in per_task.items()}, "total": dict(total),
+            "levels": dict(levels), "sandbox": sandbox.name if sandbox else None}  # fmt: skip
+
+
+# -- tool accuracy ------------------------------------------------------------------------
+
+
+def tool_accuracy(data: Path, workdir: Path, sandbox: Sandbox) -> dict[str, Any]:
+    """One notebook learns the first halves of all three tasks; tools are tested; then
+    each held-back question gets the best-tested tool that applies, run in the sandbox."""
+    book = Notebook(workdir / "tools.db")
+    held: dict[str, list[dict[str, Any]]] = {}
+    for task in TOOL_TASKS:
+        records = list(read_records(data / "transcripts" / "with-python" / f"{task}.jsonl"))
+        half = len(records) // 2
+        held[task] = records[half:]
+        for i, record in enumerate(records[:half]):
+            learn_from_run(book, record_events(record, f"{task}-{i}", task=task))
+    stored = retest_tools(book, sandbox, per_tool=TOOL_TESTS)
+    every_tool = tools_of(book)
+    rng = random.Random(7)
+    out: dict[str, Any] = {}
+    for task, records in held.items():
+        codes = book.read(
+            "select code from notes where kind = 'code' and retired = 0 and source_task = ? "
+            "order by seq desc",
+            (task,),
+        )
+        mine = [s for s in stored if s.task == task]
+        c: Counter[str] = Counter()
+        for record in records:
+            question = str(record["input"])
+            c["questions"] += 1
+            top = tool_candidate(book, question, [], exclude_question=True)
+            if top is not None:
+                c["with_tool"] += 1
+                best = next(s for s in every_tool if s.note_id == top.note["id"])
+                answer = run_tool(best.tool, question, sandbox)
+                c["right"] += _right(task, record, answer)
+            if codes:  # the old notebook's offer: the newest code note, run unchanged
+                result = sandbox.run(codes[0]["code"], timeout=10)
+                lines = [x for x in result.stdout.splitlines() if x.strip()]
+                c["copy_right"] += bool(lines) and _right(task, record, lines[-1].strip())
+            if every_tool:  # a random tool of the notebook, whatever it was tested on
+                pick = rng.choice(every_tool)
+                c["random_right"] += _right(task, record, run_tool(pick.tool, question, sandbox))
+        out[task] = dict(c) | {
+            "tools": len(mine),
+            "tested": sum(s.tests for s in mine),
+            "best_pass_rate": max((s.pass_rate for s in mine), default=0.0),
+        }
+    book.close()
+    return out
+
+
+# -- translated kin -----------------------------------------------------------------------
+
+
+def _mgsm(data: Path, code: str) -> list[dict[str, Any]]:
+    return list(read_records(data / "tasks" / f"MGSM_{code}.jsonl"))
+
+
+def _bm25_top(book: Notebook, question: str) -> str | None:
+    terms = sorted(t for t in question_terms(question) if not is_shape(t))
+    if not terms:
+        return None
+    row = book.read_one(
+        "select n.source_run from notes_fts join notes n on n.seq = notes_fts.rowid "
+        "where notes_fts match ? order by notes_fts.rank limit 1",
+        (fts_query(terms[:60]),),
+    )
+    return row["source_run"] if row else None
+
+
+def _shape_top(shapes: dict[str, frozenset[str]], question: str) -> str | None:
+    mine = frozenset(t for t in question_terms(question) if is_shape(t))
+    best = max(shapes.items(), key=lambda kv: (len(kv[1] & mine), kv[0]), default=None)
+    return best[0] if best else None
+
+
+def kin(data: Path, workdir: Path, *, semantic: bool = False) -> dict[str, Any]:
+    """Learn one language's problems as solved examples; ask them in another
+    (`semantic`: with the optional semantic index fused in)."""
+    learn_options = LearnOptions(semantic=semantic)
+    recall_options = RecallOptions(k=3, semantic=semantic)
+    pairs = [(PIVOT, c) for c in MGSM if c != PIVOT] + [(c, PIVOT) for c in MGSM if c != PIVOT]
+    rng = random.Random(11)
+    out: dict[str, Any] = {}
+    for learned, asked in pairs:
+        book = Notebook(workdir / f"kin-{learned}-{asked}-{int(semantic)}.db")
+        shapes = {}
+        for i, record in enumerate(_mgsm(data, learned)):
+            run_id = f"{learned}-{i}"
+            question = str(record["input"])
+            events = example_events(run_id, question, str(record["target"]))
+            learn_from_run(book, events, options=learn_options)
+            shapes[run_id] = frozenset(t for t in question_terms(question) if is_shape(t))
+        c: Counter[str] = Counter()
+        for i, record in enumerate(_mgsm(data, asked)):
+            question, wanted = str(record["input"]), f"{learned}-{i}"
+            c["questions"] += 1
+            shown = recall(book, question, options=recall_options).shown
+            c["first"] += bool(shown) and shown[0].note["source_run"] == wanted
+            c["bm25"] += _bm25_top(book, question) == wanted
+            c["shape"] += _shape_top(shapes, question) == wanted
+            c["random"] += rng.choice(list(shapes)) == wanted
+        out[f"{learned}->{asked}"] = dict(c)
+        book.close()
+    return out
+
+
+# -- near-miss tasks ----------------------------------------------------------------------
+
+
+def _learn_shipped(book: Notebook, data: Path, tasks: set[str]) -> None:
+    for task in sorted(tasks):
+        transcript = data / "transcripts" / "with-python" / f"{task}.jsonl"
+        source = transcript if transcript.exists() else data / "tasks" / f"{task}.jsonl"
+        records = list(read_records(source))
+        for i, record in enumerate(records[: len(records) // 2]):
+            run_id = f"{task}-{i}"
+            if source == transcript:
+                events = record_events(record, run_id, task=task)
+            else:
+                events = example_events(run_id, str(record["input"]), str(record["target"]), task)
+            learn_from_run(book, events)
+
+
+def near_miss(data: Path, workdir: Path, per_variant: int = 40) -> dict[str, Any]:
+    book = Notebook(workdir / "near-miss.db")
+    tasks = {task for task, _ in VARIANTS.values()}
+    _learn_shipped(book, data, tasks)
+    bound = ("tool", "pitfall", "code")
+    out: dict[str, Any] = {}
+    for name, (task, _rewrite) in VARIANTS.items():
+        records = list(read_records(data / "tasks" / f"{task}.jsonl"))
+        held = [str(r["input"]) for r in records[len(records) // 2 :]]
+        c: Counter[str] = Counter()
+        for question in variant_questions(name, held, per_variant):
+            c["questions"] += 1
+            shown = recall(book, question).shown
+            c["shown_old"] += any(
+                s.note["kind"] in bound and s.note["source_task"] == task for s in shown
+            )
+            top = _bm25_top(book, question)
+            c["bm25_old"] += bool(top) and top.startswith(f"{task}-")
+        for question in held[:per_variant]:  # the task itself: recall is not simply off
+            shown = recall(book, question).shown
+            c["own_task_shown"] += any(s.note["kind"] in bound for s in shown)
+        out[name] = dict(c) | {"task": task}
+    book.close()
+    return out

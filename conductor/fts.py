@@ -1,0 +1,16 @@
+"""User text as an SQLite FTS5 query: every word must match, nothing is syntax.
+
+FTS5 reads `NOT`, `AND`, `OR`, `NEAR`, `"`, `(`, `)`, `:`, `*`, `^` and `-` as query
+syntax, so ordinary text such as `Janet's ducks`, `to-make`, `a:b` or `(x` either fails
+or means something else. Each whitespace-separated word becomes a quoted string (a
+double quote inside is doubled), so the words are matched as written, all of them.
+The raw syntax stays available behind an explicit option (`runs search --raw`).
+"""
+
+from __future__ import annotations
+
+
+def quote_words(text: str) -> str:
+    """`text` as an FTS5 query of quoted words, all required; "" when there are none."""
+    words = text.replace("\x00", " ").split()  # SQLite ends a string at NUL
+    return " ".join('"' + word.replace('"', '""') + '"' for word in words)

@@ -1,0 +1,33 @@
+"""`make test` ends with one summary of what was skipped and why (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def test_skips_are_summed_up_once_at_the_end_by_reason(tmp_path: Path) -> None:
+    for name in ("conftest.py", "support.py"):
+        shutil.copy(HERE / name, tmp_path / name)
+    (tmp_path / "test_some.py").write_text(
+        "import pytest\n"
+        "def test_a(): pytest.skip('no Docker engine: gone')\n"
+        "def test_b(): pytest.skip('no Docker engine: gone')\n"
+        "def test_c(): pytest.skip('shared data not found at /x')\n"
+        "def test_d(): pass\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    ).stdout
+    tail = out[out.index("3 skipped, and why") :]
+    assert "2  no Docker engine: gone" in tail
+    assert "1  shared data not found at /x" in tail
+    assert out.count("skipped, and why") == 1
