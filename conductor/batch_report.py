@@ -53,6 +53,8 @@ class ItemRecord(TypedDict, total=False):
     finished_at: float
     session: int
     learning_usage: dict[str, Any]  # what distilling this run into notes cost
+    node: str  # --ray: the worker that ran it
+    moved_from: list[str]  # --ray: workers lost while running it
 
 
 def is_scored(record: ItemRecord) -> bool:
