@@ -8,10 +8,12 @@ its message on stderr (no traceback) and exit code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from conductor import __version__
 from conductor.errors import UserFacingError
@@ -52,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from conductor import interrupts
 
     try:
-        with interrupts.installed():
+        with interrupts.installed(), _visible_logging(), _pipes_close_alike():
             return _main(argv)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", None) or interrupts.last_signal() or "SIGINT"
@@ -64,6 +66,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         interrupts.silence_broken_stdout()  # the reader (`| head`) has what it wanted
         return interrupts.EXIT_CODES["SIGPIPE"]
+
+
+@contextlib.contextmanager
+def _pipes_close_alike() -> Iterator[None]:
+    """rich's own answer to a closed pipe is `SystemExit(1)`, which reads as a failure
+    (`conductor runs show X | head` under `set -o pipefail`); its documented hook
+    `Console.on_broken_pipe` hands it back here, so every command ends 141 like `solve`."""
+    from rich.console import Console
+
+    def on_broken_pipe(self: Console) -> None:
+        raise BrokenPipeError
+
+    before = Console.on_broken_pipe
+    Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Console.on_broken_pipe = before  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def _visible_logging() -> Iterator[None]:
+    """Warnings to stderr as Python would print them, control characters made visible.
+
+    Only when nothing else handles logging (an embedding program or a test harness
+    keeps its own handlers); removed again when the command ends.
+    """
+    root = logging.getLogger()
+    if root.handlers:
+        yield
+        return
+    from conductor.display import VisibleFormatter
+
+    handler = logging.StreamHandler()  # sys.stderr as it is now
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(VisibleFormatter("%(message)s"))
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -81,10 +124,15 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(handler(args) or 0)
     except UserFacingError as exc:
         from rich.console import Console
-        from rich.markup import escape
+        from rich.text import Text
 
+        from conductor.display import visible
+
+        # As text, never markup: the message may quote a path, a user's argument or a
+        # record (a `[/x]` would crash rich; an escape sequence would act on the terminal).
+        message = Text("error: ", style="bold red").append(visible(str(exc)))
         try:
-            Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            Console(stderr=True).print(message, highlight=False)
         except OSError:
             pass
         return 2

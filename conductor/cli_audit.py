@@ -64,9 +64,13 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
             return
         yield audit_events(_read(path))
         return
+    from conductor.config import runs_dir
     from transcripts.index import RunIndex
 
     row = RunIndex().get(ref)
+    unindexed = runs_dir() / f"{ref}.jsonl"  # a transcript runs.db could not index
+    if (row is None or not row.get("path")) and "/" not in ref and unindexed.is_file():
+        row = {"path": str(unindexed)}
     if row is None or not row.get("path"):
         raise UserFacingError(
             f"no run matches {ref!r} (or the prefix is ambiguous); give a run id from "
@@ -118,6 +122,8 @@ def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, deta
     from rich.table import Table
     from rich.text import Text
 
+    from conductor.display import visible, visible_line
+
     console = Console()
     if details:
         runs = Table(title="findings per run", expand=True)
@@ -125,7 +131,12 @@ def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, deta
             runs.add_column(name, no_wrap=name != "findings")
         for report in reports:
             text = "\n".join(f"[{f.badge}] {f.message}" for f in report.findings) or "-"
-            runs.add_row(report.run_id, report.task, Text(text))  # "[ctx]" is not markup
+            # As text ("[ctx]" is not markup), visible: findings quote the model's words.
+            runs.add_row(
+                Text(visible_line(report.run_id)),
+                Text(visible_line(report.task)),
+                Text(visible(text)),
+            )
         console.print(runs)
     summary = Table(title="runs flagged, per task (of runs audited)")
     summary.add_column("task")
@@ -133,7 +144,9 @@ def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, deta
     for kind in FINDING_KINDS:
         summary.add_column(FINDING_KINDS[kind][0], justify="right")
     for task, row in sorted(table.items()):
-        summary.add_row(task, str(row["runs"]), *(str(row.get(k, 0)) for k in FINDING_KINDS))
+        summary.add_row(
+            Text(visible_line(task)), str(row["runs"]), *(str(row.get(k, 0)) for k in FINDING_KINDS)
+        )
     console.print(summary)
     console.print(
         "columns: " + "; ".join(f"{badge} = {what}" for badge, what in FINDING_KINDS.values()),

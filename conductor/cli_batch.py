@@ -31,6 +31,7 @@ from conductor.batch_setup import BatchSetup, IndexSink, live_setup, make_scorer
 from conductor.batch_store import BatchFolder, batch_id, is_finished
 from conductor.cli_solve import add_run_options, settings_from_args
 from conductor.config import Settings
+from conductor.display import VisibleFormatter
 from conductor.errors import ConfigError
 from conductor.taskfile import Problem, TaskItem, read_task_file
 from conductor.tasks import TaskSpec, resolve_spec
@@ -191,7 +192,7 @@ def _run(
     if setup.notebook:
         notebook["before"] = notebook_state(setup.notebook)
     handler = logging.FileHandler(folder.path / "batch.log", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("conductor")
     root.addHandler(handler)
     root.setLevel(min(root.level or logging.INFO, logging.INFO))
@@ -287,7 +288,7 @@ def _print_report(report: dict[str, Any], *, as_json: bool) -> None:
     console = Console()
     text = render_markdown(report)
     if console.is_terminal:
-        console.print(Markdown(text))
+        console.print(Markdown(text, hyperlinks=False))  # a model's [x](url) is no OSC 8 link
     else:
         print(text)
 

@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_import(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    from conductor.display import visible_line
     from conductor.errors import UserFacingError
     from transcripts.importer import import_file
     from transcripts.index import RunIndex
@@ -43,12 +45,11 @@ def run_import(args: argparse.Namespace) -> int:
     for path in args.files:
         report = import_file(path, limit=args.limit, index=index)
         if report.problem:
-            errors.print(
-                f"[yellow]warning:[/] {report.problem} (imported the {report.imported} "
-                "records before it)",
-                highlight=False,
-                soft_wrap=True,
+            warning = Text("warning: ", style="yellow").append(
+                f"{visible_line(str(report.problem))} (imported the {report.imported} "
+                "records before it)"
             )
+            errors.print(warning, highlight=False, soft_wrap=True)
         if args.json:
             data = {
                 "file": report.file,
@@ -60,7 +61,7 @@ def run_import(args: argparse.Namespace) -> int:
             }
             print(json.dumps(data), flush=True)
         table.add_row(
-            path.rsplit("/", 1)[-1],
+            Text(visible_line(path.rsplit("/", 1)[-1])),
             str(report.imported),
             str(report.answered),
             str(report.retry_defect_records),

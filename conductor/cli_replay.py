@@ -124,12 +124,15 @@ def _replay_all(
             )
         report = replay_file(path, pool, limit=args.limit, jobs=args.jobs)
         if report.read_problem:
-            errors.print(
-                f"[yellow]warning:[/] {report.read_problem} "
-                f"(replayed the {report.records} records before it)",
-                highlight=False,
-                soft_wrap=True,
+            from rich.text import Text
+
+            from conductor.display import visible_line
+
+            warning = Text("warning: ", style="yellow").append(
+                f"{visible_line(report.read_problem)} "
+                f"(replayed the {report.records} records before it)"
             )
+            errors.print(warning, highlight=False, soft_wrap=True)
         if args.json:
             print(json.dumps(report.to_dict(), ensure_ascii=False), flush=True)
         reports.append(report)
@@ -222,19 +225,22 @@ def markdown_table(reports: list[FileReport]) -> str:
 def print_mismatches(console: Console, report: FileReport, *, show_all: bool) -> None:
     if not report.mismatches:
         return
+    from rich.text import Text
+
+    from conductor.display import visible_line
+
     name = report.file.rsplit("/", 1)[-1]
     kinds = Counter(m.kind for m in report.mismatches)
-    console.print(
-        f"\n[bold]{name}[/]: "
-        + ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())),
-        highlight=False,
-    )
+    counts = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+    console.print(Text("\n").append(visible_line(name), style="bold").append(f": {counts}"))
     shown: Counter[str] = Counter()
     for m in report.mismatches:
         shown[m.kind] += 1
         if show_all or shown[m.kind] <= SHOWN_PER_KIND:
+            # The detail quotes the model's and the record's text: shown as text, visible.
+            line = Text(f"  line {m.line} ").append(m.kind, style="cyan")
             console.print(
-                f"  line {m.line} [cyan]{m.kind}[/]: {m.detail}", highlight=False, soft_wrap=True
+                line.append(f": {visible_line(m.detail)}"), highlight=False, soft_wrap=True
             )
     hidden = sum(max(0, n - SHOWN_PER_KIND) for n in kinds.values())
     if hidden and not show_all:

@@ -99,6 +99,13 @@ def transcript_path(ref: str) -> Path:
         return path
     row = _index().get(ref)
     if row is None:
+        from conductor.config import runs_dir
+
+        # A transcript runs.db could not index (its first line cut or damaged) is still
+        # the run's record: read it, and let the reader say what is wrong with it.
+        unindexed = runs_dir() / f"{ref}.jsonl"
+        if "/" not in ref and unindexed.is_file():
+            return unindexed
         raise UserFacingError(
             f"no run matches {ref!r} (or it is ambiguous); `conductor runs list` shows run ids."
         )
@@ -194,6 +201,9 @@ def _read(ref: str):
 
         warning = Text("warning: ", style="yellow").append(visible_line(str(transcript.problem)))
         Console(stderr=True).print(warning)
+    if not transcript.events:
+        why = f" ({transcript.problem.reason})" if transcript.problem else ""
+        raise UserFacingError(f"{transcript.path}: no event in it could be read{why}.")
     return transcript
 
 
@@ -214,17 +224,30 @@ def run_export(args: argparse.Namespace) -> int:
         transcript = _read(args.run)
         run = outline(transcript.events, problem=_problem(transcript))
         out = Path(args.output or f"{run.run_id or transcript.path.stem}.html")
-        out.write_text(run_html(run, notebook=args.notebook), encoding="utf-8")
+        _write(out, run_html(run, notebook=args.notebook))
         print(f"wrote {out}")
         return 0
     from transcripts.export import to_markdown
 
     text = to_markdown(_read(args.run).events)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        _write(Path(args.output), text)
     else:
         print(text, end="")
     return 0
+
+
+def _write(out: Path, text: str) -> None:
+    """Write an export, or say plainly why it cannot be written (no traceback)."""
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserFacingError(_cannot_write(exc, out)) from None
+
+
+def _cannot_write(exc: OSError, out: object) -> str:
+    where = exc.filename or out
+    return f"cannot write {where} ({exc.strerror or exc}); give -o a writable file path."
 
 
 def _problem(transcript) -> str | None:
@@ -244,7 +267,7 @@ def run_diff(args: argparse.Namespace) -> int:
         from transcripts.html.diff_page import diff_html
 
         out = Path(args.output or f"diff-{diff.left.run_id}-{diff.right.run_id}.html")
-        out.write_text(diff_html(diff), encoding="utf-8")
+        _write(out, diff_html(diff))
         print(f"wrote {out}")
         return 0
     from rich.console import Console
@@ -260,7 +283,13 @@ def run_diff(args: argparse.Namespace) -> int:
 def run_batch_report(args: argparse.Namespace) -> int:
     from transcripts.html.batch_page import find_batch, write_batch_html
 
-    index = write_batch_html(find_batch(args.batch), args.output)
+    batch = find_batch(args.batch)
+    try:
+        index = write_batch_html(batch, args.output)
+    except OSError as exc:
+        raise UserFacingError(
+            _cannot_write(exc, args.output or "the batch's html folder")
+        ) from None
     print(f"wrote {index} (and one page per run beside it)")
     return 0
 

@@ -28,7 +28,17 @@ def home_dir() -> Path:
         from platformdirs import user_data_dir
 
         path = Path(user_data_dir("conductor", appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
+    return _make_folder(path)
+
+
+def _make_folder(path: Path) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only file system, no permission, a file in the way
+        raise ConfigError(
+            f"cannot create the data folder {path} ({exc.strerror or exc}). Point "
+            "CONDUCTOR_HOME (or --home) at a writable folder."
+        ) from None
     return path
 
 
@@ -42,9 +52,7 @@ def config_path() -> Path:
 
 
 def runs_dir() -> Path:
-    path = home_dir() / "runs"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _make_folder(home_dir() / "runs")
 
 
 @dataclass
@@ -173,13 +181,22 @@ UNSET_WORDS = ("", "none", "null", "unset")
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {}
 
 
-def _validate(path: str, value: Any, where: str) -> Any:
+def _validate(path: str, value: Any, where: str, *, strict: bool = False) -> Any:
+    """`value` checked against the field's rule. A config file's TOML values are typed,
+    so they are taken as written (`max_rounds = true` is no number, `python = "yes"` no
+    boolean); text from a variable or a flag is parsed."""
     kind, allowed = RULES[path]
     adapter = _ADAPTERS.setdefault(path, TypeAdapter(kind))
     try:
-        return adapter.validate_python(value)
+        return adapter.validate_python(value, strict=strict)
     except ValidationError as exc:
-        reason = exc.errors()[0].get("msg", "invalid") if exc.errors() else "invalid"
+        error = exc
+        if strict:
+            try:
+                adapter.validate_python(value)
+            except ValidationError as lax:
+                error = lax  # both refuse it: the lax reason is plainer ("fractional part")
+        reason = error.errors()[0].get("msg", "invalid") if error.errors() else "invalid"
         raise ConfigError(
             f"{where}: {path} = {value!r} is not allowed ({reason}); allowed: {allowed}. "
             "Fix or unset it."
@@ -248,8 +265,26 @@ def _apply(obj: Any, values: dict[str, Any], source: _Source, prefix: str = "") 
         ):
             changes[key] = _default_of(type(obj), key)
             continue
-        changes[key] = _validate(path, value, source.where(path, raw_key))
+        if isinstance(value, dict):  # a table, or CONDUCTOR_MODEL__X, where a value goes
+            raw_key = raw_key or _first_variable(value)
+            raise ConfigError(
+                f"{source.where(path, raw_key)}: {path} is one value, not a table of settings; "
+                "set it directly."
+            )
+        changes[key] = _validate(
+            path, value, source.where(path, raw_key), strict=source.kind == "file"
+        )
     return replace(obj, **changes)
+
+
+def _first_variable(table: dict[str, Any]) -> str | None:
+    """The environment variable behind a nested env table, to name it in a message."""
+    for value in table.values():
+        if isinstance(value, tuple):
+            return value[0]
+        if isinstance(value, dict):
+            return _first_variable(value)
+    return None
 
 
 def _default_of(cls: type, name: str) -> Any:
@@ -292,9 +327,20 @@ def load_settings(overrides: dict[str, Any] | None = None) -> Settings:
         if parts[0] not in {f.name for f in fields(Settings)}:
             continue  # CONDUCTOR_REQUIRE_DOCKER and friends are not settings
         target = env
-        for part in parts[:-1]:
-            target = target.setdefault(part, {})
-        target[parts[-1]] = (key, value)
+        for depth, part in enumerate(parts):
+            here = target.get(part)
+            last = depth == len(parts) - 1
+            if here is not None and (isinstance(here, tuple) or last):
+                # CONDUCTOR_RUN=... beside CONDUCTOR_RUN__MAX_ROUNDS=...
+                other = here[0] if isinstance(here, tuple) else _first_variable(here)
+                raise ConfigError(
+                    f"environment variables {other} and {key} both set "
+                    f"{'.'.join(parts[: depth + 1])}; unset one of them."
+                )
+            if last:
+                target[part] = (key, value)
+            else:
+                target = target.setdefault(part, {})
     if env:
         settings = _apply(settings, env, _Source("env"))
     if overrides:

@@ -14,6 +14,7 @@ lines) passes it through here first; HTML escaping comes on top of this, not ins
 
 from __future__ import annotations
 
+import logging
 import re
 
 # Bidirectional formatting characters: embeddings, overrides, isolates and marks.
@@ -52,3 +53,12 @@ def is_visible(text: str) -> bool:
 def visible_line(text: str) -> str:
     """Like `visible`, for one-line places (log lines, table cells): newlines escaped too."""
     return visible(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+class VisibleFormatter(logging.Formatter):
+    """Log lines with control characters shown as escapes: a log message may quote a
+    model, a sandbox (the runner's last output) or a file name, and it ends up on a
+    terminal (stderr) or in a log file read with `cat`/`tail -f`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))

@@ -12,6 +12,7 @@ import fcntl
 import logging
 import os
 import random
+import shutil
 import sqlite3
 import threading
 import time
@@ -100,7 +101,7 @@ def creation_lock(path: Path) -> Iterator[None]:
     that to the same new file at once is what made `runs.db` fail. The lock is on the
     directory, so it leaves no file behind.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _ensure_folder(path)
     fd = os.open(path.parent, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -108,6 +109,30 @@ def creation_lock(path: Path) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _ensure_folder(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseError(
+            f"cannot create the folder {path.parent} ({exc.strerror or exc}). Point "
+            "CONDUCTOR_HOME (or --home) at a writable folder."
+        ) from exc
+
+
+def _disk_full(path: Path) -> bool:
+    """Too little space left beside the database for its WAL and index files."""
+    try:
+        return shutil.disk_usage(path.parent).free < 256 * 1024
+    except OSError:
+        return False
+
+
+def _writable(path: Path) -> bool:
+    """The database and its folder (WAL and lock files go beside it) can be written."""
+    folder_ok = os.access(path.parent, os.W_OK | os.X_OK)
+    return folder_ok and (not path.exists() or os.access(path, os.W_OK))
 
 
 # Databases up to this size are checked page by page on open.
@@ -123,7 +148,7 @@ def open_database(
     missing while others exist) raises `DatabaseError` naming it; nothing is overwritten.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _ensure_folder(path)
     existed = path.exists() and path.stat().st_size > 0
     try:
         conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
@@ -151,6 +176,17 @@ def open_database(
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute("PRAGMA synchronous=NORMAL")
     except sqlite3.DatabaseError as exc:
+        if _disk_full(path):
+            raise DatabaseError(
+                f"{path}: the disk holding it is full ({exc}). Free some space and run "
+                "again; the database was not changed."
+            ) from exc
+        if not _writable(path):
+            raise DatabaseError(
+                f"{path}: cannot write there (a read-only file system or no permission: "
+                f"{exc}). Point CONDUCTOR_HOME (or --home) at a writable folder; nothing "
+                "was changed."
+            ) from exc
         raise DatabaseError(
             f"{path} is not a usable SQLite database ({exc}). Move it aside or point to "
             "another file; it was not changed."
@@ -159,6 +195,11 @@ def open_database(
     try:
         migrations.apply(db)
     except sqlite3.OperationalError as exc:
+        if _disk_full(path):
+            raise DatabaseError(
+                f"{path}: the disk holding it is full ({exc}). Free some space and run "
+                "again; the database was left as it was."
+            ) from exc
         raise DatabaseError(
             f"{path}: could not migrate ({exc}); the database was left as it was. "
             "If another program holds it locked, close it and run again."

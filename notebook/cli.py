@@ -135,8 +135,20 @@ def _console():
 
 
 def _cut(text: str, limit: int) -> str:
-    """Text on one line, whole: a narrow terminal wraps it (never cut: issue 10)."""
-    return " ".join((text or "").split())
+    """Text on one line, whole: a narrow terminal wraps it (never cut: issue 10); what a
+    model wrote, so control characters are made visible (it is shown as text, never markup)."""
+    from conductor.display import visible_line
+
+    return visible_line(" ".join((text or "").split()))
+
+
+def _plain(text: str | None) -> Any:
+    """What a model wrote, as rich Text: shown as typed, control characters visible."""
+    from rich.text import Text
+
+    from conductor.display import visible
+
+    return Text(visible(text or ""))
 
 
 def _table(*columns: tuple[str, bool]) -> Any:
@@ -170,7 +182,7 @@ def run_list(args: argparse.Namespace) -> int:
                 f"{len(json.loads(r['suggestions']))} tips, {len(json.loads(r['procedure']))} steps"
             )
             table.add_row(
-                r["id"], _cut(r["name"], 40), str(r["members"]), str(r["runs"]),
+                r["id"], _plain(_cut(r["name"], 40)), str(r["members"]), str(r["runs"]),
                 str(r["correct"]), str(r["wrong"]), sizes,
             )  # fmt: skip
         _console().print(table)
@@ -199,7 +211,7 @@ def run_list(args: argparse.Namespace) -> int:
                    ("+/-/uses", True), ("from run", True))  # fmt: skip
     for r in rows:
         table.add_row(
-            r["id"], r["kind"], _cut(r["key"], 36), r["verification"],
+            r["id"], r["kind"], _plain(_cut(r["key"], 36)), r["verification"],
             f"{r['helpful']}/{r['harmful']}/{r['uses']}", r["source_run"] or "(imported)",
         )  # fmt: skip
     _console().print(table)
@@ -236,24 +248,29 @@ def run_show(args: argparse.Namespace) -> int:
     console = _console()
     kind = book.find_type(note["type_id"]) if note["type_id"] else None
     console.print(
-        f"[bold]{note['id']}[/] {note['kind']} · task type {kind['name'] if kind else '-'}"
+        _plain(f"{note['id']} {note['kind']} · task type {kind['name'] if kind else '-'}"),
+        style="bold",
     )
     console.print(
-        f"from run: {note['source_run'] or '(imported, no run)'}  task: {note['source_task'] or '-'}"
+        f"from run: {note['source_run'] or '(imported, no run)'}  task: {note['source_task'] or '-'}",
+        markup=False,
     )
-    console.print(f"question: {_cut(note['source_question'], 300)}")
-    console.print(f"answer: {_cut(note['answer'] or '', 200)}")
+    console.print(f"question: {_cut(note['source_question'], 300)}", markup=False)
+    console.print(f"answer: {_cut(note['answer'] or '', 200)}", markup=False)
     console.print(
         f"verified: {note['verification']} ({note['outcome']}) · confidence {note['confidence']:.2f}"
         f" · helpful {note['helpful']} harmful {note['harmful']} uses {note['uses']}"
-        f" · support {note['support']}" + (" · RETIRED: " + (note["retired_reason"] or "") if note["retired"] else "")
+        f" · support {note['support']}" + (" · RETIRED: " + _cut(note["retired_reason"], 300) if note["retired"] else ""),
+        markup=False,
     )  # fmt: skip
-    console.print(f"key: {note['key']}")
-    console.print(note["text"], markup=False)
+    console.print(_plain(f"key: {note['key']}"))
+    console.print(_plain(note["text"]))
     if note["code"]:
         from rich.syntax import Syntax
 
-        console.print(Syntax(note["code"], "python"))
+        from conductor.display import visible
+
+        console.print(Syntax(visible(note["code"]), "python"))
     console.print(f"history ({len(history)}):")
     for h in history:
         console.print(f"  {h['action']:<20} run {h['run_id'] or '-'}", markup=False)
@@ -275,8 +292,8 @@ def _show_type(book: Any, kind: dict[str, Any], as_json: bool) -> int:
         print(json.dumps({"type": kind, "history": history}, ensure_ascii=False))
         return 0
     console = _console()
-    console.print(f"[bold]{kind['id']}[/] {kind['name']}", markup=True)
-    console.print(kind["description"], markup=False)
+    console.print(_plain(f"{kind['id']} {kind['name']}"), style="bold")
+    console.print(_plain(kind["description"]))
     console.print(
         f"questions {kind['members']} · runs {kind['runs']} · correct {kind['correct']} "
         f"· wrong {kind['wrong']} · failed {kind['failed']}"
@@ -284,7 +301,7 @@ def _show_type(book: Any, kind: dict[str, Any], as_json: bool) -> int:
     for title, items in (("suggestions", kind["suggestions"]), ("procedure", kind["procedure"])):
         console.print(f"{title}:")
         for item in json.loads(items):
-            console.print(f"  - {item}", markup=False)
+            console.print(_plain(f"  - {item}"))
     console.print(f"history: {', '.join(h['action'] for h in history)}")
     return 0
 
@@ -308,7 +325,8 @@ def run_search(args: argparse.Namespace) -> int:
         return 0
     for m in result.matches:
         console.print(
-            f"type {m.type_id} {_cut(m.name, 50)}: evidence {m.evidence:.1f}, relevance {m.relevance():.2f}"
+            f"type {m.type_id} {_cut(m.name, 50)}: evidence {m.evidence:.1f}, relevance {m.relevance():.2f}",
+            markup=False,
         )
     for rank, s in enumerate(result.shown, 1):
         note = s.note

@@ -36,6 +36,7 @@ from notebook.tasktypes import (
     describe_offline,
     score_types,
     shape_name,
+    template_name,
     template_words,
 )
 from notebook.terms import question_terms
@@ -260,7 +261,8 @@ def _name_by_shared_words(conn: sqlite3.Connection, type_id: str, question: str)
         return
     shared = template_words(conn, type_id, limit=5, question=question)
     if len(shared) >= 2:
-        conn.execute("update task_types set name = ? where id = ?", (" ".join(shared), type_id))
+        name = template_name(question, shared)
+        conn.execute("update task_types set name = ? where id = ?", (name, type_id))
 
 
 def _write_notes(
@@ -273,7 +275,7 @@ def _write_notes(
     members = conn.execute("select members from task_types where id = ?", (type_id,)).fetchone()
     shared = template_words(conn, type_id, question=view.question) if members[0] >= 2 else []
     # A one-question type cannot yet tell its kind's words from the question's own.
-    key = " ".join(shared) or shape_name(view.question)
+    key = template_name(view.question, shared) if shared else shape_name(view.question)
     source = Provenance(
         run_id=view.run_id,
         question=view.question,

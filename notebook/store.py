@@ -31,7 +31,6 @@ log = logging.getLogger("conductor.notebook")
 T = TypeVar("T")
 
 
-
 class NotebookBusy(DatabaseError):
     """The notebook stayed locked by other writers for too long."""
 

@@ -273,6 +273,28 @@ def template_words(
     return chosen[:limit]
 
 
+def template_name(question: str, shared: list[str], *, limit: int = 12) -> str:
+    """The question's form in the kind's shared words: "use N N N N to make N".
+
+    Words the kind keeps stay, numbers become N, anything else is one "…" per run, so the
+    name says what the kind's questions look like rather than quoting one of them.
+    """
+    from notebook.terms import words as words_of
+
+    keep = set(shared)
+    out: list[str] = []
+    for word in words_of(question):
+        token = word if word in keep else "N" if word.isdigit() else "…"
+        if token == "…" and out and out[-1] == "…":
+            continue
+        out.append(token)
+    while out and out[-1] == "…":
+        out.pop()
+    if len(out) > limit:
+        out = [*out[:limit], "…"]
+    return " ".join(out) if any(t not in ("N", "…") for t in out) else " ".join(shared)
+
+
 def describe_offline(question: str, words: list[str]) -> tuple[str, str]:
     """A name and description for a new type without a model: what its questions hold."""
     from notebook.distill import excerpt

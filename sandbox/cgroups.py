@@ -27,6 +27,10 @@ from pathlib import Path
 ROOT = Path("/sys/fs/cgroup")
 
 
+# Socket buffers a sandbox may hold (cgroup v1 only; see create).
+TCP_BYTES = 64 * 1024 * 1024
+
+
 def _own_paths() -> dict[str, str]:
     """controller ("" for v2) -> our cgroup's path, from /proc/self/cgroup."""
     paths = {}
@@ -115,6 +119,10 @@ class SandboxCgroup:
                 group._write("memory", "memory.limit_in_bytes", memory_bytes)
                 group._write("memory", "memory.memsw.limit_in_bytes", memory_bytes, optional=True)
                 group._write("pids", "pids.max", max_pids)
+                # v1 charges TCP buffers to no memory limit unless this is set (before
+                # any socket exists): without it a sandbox held 1.3 GB of the host's
+                # global tcp_mem. v2 charges them to memory.max by itself.
+                group._write("memory", "memory.kmem.tcp.limit_in_bytes", TCP_BYTES, optional=True)
                 return group
         except OSError:
             return None
@@ -177,3 +185,21 @@ class SandboxCgroup:
                     break
                 except OSError:
                     time.sleep(0.02)  # the last processes are still exiting
+
+
+def limit_tcp_of(pid: int, limit: int = TCP_BYTES) -> bool:
+    """Cap the TCP buffers of `pid`'s v1 memory cgroup (a Docker container's, whose
+    engine ignores KernelMemoryTCP under runc 1.1). Call before anything in it opened
+    a TCP socket: v1 accounts only sockets created after the cap is set. False when it
+    could not be done (v2 needs nothing; without root the host cannot write it)."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as handle:
+            for line in handle:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if "memory" in controllers.split(","):
+                    target = ROOT / "memory" / path.lstrip("/")
+                    (target / "memory.kmem.tcp.limit_in_bytes").write_text(str(limit))
+                    return True
+    except (OSError, ValueError):
+        return False
+    return False

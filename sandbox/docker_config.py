@@ -18,6 +18,7 @@ from typing import Any
 
 from sandbox import image as sandbox_image
 from sandbox import seccomp_policy
+from sandbox.cgroups import TCP_BYTES
 
 MB = 1024 * 1024
 
@@ -78,6 +79,10 @@ class ContainerLimits:
         )
         # Docker's own masked paths, plus what would tell the host apart.
         host_config["MaskedPaths"] = list(MASKED_PATHS)
+        # On cgroup v1 TCP buffers count against no memory limit unless this is set (a
+        # container held 1.3 GB of the host's global tcp_mem); v2 ignores it and charges
+        # them to the container's memory.
+        host_config["KernelMemoryTCP"] = TCP_BYTES
         return {
             "image": image,
             "command": [

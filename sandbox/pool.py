@@ -24,6 +24,7 @@ from collections import deque
 from typing import Any
 
 from conductor.errors import UserFacingError
+from sandbox import cgroups
 from sandbox.protocol import (
     DeadlineExceeded,
     FramedConversation,
@@ -77,6 +78,7 @@ class RunnerSession(FramedConversation):
             raw = client.api.attach_socket(container_id, params=ATTACH_PARAMS)
             sock = getattr(raw, "_sock", raw)
             client.api.start(container_id)
+            _cap_tcp_buffers(client, container_id)
             session = cls(client, container_id, sock)
             reply = session.request({"op": "ping"}, time.monotonic() + READY_TIMEOUT_S)
             session.preload = check_pong(reply)
@@ -151,6 +153,16 @@ class RunnerSession(FramedConversation):
         except OSError:
             pass
         _remove_quietly(self.client, self.container_id)
+
+
+def _cap_tcp_buffers(client: Any, container_id: str) -> None:
+    """Bound the container's TCP buffers on cgroup v1 before its first cell runs (see
+    cgroups.limit_tcp_of); KernelMemoryTCP in the host config asks for it too, for
+    engines that apply it."""
+    if cgroups.version() == 1:
+        pid = client.api.inspect_container(container_id)["State"].get("Pid") or 0
+        if pid > 0:
+            cgroups.limit_tcp_of(pid)
 
 
 def _remove_quietly(client: Any, container_id: str) -> None:

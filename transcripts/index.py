@@ -19,6 +19,7 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import socket
 import sqlite3
 import threading
@@ -30,6 +31,7 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from conductor.config import home_dir
+from conductor.errors import UserFacingError
 from conductor.events import (
     Event,
     FinalAnswer,
@@ -147,6 +149,7 @@ class RunIndex:
         )
 
     def _update(self, run_id: str, values: dict[str, Any]) -> None:
+        values = {k: _storable(v) for k, v in values.items()}
         columns = ", ".join(f"[{k}] = ?" for k in values)
         self.write(
             lambda c: c.execute(
@@ -185,6 +188,7 @@ class RunIndex:
             "pid": self._pid if live else None,
             "pid_started": self._pid_started if live else None,
         }
+        row = {k: _storable(v) for k, v in row.items()}
         columns = ", ".join(f"[{k}]" for k in row)
         marks = ", ".join("?" for _ in row)
         updates = ", ".join(f"[{k}] = excluded.[{k}]" for k in row if k != "run_id")
@@ -248,7 +252,14 @@ class RunIndex:
         return started.run_id
 
     def rebuild(self, runs_dir: Path) -> int:
-        return sum(1 for p in sorted(runs_dir.glob("*.jsonl")) if self.add_transcript(p))
+        """Index every transcript; one that cannot be indexed is logged and skipped."""
+        count = 0
+        for path in sorted(runs_dir.glob("*.jsonl")):
+            try:
+                count += self.add_transcript(path) is not None
+            except (UserFacingError, OSError, TypeError, ValueError, sqlite3.Error) as exc:
+                log.warning("%s: not indexed (%s); the file is kept as it is", path, exc)
+        return count
 
     def abandoned(self) -> list[dict[str, Any]]:
         """Runs marked running here whose process on this host is gone."""
@@ -337,3 +348,14 @@ class RunIndex:
                     side.rename(Path(str(moved) + suffix))
             index = cls(path)
         return index, index.rebuild(runs_dir), moved
+
+
+def _storable(value: Any) -> Any:
+    """`value` as SQLite takes it: a lone surrogate (no UTF-8 form) becomes U+FFFD. The
+    transcript keeps the exact text; runs.db is only its index."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")

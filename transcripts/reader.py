@@ -6,8 +6,9 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
-from conductor.errors import TranscriptError
+from conductor.errors import TranscriptError, UserFacingError
 from conductor.events import Event, RunFinished, RunStarted
 
 
@@ -51,10 +52,28 @@ def _parse(path: Path, number: int, line: str) -> Event:
         ) from None
 
 
+def _open(path: Path) -> IO[str]:
+    """The transcript for reading, or a `UserFacingError` saying why it cannot be read
+    (a run still in runs.db whose file was deleted or moved, a folder, no permission)."""
+    try:
+        return path.open(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise UserFacingError(
+            f"{path}: the transcript is gone (deleted or moved); runs.db still lists the run "
+            "but its events were only in that file. Put it back, or give the file's new "
+            "path instead of the run id."
+        ) from None
+    except OSError as exc:
+        raise UserFacingError(
+            f"{path}: cannot read the transcript ({exc.strerror or exc}); check that it is "
+            "a readable file."
+        ) from None
+
+
 def iter_events(path: Path | str) -> Iterator[Event]:
     """Events of a transcript in order; raises `TranscriptError` at the first bad line."""
     path = Path(path)
-    with path.open(encoding="utf-8", errors="replace") as fh:
+    with _open(path) as fh:
         for number, line in enumerate(fh, start=1):
             if line.strip():
                 yield _parse(path, number, line)
@@ -67,7 +86,7 @@ def read_transcript(path: Path | str, *, strict: bool = False) -> Transcript:
     """
     path = Path(path)
     transcript = Transcript(path)
-    with path.open(encoding="utf-8", errors="replace") as fh:
+    with _open(path) as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue

@@ -31,8 +31,14 @@ class TranscriptWriter:
     def handle(self, event: Event) -> None:
         if event.transient or self._fd is None:
             return
-        line = json.dumps(event.to_dict(), ensure_ascii=False) + "\n"
-        self._append(line.encode("utf-8"))
+        record = event.to_dict()
+        try:
+            data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (a model's JSON can carry one as `\ud800`) has no UTF-8
+            # form; JSON's own escapes keep the line exact and readable.
+            data = (json.dumps(record) + "\n").encode("ascii")
+        self._append(data)
         self.events_written += 1
 
     def _append(self, data: bytes) -> None:

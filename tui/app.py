@@ -16,8 +16,10 @@ from typing import Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 
 from conductor.config import Settings, load_settings
+from conductor.display import visible, visible_line
 from conductor.errors import UserFacingError
 from conductor.session import Session, build_session
 from experts.registry import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL
@@ -211,6 +213,25 @@ class ConductorApp(App[None]):
             self._settings_changed(f"notebook: {path or 'default'}")
 
     # -- jumping between screens ----------------------------------------------
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification as plain text, control characters visible: they quote
+        paths, errors and transcripts (a `[/q]` in a path would crash rich's markup)."""
+        super().notify(
+            visible(message),
+            title=visible_line(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))

@@ -265,3 +265,12 @@ def test_code_is_taken_from_the_program_that_printed_the_answer(book: Notebook) 
     assert SORT_CODE.split("\n")[0].startswith("words")
     learn_from_run(book, events)
     assert "sorted(words)" in notes(book, kind="code")[0]["code"]
+
+
+def test_a_kind_seen_twice_is_named_by_its_form_not_by_a_bag_of_words(book: Notebook) -> None:
+    for run_id, numbers in (("g1", "4 5 6 10"), ("g2", "1 3 4 6")):
+        learn_from_run(book, run_events(run_id, f"Use {numbers} to make 24", "(4*5)-(6-10)"))
+    names = [r["name"] for r in book.read("select name from task_types")]
+    assert names == ["use N N N N to make N"]
+    keys = {r["key"] for r in book.read("select key from notes where source_run = 'g2'")}
+    assert keys == {"use N N N N to make N"}

@@ -13,7 +13,9 @@ from hostile_filesystem import FILESYSTEM, SECRETS
 from hostile_hardening import HARDENING
 from hostile_identity import IDENTITY
 from hostile_memory import MEMORY
+from hostile_output import OUTPUT
 from hostile_privilege import NETWORK, PRIVILEGE
+from hostile_reach import REACH
 from hostile_resources import RESOURCES
 from hostile_runaway import RUNAWAY
 from hostile_supervisor import SUPERVISOR
@@ -29,6 +31,8 @@ CASES: list[HostileCase] = [
     *MEMORY,
     *IDENTITY,
     *HARDENING,
+    *REACH,
+    *OUTPUT,
 ]
 assert len({case.name for case in CASES}) == len(CASES), "case names must be unique"
 

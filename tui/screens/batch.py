@@ -23,6 +23,7 @@ from textual.widgets.option_list import Option
 
 from conductor.batch_report import ItemRecord, Tally
 from conductor.batch_store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
+from conductor.display import visible_line
 from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
@@ -202,14 +203,14 @@ class BatchScreen(Screen[None]):
         for item_id, record in self.records.items():
             usage = record.get("usage") or {}
             cells = (
-                item_id,
+                Text(visible_line(item_id)),  # from a task file: text, never markup
                 record.get("status", ""),
                 _mark(record),
                 str(record.get("rounds", 0)),
                 f"{int(usage.get('input_tokens', 0)) + int(usage.get('output_tokens', 0)):,}",
                 f"${float(usage.get('cost_usd', 0.0)):.3f}",
                 f"{float(record.get('duration_s', 0.0)):.1f}s",
-                " ".join(str(record.get("answer") or "").split())[:60],
+                Text(visible_line(" ".join(str(record.get("answer") or "").split())[:60])),
             )
             if item_id in existing:
                 for column, value in zip(

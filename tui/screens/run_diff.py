@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,6 +20,7 @@ from textual.widgets import Footer, Static
 
 from conductor.config import home_dir
 from conductor.diff_printer import diff_renderables
+from conductor.display import visible
 from transcripts.outline import outline_file
 from transcripts.run_diff import RunDiff, diff_runs
 
@@ -59,7 +61,8 @@ class RunDiffScreen(Screen[None]):
         self.app.call_from_thread(self._show, diff)
 
     def _failed(self, message: str) -> None:
-        self.query_one("#diff-status", Static).update(f"cannot compare: {message}")
+        # As text: the message quotes paths and transcript lines (a "[/q]" is no markup).
+        self.query_one("#diff-status", Static).update(Text(f"cannot compare: {visible(message)}"))
 
     async def _show(self, diff: RunDiff) -> None:
         self.diff = diff

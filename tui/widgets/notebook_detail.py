@@ -14,6 +14,8 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.widgets import Static
 
+from conductor.display import visible
+
 
 def _json_list(value: str | None) -> list[str]:
     """An experience list as stored (JSON); a damaged one is shown as text, not hidden."""
@@ -21,7 +23,8 @@ def _json_list(value: str | None) -> list[str]:
         items = json.loads(value or "[]")
     except json.JSONDecodeError:
         return [f"(unreadable list: {value})"]
-    return [str(item) for item in items] if isinstance(items, list) else [str(items)]
+    items = items if isinstance(items, list) else [items]
+    return [visible(str(item)) for item in items]  # model-written: control chars visible
 
 
 def _when(ts: float | None) -> str:
@@ -33,7 +36,14 @@ def _one_line(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with every text field's control characters made visible (models wrote
+    the names, keys, texts, code, questions and answers)."""
+    return {k: visible(v) if isinstance(v, str) else v for k, v in row.items()}
+
+
 def type_renderable(row: dict[str, Any], note_count: int) -> RenderableType:
+    row = _shown(row)
     text = Text()
     text.append(row["name"], "bold")
     text.append(f" · {row['id']}", "dim")
@@ -62,6 +72,7 @@ def type_renderable(row: dict[str, Any], note_count: int) -> RenderableType:
 
 
 def note_renderable(row: dict[str, Any], type_name: str | None) -> RenderableType:
+    row, type_name = _shown(row), visible(type_name) if type_name else type_name
     head = Text()
     head.append(f"[{row['kind']}] ", "bold magenta")
     head.append(row["key"] or "(no key)", "bold")
