@@ -197,7 +197,7 @@ class BatchRunner:
             except BaseException as exc:  # a bug here must not hang the batch
                 log.exception("item %s: the runner failed", item.id)
                 record = self._base_record(item, None, time.time())
-                record.update(status="error", final=True, error=_error(exc))
+                record.update({"status": "error", "final": True, "error": _error(exc)})
             self._finish(record)
 
     def _run_item(self, item: TaskItem) -> ItemRecord:
@@ -239,7 +239,7 @@ class BatchRunner:
                 learning = Usage.from_dict(record.get("learning_usage"))
                 record["usage"] = (finished.usage + learning).to_dict()
             if failure is not None:
-                record.update(status="error", error=_error(failure))
+                record.update({"status": "error", "error": _error(failure)})
             record["final"] = record["status"] != "interrupted" and not (
                 failure is not None and fails_every_item(failure)
             )
@@ -318,7 +318,7 @@ def _note(event: Event, record: ItemRecord) -> None:
         record["run_id"] = event.run_id
 
 
-def _from_finished(event: RunFinished) -> dict[str, Any]:
+def _from_finished(event: RunFinished) -> ItemRecord:
     return {
         "status": event.status,
         "answer": event.final_answer,

@@ -109,7 +109,7 @@ class RayBatchRunner(BatchRunner):
             except BaseException as exc:  # a bug here must not hang the batch
                 log.exception("item %s: the Ray runner failed", item.id)
                 record = self._base_record(item, None, time.time())
-                record.update(status="error", final=True, error=_error(exc))
+                record.update({"status": "error", "final": True, "error": _error(exc)})
             if record is not None:
                 self._finish(record)
 
@@ -127,7 +127,9 @@ class RayBatchRunner(BatchRunner):
                     record = self._base_record(item, None, time.time())
                     final = not self._stop.is_set()
                     message = f"its worker died {len(moves)} times ({lost})"
-                    record.update(status="error", final=final, error=_error(WorkerLost(message)))
+                    record.update(
+                        {"status": "error", "final": final, "error": _error(WorkerLost(message))}
+                    )
                     record["moved_from"] = moves
                     return record
                 continue
@@ -139,7 +141,9 @@ class RayBatchRunner(BatchRunner):
                 self.moved.append({"item_id": item.id, "from": moves, "to": worker.label})
         if result.get("record") is None:
             record = self._base_record(item, None, time.time())
-            record.update(status="error", final=True, error=_error(RuntimeError(result["error"])))
+            record.update(
+                {"status": "error", "final": True, "error": _error(RuntimeError(result["error"]))}
+            )
         else:
             record = result["record"]
         record["node"] = result.get("node", worker.label)

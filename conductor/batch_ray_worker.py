@@ -94,7 +94,7 @@ class ItemWorker:
 
         backoff = ClusterBackoff(gate)
         for model in {id(self.meta): self.meta, id(self.expert): self.expert}.values():
-            if hasattr(model, "backoff"):
+            if model is not None and hasattr(model, "backoff"):
                 model.backoff = backoff
         if metered:
             wrapped = MeteredModel(self.meta, gate)

@@ -14,7 +14,7 @@ import os
 import resource
 import statistics
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +52,9 @@ class ItemRecord(TypedDict, total=False):
     notes_written: int
     finished_at: float
     session: int
+    learning_usage: dict[str, Any]  # what distilling this run into notes cost
+    node: str  # --ray: the worker that ran it
+    moved_from: list[str]  # --ray: workers lost while running it
 
 
 def is_scored(record: ItemRecord) -> bool:
@@ -141,7 +144,7 @@ def summarize(
     paper = [r for r in scored if (r.get("score") or {}).get("paper_correct") is not None]
     paper_correct = sum(bool((r.get("score") or {}).get("paper_correct")) for r in paper)
     kinds = Counter(k for r in latest if (k := failure_kind(r)) is not None)
-    usage = Counter[str]()
+    usage: defaultdict[str, float] = defaultdict(float)  # token counts and cost_usd
     for r in final:
         for key, value in (r.get("usage") or {}).items():
             if isinstance(value, int | float):

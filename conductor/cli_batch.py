@@ -184,7 +184,11 @@ def _run(
         "argv": sys.argv[1:],
     }
     session_no = folder.record_session(session_info)
-    notebook = {"path": setup.notebook, "recall": settings.recall, "learn": settings.learn}
+    notebook: dict[str, Any] = {
+        "path": setup.notebook,
+        "recall": settings.recall,
+        "learn": settings.learn,
+    }
     if setup.notebook:
         notebook["before"] = notebook_state(setup.notebook)
     handler = logging.FileHandler(folder.path / "batch.log", encoding="utf-8")

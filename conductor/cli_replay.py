@@ -146,7 +146,14 @@ def summary_table(reports: list[FileReport]) -> object:
         title="Replay of published runs through our conductor",
         caption="uncached: meta input tokens not served from a prompt cache (estimates)",
     )
-    columns = ("file", "records", "same answer", "same calls", "answer+calls", "same rounds")
+    columns: tuple[str, ...] = (
+        "file",
+        "records",
+        "same answer",
+        "same calls",
+        "answer+calls",
+        "same rounds",
+    )
     columns += ("sandbox same", "quoted same", "retry defect", "input tokens", "uncached", "s")
     for column in columns:
         table.add_column(column, justify="left" if column == "file" else "right")

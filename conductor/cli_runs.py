@@ -132,18 +132,18 @@ def _table(rows: list[dict], as_json: bool, console: Console | None = None) -> i
     cells = [_cells(row) for row in rows]
     if not console.is_terminal:
         print("\t".join(COLUMNS))
-        for row in cells:
-            print("\t".join(" ".join(visible(c).split()) for c in row))
+        for line in cells:
+            print("\t".join(" ".join(visible(c).split()) for c in line))
         return 0
     table = Table(expand=True, show_lines=True)
     for name in COLUMNS[:5]:
         table.add_column(name, overflow="fold")
     table.add_column("question → answer", overflow="fold", ratio=1, min_width=20)
-    for row in cells:
-        question, answer = row[5], row[6]
+    for cell_row in cells:
+        question, answer = cell_row[5], cell_row[6]
         text = Text(visible(question))
         text.append("\n→ " + (visible(answer) or "(no answer)"), style="bold")
-        table.add_row(*(visible(c) for c in row[:5]), text)
+        table.add_row(*(visible(c) for c in cell_row[:5]), text)
     console.print(table)
     if not rows:
         console.print("no runs", style="dim")

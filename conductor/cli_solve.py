@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from conductor.config import load_settings
 from conductor.display import visible
@@ -33,7 +34,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="seconds each sandboxed program may run (default 10)",
     )
     # The notebook flags (a command may have declared its own already).
-    notebook_flags = (
+    notebook_flags: tuple[tuple[str, dict[str, Any]], ...] = (
         ("--notebook", {"metavar": "PATH", "help": "notebook file (default: notebook.db)"}),
         ("--no-recall", {"action": "store_true", "help": "do not recall notes into the prompt"}),
         ("--no-learn", {"action": "store_true", "help": "do not distill the run into notes"}),

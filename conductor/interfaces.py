@@ -142,7 +142,10 @@ class ChatModel(Protocol):
     `role` tells replaying and scripted models which conversation is asking.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """Read-only here, so a wrapper may forward it (`MeteredModel`)."""
+        ...
 
     def complete(
         self,

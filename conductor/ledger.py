@@ -92,6 +92,8 @@ class MeteredModel:
     Every other attribute (`name`, an `offline` flag...) is the wrapped model's.
     """
 
+    inner: ChatModel
+
     def __init__(self, model: ChatModel, ledger: UsageLedger, purpose: str) -> None:
         if isinstance(model, MeteredModel):
             model = model.inner  # never count a call twice

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from conductor import prompts
@@ -180,7 +181,7 @@ class Conductor:
             yield turn
             t0 = time.monotonic()
             completion = yield from self._in_worker(
-                state, lambda emit, turn=turn: self._meta_call(state, history, turn.id, emit)
+                state, partial(self._meta_call, state, history, turn.id)
             )
             state.rounds = round_no
             history.append(Message("assistant", completion.text))
@@ -279,7 +280,7 @@ class Conductor:
                 expert_model, self.sandbox, self.config, emit, state.run_id, guard=state.guard
             )
             jobs = [
-                (lambda c=c, i=i: call_expert(c, ctx, parent_id=turn_id, round=round_no, index=i))
+                partial(call_expert, c, ctx, parent_id=turn_id, round=round_no, index=i)
                 for i, c in enumerate(calls)
             ]
             if len(jobs) > 1 and self.config.parallel_experts:

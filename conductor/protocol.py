@@ -199,4 +199,5 @@ def extract_code(reply: str, marker: str = RUN_MARKER) -> str | None:
     blocks = _FENCE_RE.findall(reply[:at])
     if not blocks:
         return None
-    return blocks[-1]
+    code: str = blocks[-1]
+    return code

@@ -12,7 +12,7 @@ the recorded one, our own prompt words aside:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from conductor import prompts
 from transcripts.published import PublishedRecord, RecordedCall
@@ -26,7 +26,7 @@ _FENCE = "```"
 class QuoteCheck:
     rounds: int = 0  # rounds with recorded expert outputs to compare
     identical: int = 0
-    differences: list[str] | None = None
+    differences: list[str] = field(default_factory=list)
 
 
 def quoted_blocks(message: str, names: list[str]) -> list[str | None]:

@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Generator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from conductor.config import RunConfig
 from conductor.events import Event, LimitHit, TextDelta
@@ -238,7 +238,7 @@ def in_worker(
         if isinstance(error, StreamStopped) or stop_deadline is not None:
             stop_now(guard)  # a model that does not stream let the stop through
         raise error
-    return box["value"]
+    return cast(T, box["value"])  # work() returned it
 
 
 def stop_now(guard: RunGuard) -> None:

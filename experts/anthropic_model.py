@@ -214,7 +214,7 @@ class AnthropicModel:
                 detach()
         except StreamStopped as stop:
             return self._stopped(pieces, prompt, start, stop.reason)
-        except (anthropic.APIError, *transport_errors()) as exc:
+        except transport_errors(anthropic.APIError) as exc:
             closed_by_us = stopped_by_run(on_text)
             if closed_by_us is not None:  # the run closed the connection under the read
                 return self._stopped(pieces, prompt, start, closed_by_us)

@@ -353,9 +353,9 @@ def _sort_turn(turn: int, words: tuple[str, ...], messages: list[Message], pytho
             f'Reply "Yes" or "No".\n\n{_WORDS_HEADER}{listing}\n\n{_ORDER_HEADER}{proposed}\n"""'
         )
     verdict = messages[-1].content if messages else ""
-    proposed = _proposed_order(messages)
-    if "Yes:" in verdict and proposed:
-        answer = " ".join(proposed)
+    order = _proposed_order(messages)
+    if "Yes:" in verdict and order:
+        answer = " ".join(order)
         return f'The order is confirmed.\n\n>> FINAL ANSWER:\n"""\n{answer}\n"""'
     return _declined("the lexicographer did not confirm the proposed order.")
 

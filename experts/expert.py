@@ -84,9 +84,9 @@ def call_expert(
     def on_text(chunk: str) -> None:
         ctx.emit(TextDelta(parent_id=started.id, run_id=ctx.run_id, text=chunk))
 
-    watch = on_text
+    watch: Callable[[str], None] = on_text
     if ctx.guard is not None:
-        watch = StreamWatch(
+        guarded = StreamWatch(
             ctx.guard,
             ctx.emit,
             run_id=ctx.run_id,
@@ -94,7 +94,8 @@ def call_expert(
             model=ctx.model,
             prompt=lambda: f"{system}\n{call.instruction}",
         )
-        watch.check_before()
+        guarded.check_before()
+        watch = guarded
     try:
         completion = ctx.model.complete(
             [Message("user", call.instruction)],

@@ -287,9 +287,12 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return found
 
 
-def transport_errors() -> tuple[type[BaseException], ...]:
-    """The HTTP library's network errors (the SDKs use `httpx2`, older ones `httpx`)."""
-    found: list[type[BaseException]] = []
+def transport_errors(*also: type[BaseException]) -> tuple[type[BaseException], ...]:
+    """The HTTP library's network errors (the SDKs use `httpx2`, older ones `httpx`).
+
+    `also` are put first, so `except transport_errors(sdk.APIError)` catches both.
+    """
+    found: list[type[BaseException]] = list(also)
     for name in ("httpx2", "httpx"):
         try:
             found.append(importlib.import_module(name).TransportError)

@@ -197,7 +197,7 @@ class OpenAIModel:
                 detach()
         except StreamStopped as stop:
             return self._stopped(pieces, prompt, model, stop.reason)
-        except (openai.APIError, *transport_errors()) as exc:
+        except transport_errors(openai.APIError) as exc:
             closed_by_us = stop_reason(on_text)
             if closed_by_us is not None:  # the run closed the connection under the read
                 return self._stopped(pieces, prompt, model, closed_by_us)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from conductor.errors import UnknownModelError
 from conductor.interfaces import ChatModel
@@ -87,7 +88,8 @@ def choose(spec: str = "auto") -> ModelChoice:
 def get_model(spec: str = "auto", *, timeout: float | None = None) -> ChatModel:
     """The model a name means; `timeout` (seconds of silence per attempt) for providers."""
     choice = choose(spec)
-    options = {"timeout": timeout} if timeout else {}
+    # Only a given timeout is passed on, so each provider keeps its own default.
+    options: dict[str, Any] = {"timeout": timeout} if timeout else {}
     if choice.provider == "demo":
         from experts.demo import demo_model
 

@@ -144,6 +144,7 @@ class WireServer:
         if self._httpd is None:
             raise RuntimeError("the wire server is not running; use it as a context manager")
         host, port = self._httpd.server_address[:2]
+        assert isinstance(host, str), "an AF_INET server's address is a str"
         return f"http://{host}:{port}"
 
     @property
@@ -243,10 +244,10 @@ class _Handler(BaseHTTPRequestHandler):
                 200, {"data": data, "has_more": False, "first_id": first, "last_id": last}
             )
             return
-        data = [
+        listing = [
             {"id": n, "object": "model", "created": 0, "owned_by": "wire-server"} for n in names
         ]
-        self._send_json(200, {"object": "list", "data": data})
+        self._send_json(200, {"object": "list", "data": listing})
 
     def _serve(self) -> None:
         owner = self.server.owner

@@ -72,7 +72,7 @@ def _v1_parents() -> dict[str, Path] | None:
     if os.geteuid() != 0:
         return None
     own = _own_paths()
-    parents = {}
+    parents: dict[str, Path] = {}
     for controller in ("memory", "pids"):
         base = ROOT / controller
         if controller not in own or not base.is_dir():

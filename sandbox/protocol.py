@@ -225,8 +225,8 @@ def _stream(data: Any, name: str, keep: int) -> CappedBuffer:
     if sum(map(len, parts)) > keep:
         raise ProtocolError(f"{name} holds more than the {keep} bytes asked for")
     buffer = CappedBuffer(keep)
-    for part in parts:
-        buffer.feed(part)
+    for chunk in parts:
+        buffer.feed(chunk)
     buffer.total = total
     return buffer
 

@@ -32,8 +32,9 @@ import time
 # The child side lives beside this file (also in the image); -I leaves the script's
 # directory off sys.path, so add it.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from runner_child import CellSetup, set_dumpable
-from runner_supervise import Runner, write_all
+# mypy checks these two files as sandbox.runner_child / sandbox.runner_supervise.
+from runner_child import CellSetup, set_dumpable  # type: ignore[import-not-found]
+from runner_supervise import Runner, write_all  # type: ignore[import-not-found]
 
 PRELOAD = (
     "math",

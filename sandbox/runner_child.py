@@ -169,7 +169,8 @@ def _fresh_interpreter_state() -> None:
         errors="backslashreplace",
         write_through=True,
     )
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    # typeshed marks the dunder streams Final; the cell must see its own streams there too.
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
     sys.argv = ["<cell>"]
     numpy_random = getattr(sys.modules.get("numpy"), "random", None)
     if numpy_random is not None:

@@ -16,7 +16,8 @@ import signal
 import struct
 import time
 
-from runner_child import CellSetup, zygote_main
+# A script-path import (see runner.py); mypy checks the file as sandbox.runner_child.
+from runner_child import CellSetup, zygote_main  # type: ignore[import-not-found]
 
 CHUNK = 65536
 

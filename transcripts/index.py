@@ -14,6 +14,7 @@ the missing `run_finished` to its transcript (`repair_abandoned`).
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import json
 import logging
@@ -55,9 +56,16 @@ T = TypeVar("T")
 migrations = Migrations("runs")
 
 
+def _runs(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
+    """The `runs` table (`db["runs"]` is typed `Table | View`; here it is always a table)."""
+    table = db["runs"]
+    assert isinstance(table, sqlite_utils.db.Table), "runs.db: `runs` is a view, not a table"
+    return table
+
+
 @migrations
 def m001_runs(db: sqlite_utils.Database) -> None:
-    db["runs"].create(
+    _runs(db).create(
         {
             "run_id": str,
             "path": str,
@@ -80,9 +88,9 @@ def m001_runs(db: sqlite_utils.Database) -> None:
         },
         pk="run_id",
     )
-    db["runs"].create_index(["started_at"])
-    db["runs"].create_index(["task"])
-    db["runs"].enable_fts(["question", "final_answer"], create_triggers=True, tokenize="porter")
+    _runs(db).create_index(["started_at"])
+    _runs(db).create_index(["task"])
+    _runs(db).enable_fts(["question", "final_answer"], create_triggers=True, tokenize="porter")
 
 
 @migrations
@@ -96,8 +104,8 @@ def m002_owner_and_learning(db: sqlite_utils.Database) -> None:
         ("learning_output_tokens", int),
         ("learning_cost_usd", float),
     ):
-        db["runs"].add_column(column, kind)
-    db["runs"].create_index(["status"])
+        _runs(db).add_column(column, kind)
+    _runs(db).create_index(["status"])
 
 
 def default_path() -> Path:
@@ -293,7 +301,7 @@ class RunIndex:
     def get(self, run_id: str) -> dict[str, Any] | None:
         with self._lock:
             rows = list(
-                self.db["runs"].rows_where(
+                _runs(self.db).rows_where(
                     "run_id = ? or run_id like ?", [run_id, run_id + "%"], limit=2
                 )
             )
@@ -311,14 +319,15 @@ class RunIndex:
             params.append(status)
         with self._lock:
             return list(
-                self.db["runs"].rows_where(
+                _runs(self.db).rows_where(
                     " and ".join(where) or None, params, order_by="started_at desc", limit=limit
                 )
             )
 
-    def search(self, query: str, *, limit: int = 50) -> list[dict[str, Any]]:
+    # `list` here would name the method above, hence builtins.list.
+    def search(self, query: str, *, limit: int = 50) -> builtins.list[dict[str, Any]]:
         with self._lock:
-            return list(self.db["runs"].search(query, limit=limit))
+            return list(_runs(self.db).search(query, limit=limit))
 
     @classmethod
     def reindex(cls, path: Path | str | None, runs_dir: Path) -> tuple[RunIndex, int, Path | None]:

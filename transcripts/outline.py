@@ -168,11 +168,11 @@ def outline(events: list[Event], *, problem: str | None = None) -> RunOutline:
             calls[event.id] = call
             (rounds.get(event.parent_id or "") or round_for(event.round)).calls.append(call)
         elif isinstance(event, ExpertCallFinished):
-            call = calls.get(event.parent_id or "")
-            if call is None:
-                call = CallView()
-                round_for().calls.append(call)
-            call.finished = event
+            finished_call = calls.get(event.parent_id or "")
+            if finished_call is None:
+                finished_call = CallView()
+                round_for().calls.append(finished_call)
+            finished_call.finished = event
         elif isinstance(event, SandboxExec):
             owner = calls.get(event.parent_id or "")
             if owner is None:
@@ -189,8 +189,8 @@ def outline(events: list[Event], *, problem: str | None = None) -> RunOutline:
             out.final = event
             (rounds.get(event.parent_id or "") or round_for(event.round)).events.append(event)
         elif isinstance(event, Observation | LimitHit | ErrorEvent):
-            target = rounds.get(event.parent_id or "") or current
-            (target.events if target is not None else out.loose).append(event)
+            holder = rounds.get(event.parent_id or "") or current
+            (holder.events if holder is not None else out.loose).append(event)
         if not out.run_id and event.run_id:
             out.run_id = event.run_id
     out.audit = audit_events(events)

@@ -103,7 +103,11 @@ _MAX_EXPONENT = 64
 
 def _python_arithmetic(node: ast.AST) -> Fraction:
     """What eval() would give for plain arithmetic; _Rejected for anything else."""
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
         return Fraction(node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         value = _python_arithmetic(node.operand)
