@@ -13,7 +13,7 @@ measured in the same run, then recall latency.
 - kin: MGSM learned in one language, asked in another (ES as the pivot, both
   directions, all ten): the same problem's note ranked first (>= 0.8), beside plain
   bm25 over past questions, shape-only matching and a random note.
-- near-miss: ten variant tasks of our own (bench/nb_variants.py): the share of their
+- near-miss: ten variant tasks of our own (bench/support/nb_variants.py): the share of their
   questions shown the old task's tool, code or pitfall (<= 0.1), beside bm25 and the
   old task's own questions (so "shown nothing" is not how it passes).
 - latency: a synthetic notebook at each size; recall p50/p99 beside one plain FTS5 query.
@@ -65,8 +65,10 @@ def shared_dir() -> Path:
 
 
 def figures_module() -> Any:
-    """bench/nb_figures.py, loaded by path (this file's name shadows the package)."""
-    spec = importlib.util.spec_from_file_location("nb_figures", REPO / "bench" / "nb_figures.py")
+    """bench/support/nb_figures.py, loaded by path (this file's name shadows the package)."""
+    spec = importlib.util.spec_from_file_location(
+        "nb_figures", REPO / "bench" / "support" / "nb_figures.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -27,7 +27,7 @@ from notebook.verify import independent_derivations, judge_for, output_contains,
 
 
 def _load_variants() -> Any:
-    """bench/nb_variants.py, loaded by path (bench/notebook.py would shadow the package)."""
+    """bench/support/nb_variants.py, loaded by path (bench/notebook.py would shadow the package)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
