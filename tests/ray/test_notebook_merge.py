@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from conductor.batch_ray_worker import distill_learned
 from conductor.cli import main
 from conductor.events import (
     Event,
@@ -25,8 +24,9 @@ from conductor.events import (
     SandboxExec,
 )
 from conductor.interfaces import ExecResult
-from notebook.learn import learn_from_run
-from notebook.merge import merge_learned, source_runs
+from notebook.learn import learn_from_run, write_prepared
+from notebook.merge import source_runs
+from notebook.prepare import prepare_run
 from notebook.store import Notebook
 
 CODE = "words = {words!r}\nprint(' '.join(sorted(words)))\n"
@@ -152,10 +152,10 @@ def test_a_worker_distilled_run_merged_by_the_driver_equals_learning_in_place(
     snapshot = Notebook(tmp_path / "snapshot.db")  # what the workers read: empty here
     try:
         for run_id, words in runs:
-            run = distill_learned(snapshot, sort_run(run_id, words))
+            run = prepare_run(snapshot, sort_run(run_id, words))
             assert run is not None
-            assert merge_learned(split, run) is not None
-        assert merge_learned(split, run) is None  # a run is learned once
+            assert write_prepared(split, run) is not None
+        assert write_prepared(split, run) is None  # a run is learned once
     finally:
         split.close()
         snapshot.close()
@@ -180,7 +180,7 @@ def test_learned_notes_a_dead_driver_left_unmerged_are_merged_by_the_next_sessio
     first = ClusterLearning("frozen", notebook=str(notebook), folder=tmp_path, recall=True)
     snapshot = Notebook(tmp_path / "snapshot.db")
     for run_id, words in [("r0", WORDS[0]), ("r1", WORDS[1])]:
-        first.received(distill_learned(snapshot, sort_run(run_id, words)).to_dict())  # type: ignore[union-attr]
+        first.received(prepare_run(snapshot, sort_run(run_id, words)).to_dict())  # type: ignore[union-attr]
     snapshot.close()
     # The driver dies here: nothing merged yet, both runs on disk, one line cut short.
     with (tmp_path / LEARNED_FILE).open("a") as fh:
