@@ -9,16 +9,26 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import logging
 import os
+import random
 import sqlite3
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import sqlite_utils
 
 from conductor.errors import UserFacingError
 
 MigrationFn = Callable[[sqlite_utils.Database], None]
+T = TypeVar("T")
+log = logging.getLogger("conductor")
+
+# How often a write retries BEGIN IMMEDIATE while other processes hold the write lock.
+WRITE_ATTEMPTS = 12
 
 
 class DatabaseError(UserFacingError):
@@ -157,3 +167,52 @@ def open_database(
     if missing:
         raise DatabaseError(f"{path}: tables {sorted(missing)} are missing after migration.")
     return db
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused because another connection holds the lock."""
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def write_transaction(
+    conn: sqlite3.Connection,
+    lock: threading.RLock,
+    fn: Callable[[sqlite3.Connection], T],
+    *,
+    path: Path,
+    busy_error: type[DatabaseError] = DatabaseError,
+) -> T:
+    """Run `fn(conn)` in one BEGIN IMMEDIATE transaction, retrying while others write.
+
+    IMMEDIATE takes the write lock up front: a deferred transaction that reads first
+    cannot upgrade to a write under WAL, and then SQLite's busy timeout never applies.
+    `conn` must be in autocommit mode (`isolation_level = None`). Anything `fn` raises
+    rolls the transaction back; a busy error inside it is retried like a busy BEGIN.
+    """
+    delay = 0.02
+    for attempt in range(WRITE_ATTEMPTS):
+        with lock:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                log.debug("%s busy (attempt %d): %s", path.name, attempt + 1, exc)
+            else:
+                try:
+                    result = fn(conn)
+                    conn.execute("COMMIT")
+                    return result
+                except BaseException as exc:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    if not (isinstance(exc, sqlite3.OperationalError) and is_busy(exc)):
+                        raise
+                    log.debug("%s busy inside a write: %s", path.name, exc)
+        time.sleep(delay * (1 + random.random()))
+        delay = min(delay * 2, 1.0)
+    raise busy_error(
+        f"{path} stayed locked by other writers through {WRITE_ATTEMPTS} tries. "
+        "Another program may hold it open in a transaction; close it and run again."
+    )

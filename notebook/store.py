@@ -13,7 +13,6 @@ import fcntl
 import json
 import logging
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -25,13 +24,12 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from conductor.config import home_dir
-from conductor.migrations import DatabaseError, open_database
+from conductor.migrations import DatabaseError, open_database, write_transaction
 from notebook.schema import TABLES, migrations
 
 log = logging.getLogger("conductor.notebook")
 T = TypeVar("T")
 
-WRITE_ATTEMPTS = 12
 
 
 class NotebookBusy(DatabaseError):
@@ -114,31 +112,8 @@ class Notebook:
 
     def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in one immediate transaction, retrying while others write."""
-        delay = 0.02
-        for attempt in range(WRITE_ATTEMPTS):
-            with self._lock:
-                try:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError as exc:
-                    if not _is_busy(exc):
-                        raise
-                    log.debug("notebook busy (attempt %d): %s", attempt + 1, exc)
-                else:
-                    try:
-                        result = fn(self.conn)
-                        self.conn.execute("COMMIT")
-                        return result
-                    except BaseException as exc:
-                        self.conn.execute("ROLLBACK")
-                        if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
-                            log.debug("notebook busy inside a write: %s", exc)
-                        else:
-                            raise
-            time.sleep(delay * (1 + random.random()))
-            delay = min(delay * 2, 1.0)
-        raise NotebookBusy(
-            f"{self.path} stayed locked by other writers through {WRITE_ATTEMPTS} tries. "
-            "Another program may hold it open in a transaction; close it and run again."
+        return write_transaction(
+            self.conn, self._lock, fn, path=Path(self.path), busy_error=NotebookBusy
         )
 
     @contextlib.contextmanager
@@ -186,11 +161,6 @@ class _Row(dict):
 
     def __init__(self, columns: list[str], values: tuple[Any, ...]) -> None:
         super().__init__(zip(columns, values, strict=True))
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
 
 
 def dumps(value: Any) -> str:

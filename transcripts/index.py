@@ -18,11 +18,9 @@ import datetime as dt
 import json
 import logging
 import os
-import random
 import socket
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,13 +37,18 @@ from conductor.events import (
     RunStarted,
 )
 from conductor.interfaces import Usage
-from conductor.migrations import DatabaseError, Migrations, creation_lock, open_database
+from conductor.migrations import (
+    DatabaseError,
+    Migrations,
+    creation_lock,
+    open_database,
+    write_transaction,
+)
 from transcripts.reader import read_transcript
 from transcripts.repair import finish_transcript, process_alive, process_started
 
 log = logging.getLogger("conductor.index")
 T = TypeVar("T")
-WRITE_ATTEMPTS = 12
 
 migrations = Migrations("runs")
 
@@ -131,30 +134,8 @@ class RunIndex:
     # -- writing ------------------------------------------------------------------------
     def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in one immediate transaction, retrying while others write."""
-        delay = 0.02
-        for attempt in range(WRITE_ATTEMPTS):
-            with self._lock:
-                try:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError as exc:
-                    if not _is_busy(exc):
-                        raise
-                    log.debug("runs.db busy (attempt %d): %s", attempt + 1, exc)
-                else:
-                    try:
-                        result = fn(self.conn)
-                        self.conn.execute("COMMIT")
-                        return result
-                    except BaseException as exc:
-                        if self.conn.in_transaction:
-                            self.conn.execute("ROLLBACK")
-                        if not (isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)):
-                            raise
-            time.sleep(delay * (1 + random.random()))
-            delay = min(delay * 2, 1.0)
-        raise DatabaseError(
-            f"{self.path} stayed locked by other writers through {WRITE_ATTEMPTS} tries. "
-            "Another program may hold it open in a transaction; close it and run again."
+        return write_transaction(
+            self.conn, self._lock, fn, path=Path(self.path), busy_error=DatabaseError
         )
 
     def _update(self, run_id: str, values: dict[str, Any]) -> None:
@@ -347,8 +328,3 @@ class RunIndex:
                     side.rename(Path(str(moved) + suffix))
             index = cls(path)
         return index, index.rebuild(runs_dir), moved
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
