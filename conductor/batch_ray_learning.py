@@ -7,7 +7,9 @@ Policies (the user's choice, recorded in the report):
   workers switch to the new snapshot before their next item.
 - `off`: nothing is learned (recall, if on, reads the frozen snapshot).
 
-Workers send each run's distilled notes (`notebook.merge.LearnedRun`). The driver
+Workers send each run prepared for the notebook (`notebook.prepare.PreparedRun`, the
+slow half of learning); the driver writes it with `notebook.learn.write_prepared`, the
+same write as learning on one machine. The driver
 appends them to `learned.jsonl` in the batch folder the moment they arrive (flushed and
 fsynced, like results.jsonl), so a driver that dies loses no learning: the next session
 merges what is there. Merging is by run id, so nothing is learned twice.
@@ -122,7 +124,7 @@ class ClusterLearning:
         """Write every pending learned run into the notebook (the single writer)."""
         if self.notebook is None:
             return
-        from notebook.merge import LearnedRun, merge_learned
+        from notebook.learn import PreparedRun, write_prepared
         from notebook.store import Notebook
 
         with self._merge_lock:
@@ -133,7 +135,7 @@ class ClusterLearning:
             book = Notebook(self.notebook)
             try:
                 for data in pending:
-                    written = merge_learned(book, LearnedRun.from_dict(data), model=self.model)
+                    written = write_prepared(book, PreparedRun.from_dict(data), model=self.model)
                     if written is None:
                         continue  # learned by an earlier session already
                     self._count(written)

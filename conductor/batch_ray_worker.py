@@ -4,7 +4,8 @@ One `ItemWorker` actor per node (threaded: many items at once, like the single-p
 runner's threads) builds its own models, resolves its own sandbox backend on its node
 and opens a fresh sandbox per item. It writes nothing the batch keeps: each item's
 events are yielded to the driver as they happen (a Ray streaming generator), then the
-item's record and, when learning, its distilled notes (`notebook.merge.LearnedRun`).
+item's record and, when learning, the run prepared for the notebook
+(`notebook.prepare.PreparedRun`, the slow half of learning).
 The driver alone writes results.jsonl, the transcripts, runs.db and the notebook.
 
 Recall reads a snapshot of the notebook that the driver ships through Ray's object
@@ -21,7 +22,7 @@ import shutil
 import socket
 import tempfile
 import threading
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +30,12 @@ from conductor.batch import BatchPlan, BatchRunner
 from conductor.batch_setup import make_scorer, sandbox_opener
 from conductor.config import Settings
 from conductor.events import Event
-from conductor.interfaces import ChatModel, Usage
+from conductor.interfaces import Usage
 from conductor.session import Session, build_session
 from conductor.taskfile import TaskItem
 from conductor.tasks import TaskSpec
-from notebook.distill import distill_run, reflect
-from notebook.learn import LearnOptions, TypeChoice, choose_type, model_can_reflect
-from notebook.merge import LearnedRun
-from notebook.runview import view_run
+from notebook.prepare import model_can_reflect, prepare_run
 from notebook.store import Notebook
-from notebook.tasktypes import score_types
-from notebook.terms import question_terms
-from notebook.verify import verify_run
 
 log = logging.getLogger("conductor.batch")
 
@@ -191,15 +186,17 @@ class ItemWorker:
         return session
 
     def _distill(self, events: list[Event], *, ledger: Any = None) -> list[Event]:
-        """After a run: its notes for the driver to merge; nothing written here. The
-        model calls it makes go on the run's ledger, as when learning in place."""
+        """After a run: the slow half of learning, against this worker's snapshot, for
+        the driver to write; nothing written here. The model calls it makes go on the
+        run's ledger, as when learning in place."""
         with self._lock:
             hooks = self._hooks
         model = self.meta
         if ledger is not None and model_can_reflect(model):
             model = ledger.metered(model, "learning")
         mark = ledger.mark() if ledger is not None else 0
-        learned = distill_learned(hooks.book if hooks is not None else None, events, model=model)
+        book = hooks.book if hooks is not None else None
+        learned = prepare_run(book, events, model=model)
         if learned is not None:
             if ledger is not None:
                 learned.usage = ledger.since(mark).to_dict()
@@ -227,57 +224,6 @@ class ItemWorker:
 
     def close(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
-
-
-def distill_learned(
-    book: Notebook | None,
-    events: list[Event],
-    *,
-    model: ChatModel | None = None,
-    options: LearnOptions | None = None,
-) -> LearnedRun | None:
-    """The slow half of learning, reading `book` (a snapshot) and writing nothing."""
-    options = options or LearnOptions()
-    view = view_run(events)
-    if view is None or not view.question.strip():
-        return None
-    verification = verify_run(events)
-    drafts = distill_run(view, verification)
-    online = model_can_reflect(model)
-    reflection = "skipped: no model" if model is None else "skipped: offline model"
-    if online and options.reflect:
-        assert model is not None
-        extra, reflection = reflect(model, view, verification)
-        drafts.extend(extra)
-    terms = question_terms(view.question)
-    choice, rejected = TypeChoice(), []
-    if online and options.pick_type and book is not None:
-        assert model is not None
-        with book.reading() as conn:
-            candidates = score_types(conn, terms, limit=5, params=options.params)
-        described = []
-        for match in candidates:
-            row = book.read_one("select description from task_types where id = ?", (match.type_id,))
-            described.append((match, row["description"] if row else ""))
-        choice = choose_type(model, view.question, described)
-        if choice.type_id is None:
-            rejected = [match.type_id for match in candidates]
-    return LearnedRun(
-        run_id=view.run_id,
-        question=view.question,
-        task=view.task,
-        answer=view.answer,
-        target=view.target,
-        status=view.status,
-        verification=verification.level,
-        outcome=verification.outcome,
-        terms=sorted(terms),
-        drafts=[asdict(d) for d in drafts],
-        choice=asdict(choice),
-        rejected_types=rejected,
-        recalled=list(view.recall.notes) if view.recall is not None else [],
-        reflection=reflection,
-    )
 
 
 class _QueueSink:

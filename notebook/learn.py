@@ -1,36 +1,38 @@
 """The write path: a finished run's events in, notes in the notebook, one event out.
 
-Order matters for concurrent writers: everything slow (verification, distillation, the
-model's reflection and its choice of task type) happens first, outside any transaction;
-then one short transaction places the run in a task type, adds its notes, moves the
-counters of the notes it was shown, and records the run as learned. Induction, when due,
-runs after, in its own transaction.
+Learning is two halves. `notebook.prepare.prepare_run` does everything slow
+(verification, distillation, the model's reflection and its choice of task type, the
+question's vector) outside any transaction, and returns plain data. `write_prepared`
+then places the run in a task type, adds its notes and tools, moves the counters of the
+notes it was shown and records the run as learned, in one short transaction on the
+single writer. Induction, when due, runs after, in its own transaction. On one machine
+`learn_from_run` does both; a Ray batch prepares on its workers and writes on the driver.
 """
 
 from __future__ import annotations
 
-import logging
-import re
 import sqlite3
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from conductor.events import Event, NotesWritten
-from conductor.interfaces import ChatModel, Message, Sandbox
-from notebook import prompts
-from notebook.agreement import agreeing_runs, cited_notes, shown_its_own_answer, upgrade_runs
-from notebook.distill import NoteDraft, distill_run, excerpt, reflect
+from conductor.interfaces import ChatModel, Usage
+from notebook.agreement import upgrade_runs
+from notebook.distill import NoteDraft
 from notebook.induction import induce_if_due
 from notebook.notes import Provenance, add_note, record_recall_feedback
-from notebook.problems import core_input, question_hash
-from notebook.recall import semantic_wanted
-from notebook.runview import RunView, view_run
+from notebook.prepare import (
+    LearnOptions,
+    PreparedRun,
+    TypeChoice,
+    choose_type,
+    model_can_reflect,
+    prepare_run,
+)
+from notebook.problems import question_hash
 from notebook.store import Notebook
 from notebook.tasktypes import (
-    PARAMS,
     MatchParams,
-    TypeMatch,
     add_question,
     create_type,
     describe_offline,
@@ -39,83 +41,19 @@ from notebook.tasktypes import (
     template_name,
     template_words,
 )
-from notebook.terms import question_terms
-from notebook.toolbox import best_tools, run_tool, store_tool, tool_draft
-from notebook.verify import LEARNABLE_STATUSES, Verification, judge_for, verify_run
+from notebook.toolbox import store_tool
+from notebook.tools import Tool
 
-log = logging.getLogger("conductor.notebook")
-
-OFFLINE_MODEL_PREFIXES = ("demo", "scripted", "replay")
-
-
-def model_can_reflect(model: ChatModel | None) -> bool:
-    """A real model can reflect; replayed, scripted and demo ones only repeat a script."""
-    if model is None:
-        return False
-    flag = getattr(model, "offline", None)
-    if flag is not None:
-        return not flag
-    name = (getattr(model, "name", "") or "").lower()
-    cls = type(model).__name__.lower()
-    return not (
-        name.startswith(OFFLINE_MODEL_PREFIXES) or any(p in cls for p in OFFLINE_MODEL_PREFIXES)
-    )
-
-
-@dataclass
-class LearnOptions:
-    reflect: bool = True
-    """Ask the model for insights and pitfalls (only when it is a real model)."""
-    pick_type: bool = True
-    """Let the model choose the task type among the lexical candidates."""
-    induction_every: int = 5
-    """Induce a type's experience after this many new notes in it."""
-    params: MatchParams = field(default_factory=lambda: PARAMS)
-    use_target: bool = True
-    """Judge against the run's target; off, the labels are what the evidence alone gives."""
-    sandbox: Sandbox | None = None
-    """Where tools reproduce answers and P3's `sat` runs; None: neither happens."""
-    semantic: bool = field(default_factory=lambda: semantic_wanted())
-    """Write example notes' question vectors (the optional semantic index)."""
-
-
-@dataclass
-class TypeChoice:
-    type_id: str | None = None  # an existing type the model chose
-    name: str = ""
-    description: str = ""
-    asked: bool = False
-
-
-def choose_type(
-    model: ChatModel, question: str, candidates: list[tuple[TypeMatch, str]]
-) -> TypeChoice:
-    """The model picks one candidate type or none, and describes the question's kind."""
-    listing = "\n".join(
-        f"{i}. {match.name}: {description}" for i, (match, description) in enumerate(candidates, 1)
-    )
-    prompt = prompts.TYPE_PICK.format(
-        question=excerpt(question, 3000), candidates=listing or "(none yet)"
-    )
-    try:
-        reply = model.complete(
-            [Message("user", prompt + "\n" + prompts.TYPE_NAME)],
-            system=prompts.TYPE_SYSTEM,
-            role="expert",
-            max_tokens=200,
-        ).text
-    except Exception as exc:  # the lexical choice stands in
-        log.warning("task type choice by the model failed: %s", exc)
-        return TypeChoice()
-    choice = TypeChoice(asked=True)
-    kind = re.search(r"(?im)^\s*KIND:\s*(\w+)", reply)
-    if kind and kind.group(1).isdigit() and 1 <= int(kind.group(1)) <= len(candidates):
-        choice.type_id = candidates[int(kind.group(1)) - 1][0].type_id
-    description = re.search(r"(?im)^\s*DESCRIPTION:\s*(.+)$", reply)
-    name = re.search(r"(?im)^\s*NAME:\s*(.+)$", reply)
-    choice.description = excerpt(description.group(1), 300) if description else ""
-    choice.name = excerpt(name.group(1), 60) if name else ""
-    return choice
+__all__ = [
+    "LearnOptions",
+    "PreparedRun",
+    "TypeChoice",
+    "choose_type",
+    "learn_from_run",
+    "model_can_reflect",
+    "prepare_run",
+    "write_prepared",
+]
 
 
 def learn_from_run(
@@ -126,70 +64,65 @@ def learn_from_run(
     options: LearnOptions | None = None,
 ) -> NotesWritten | None:
     """Distill one finished run into the notebook; the `NotesWritten` event says what."""
-    options = options or LearnOptions()
-    view = view_run(events)
-    if view is None or not view.question.strip():
+    prepared = prepare_run(book, events, model=model, options=options)
+    if prepared is None:
         return None
-    if view.status not in LEARNABLE_STATUSES:
-        log.info("run %s ended %s: nothing learned", view.run_id, view.status or "unfinished")
-        return None
-    verification = _verify(book, events, view, options)
-    drafts = distill_run(view, verification)
-    tools = _tool_drafts(view, verification)
-    drafts.extend(draft for draft, _tool in tools)
-    online = model_can_reflect(model)
-    reflection = "skipped: no model" if model is None else "skipped: offline model"
-    if online and options.reflect:
-        assert model is not None
-        extra, reflection = reflect(model, view, verification)
-        drafts.extend(extra)
-    elif online:
-        reflection = "skipped: turned off"
-    terms = question_terms(view.question)
-    choice = TypeChoice()
-    if online and options.pick_type:
-        assert model is not None
-        with book.reading() as conn:
-            candidates = score_types(conn, terms, limit=5, params=options.params)
-        described = _descriptions(book, candidates)
-        choice = choose_type(model, view.question, described)
+    written = write_prepared(book, prepared, model=model, options=options)
+    if written is not None:
+        return written
+    return NotesWritten(
+        run_id=prepared.run_id,
+        notebook=str(book.path),
+        verification=prepared.checked.level,
+        outcome=prepared.checked.outcome,
+        reflection="skipped: run already learned",
+        skipped=len(prepared.drafts),
+    )
 
-    vector = _vector(view.question) if options.semantic else None
+
+def write_prepared(
+    book: Notebook,
+    prepared: PreparedRun,
+    *,
+    model: ChatModel | None = None,
+    options: LearnOptions | None = None,
+) -> NotesWritten | None:
+    """Write one prepared run into `book` (the single writer); None when that run was
+    already learned."""
+    options = options or LearnOptions()
+    verification = prepared.checked
+    drafts = prepared.note_drafts()
+    vector = prepared.vector_blob()
 
     def write(conn: sqlite3.Connection) -> dict[str, Any] | None:
-        if conn.execute("select 1 from distilled_runs where run_id = ?", (view.run_id,)).fetchone():
+        if conn.execute(
+            "select 1 from distilled_runs where run_id = ?", (prepared.run_id,)
+        ).fetchone():
             return None
-        type_id = _place(conn, view, terms, choice, options.params)
-        written = _write_notes(conn, type_id, view, verification, drafts)
-        by_hash = {draft.skeleton: tool for draft, tool in tools}
+        type_id = _place(conn, prepared, options.params)
+        written = _write_notes(conn, type_id, prepared, drafts)
         for draft, note_id in zip(drafts, written["draft_ids"], strict=True):
             if draft.kind == "example" and vector is not None:
                 conn.execute(
                     "insert or ignore into note_vectors (note_id, vec) values (?, ?)",
                     (note_id, vector),
                 )
-            if draft.kind == "tool":
-                store_tool(conn, note_id, type_id, view.task, by_hash[draft.skeleton])
-        if verification.level == "independent" and agreeing:
-            upgrade_runs(conn, agreeing, view.run_id)
+            if draft.kind == "tool" and draft.skeleton in prepared.tools:
+                tool = Tool.from_json(prepared.tools[draft.skeleton])
+                store_tool(conn, note_id, type_id, prepared.task, tool)
+        if verification.level == "independent" and prepared.agreeing:
+            upgrade_runs(conn, prepared.agreeing, prepared.run_id)
         return written
 
-    agreeing = agreeing_runs(book, view) if verification.level == "independent" else []
     result = book.write(write)
     if result is None:
-        return NotesWritten(
-            run_id=view.run_id,
-            notebook=str(book.path),
-            verification=verification.level,
-            outcome=verification.outcome,
-            reflection="skipped: run already learned",
-            skipped=len(drafts),
-        )
+        return None
+    online = model_can_reflect(model)
     induced = induce_if_due(
         book, result["type_id"], every=options.induction_every, model=model if online else None
     )
     return NotesWritten(
-        run_id=view.run_id,
+        run_id=prepared.run_id,
         notebook=str(book.path),
         task_type=result["type_id"],
         verification=verification.level,
@@ -197,40 +130,42 @@ def learn_from_run(
         note_ids=result["note_ids"],
         skipped=result["skipped"],
         merged=result["merged"],
-        reflection=reflection,
+        reflection=prepared.reflection,
         feedback=result["feedback"],
         induced=induced,
+        usage=Usage.from_dict(prepared.usage) if prepared.usage else Usage(),
     )
 
 
-def _descriptions(book: Notebook, matches: list[TypeMatch]) -> list[tuple[TypeMatch, str]]:
-    out = []
-    for match in matches:
-        row = book.read_one("select description from task_types where id = ?", (match.type_id,))
-        out.append((match, row["description"] if row else ""))
-    return out
+def _place(conn: sqlite3.Connection, run: PreparedRun, params: MatchParams) -> str:
+    """The run's task type: the model's choice, else the lexical match, else a new one.
 
-
-def _place(
-    conn: sqlite3.Connection,
-    view: RunView,
-    terms: set[str],
-    choice: TypeChoice,
-    params: MatchParams,
-) -> str:
-    """The run's task type: the model's choice, else the lexical match, else a new one."""
-    exists = (
+    The choice may have been made against an older snapshot (a Ray worker's), so a type
+    created since that matches by terms, or by the name the model gave, is joined rather
+    than made twice; the candidates the model turned down are not joined.
+    """
+    terms = set(run.terms)
+    choice = TypeChoice(**run.choice) if run.choice else TypeChoice()
+    candidates = score_types(conn, terms, limit=3, params=params)
+    fresh = [c for c in candidates if c.type_id not in run.rejected_types]
+    type_id: str | None = None
+    if (
         choice.type_id
         and conn.execute(
             "select 1 from task_types where id = ? and retired = 0", (choice.type_id,)
         ).fetchone()
-    )
-    candidates = score_types(conn, terms, limit=3, params=params)
-    if exists:
+    ):
         type_id = str(choice.type_id)
-    elif candidates and candidates[0].evidence >= params.join_evidence and not choice.asked:
-        type_id = candidates[0].type_id
-    else:
+    elif fresh and fresh[0].evidence >= params.join_evidence:
+        type_id = fresh[0].type_id
+    elif choice.name:
+        row = conn.execute(
+            "select id from task_types where lower(name) = lower(?) and retired = 0 "
+            "order by created_at limit 1",
+            (choice.name,),
+        ).fetchone()
+        type_id = row[0] if row else None
+    if type_id is None:
         # New kind of question: start from the experience of the most similar type.
         parent = None
         for match in candidates:
@@ -241,16 +176,16 @@ def _place(
             if row and (row[1] != "[]" or row[2] != "[]") and match.relevance(params) >= 0.05:
                 parent = {"id": row[0], "suggestions": row[1], "procedure": row[2]}
                 break
-        name, description = describe_offline(view.question, [])
+        name, description = describe_offline(run.question, [])
         type_id = create_type(
             conn,
             name=choice.name or name,
             description=choice.description or description,
-            run_id=view.run_id,
+            run_id=run.run_id,
             inherit_from=parent,
         )
     add_question(conn, type_id, terms, params=params)
-    _name_by_shared_words(conn, type_id, view.question)
+    _name_by_shared_words(conn, type_id, run.question)
     return type_id
 
 
@@ -266,21 +201,18 @@ def _name_by_shared_words(conn: sqlite3.Connection, type_id: str, question: str)
 
 
 def _write_notes(
-    conn: sqlite3.Connection,
-    type_id: str,
-    view: RunView,
-    verification: Verification,
-    drafts: list[NoteDraft],
+    conn: sqlite3.Connection, type_id: str, run: PreparedRun, drafts: list[NoteDraft]
 ) -> dict[str, Any]:
+    verification = run.checked
     members = conn.execute("select members from task_types where id = ?", (type_id,)).fetchone()
-    shared = template_words(conn, type_id, question=view.question) if members[0] >= 2 else []
+    shared = template_words(conn, type_id, question=run.question) if members[0] >= 2 else []
     # A one-question type cannot yet tell its kind's words from the question's own.
-    key = template_name(view.question, shared) if shared else shape_name(view.question)
+    key = template_name(run.question, shared) if shared else shape_name(run.question)
     source = Provenance(
-        run_id=view.run_id,
-        question=view.question,
-        task=view.task,
-        answer=view.answer,
+        run_id=run.run_id,
+        question=run.question,
+        task=run.task,
+        answer=run.answer,
         verification=verification.level,
         outcome=verification.outcome,
     )
@@ -296,14 +228,14 @@ def _write_notes(
         if added.note_id not in note_ids:
             note_ids.append(added.note_id)
     feedback: dict[str, str] = {}
-    if view.recall is not None and view.recall.notes:
+    if run.recalled:
         feedback = record_recall_feedback(
             conn,
-            view.run_id,
-            view.recall.notes,
+            run.run_id,
+            run.recalled,
             verification.outcome,
-            view.status,
-            cited=cited_notes(view),
+            run.status,
+            cited=set(run.cited),
         )
     outcome_column = {"correct": "correct", "wrong": "wrong", "unanswered": "failed"}.get(
         verification.outcome
@@ -319,20 +251,20 @@ def _write_notes(
         "target, verification, outcome, notes_written, notes_merged, notes_skipped, "
         "question_hash) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            view.run_id,
+            run.run_id,
             time.time(),
-            view.question,
-            view.task,
+            run.question,
+            run.task,
             type_id,
-            view.status,
-            view.answer,
-            view.target,
+            run.status,
+            run.answer,
+            run.target,
             verification.level,
             verification.outcome,
             counts["added"],
             counts["merged"],
             counts["skipped"],
-            question_hash(view.question),
+            question_hash(run.question),
         ),
     )
     return {
@@ -343,52 +275,3 @@ def _write_notes(
         "skipped": counts["skipped"],
         "feedback": feedback,
     }
-
-
-def _verify(
-    book: Notebook, events: list[Event], view: RunView, options: LearnOptions
-) -> Verification:
-    """The scorer's verdict; without a target, a tested tool's or another run's agreement."""
-    verification = verify_run(events, sandbox=options.sandbox, use_target=options.use_target)
-    if verification.level not in ("none",) or verification.outcome != "unverified":
-        return verification
-    assert view.answer is not None
-    if options.sandbox is not None and not shown_its_own_answer(book, view):
-        for stored in best_tools(book, view.question, exclude_question=True)[:1]:
-            if stored.tests and stored.pass_rate >= 0.9:
-                answer = run_tool(stored.tool, view.question, options.sandbox)
-                if answer is not None and _same_answer(view, answer, view.answer):
-                    return verify_run(events, reproduced=True, use_target=options.use_target)
-    if agreeing_runs(book, view):
-        return Verification(
-            "independent", "verified", "another run not shown it gave the same answer"
-        )
-    return verification
-
-
-def _same_answer(view: RunView, a: str, b: str) -> bool:
-    from notebook.agreement import answers_agree
-
-    return answers_agree(judge_for(view.task), view.question, a, b)
-
-
-def _tool_drafts(view: RunView, verification: Verification) -> list[tuple[NoteDraft, Any]]:
-    """Tools from the programs that printed a trusted answer (one per distinct program)."""
-    if not verification.trustworthy or view.answer is None:
-        return []
-    out: dict[str, tuple[NoteDraft, Any]] = {}
-    for run in view.code_runs:
-        if run.ok and run.code.strip():
-            made = tool_draft(view.question, run.code, run.stdout, view.answer)
-            if made is not None:
-                out.setdefault(made[1].tool_hash, made)
-    return list(out.values())
-
-
-def _vector(question: str) -> bytes | None:
-    """The question's sentence vector, made before the write transaction (it is slow)."""
-    from notebook import semantic
-
-    if not semantic.available():
-        return None
-    return semantic.vector_blob(core_input(question))

@@ -1,18 +1,14 @@
-"""Merging what was learned elsewhere into one notebook, keeping every source run.
+"""Merging one notebook into another, keeping every source run.
 
-Two callers, one rule (a note is kept once; a duplicate or near-duplicate from another
-run strengthens it and adds that run to its provenance):
+`conductor notebook merge A.db B.db`: `merge_notebooks` folds B into A. Task types are
+matched by id, name or their terms; notes by id, content or near-duplicate shape; the
+history rows of B's notes (each naming its run) are carried over. A note is kept once:
+a duplicate from the other notebook strengthens it and adds its runs to its provenance.
 
-- A batch on a Ray cluster. Workers never write the notebook: on the worker, reading
-  its snapshot, `conductor.batch_ray_worker.distill_learned` does the slow part of
-  learning (verification, notes, the model's reflection and its pick of a task type)
-  and returns a `LearnedRun`; the driver, the single writer, calls `merge_learned` in
-  one short transaction. Notes go
-  in through `notebook.notes.add_note`, the same duplicate and near-duplicate merge as
-  learning on one machine, which records each run in the note's history.
-- `conductor notebook merge A.db B.db`: `merge_notebooks` folds B into A. Task types are
-  matched by id, name or their terms; notes by id, content or near-duplicate shape; the
-  history rows of B's notes (each naming its run) are carried over.
+(A Ray batch does not merge notebooks: its workers prepare each run with
+`notebook.prepare.prepare_run` and the driver writes it with
+`notebook.learn.write_prepared`, as learning on one machine does. `snapshot_bytes` is
+what the workers read.)
 
 A note's source runs are `source_runs(conn, note_id)`: its own run and every run its
 history says created, merged into or repeated it.
@@ -24,186 +20,24 @@ import json
 import sqlite3
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from conductor.errors import UserFacingError
-from conductor.events import NotesWritten
-from conductor.interfaces import ChatModel, Usage
-from notebook.distill import NoteDraft, excerpt
-from notebook.induction import induce_if_due
-from notebook.learn import LearnOptions, TypeChoice
-from notebook.notes import VERIFICATION_RANK, Provenance, add_note, note_terms
-from notebook.notes import record_recall_feedback as count_recall
+from notebook.distill import NoteDraft
+from notebook.notes import VERIFICATION_RANK, note_terms
 from notebook.store import Notebook, record_note_history, record_type_history
 from notebook.tasktypes import (
     PARAMS,
     add_question,
-    create_type,
-    describe_offline,
     materialize,
     score_types,
-    template_words,
 )
 from notebook.terms import question_terms
 from notebook.transfer import TYPE_COLUMNS
 
 # History actions that mean "this run arrived at this note".
 SOURCE_ACTIONS = ("created", "merged", "duplicate-skipped")
-
-
-@dataclass
-class LearnedRun:
-    """One run's distilled notes, ready for the single writer (JSON-safe)."""
-
-    run_id: str
-    question: str
-    task: str
-    answer: str | None
-    target: str | None
-    status: str
-    verification: str
-    outcome: str
-    terms: list[str]
-    drafts: list[dict[str, Any]]
-    choice: dict[str, Any] = field(default_factory=dict)
-    rejected_types: list[str] = field(default_factory=list)
-    recalled: list[dict[str, Any]] = field(default_factory=list)
-    reflection: str = ""
-    usage: dict[str, Any] = field(default_factory=dict)  # what distilling it cost
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LearnedRun:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
-
-
-def merge_learned(
-    book: Notebook,
-    learned: LearnedRun,
-    *,
-    model: ChatModel | None = None,
-    options: LearnOptions | None = None,
-) -> NotesWritten | None:
-    """Write one run's notes into `book`; None when that run was already learned."""
-    options = options or LearnOptions()
-
-    def write(conn: sqlite3.Connection) -> dict[str, Any] | None:
-        if conn.execute(
-            "select 1 from distilled_runs where run_id = ?", (learned.run_id,)
-        ).fetchone():
-            return None
-        type_id = _place(conn, learned, options)
-        return _write_notes(conn, type_id, learned)
-
-    result = book.write(write)
-    if result is None:
-        return None
-    induced = induce_if_due(book, result["type_id"], every=options.induction_every, model=model)
-    return NotesWritten(
-        run_id=learned.run_id,
-        notebook=str(book.path),
-        task_type=result["type_id"],
-        verification=learned.verification,
-        outcome=learned.outcome,
-        note_ids=result["note_ids"],
-        skipped=result["counts"]["skipped"],
-        merged=result["counts"]["merged"],
-        reflection=learned.reflection,
-        feedback=result["feedback"],
-        induced=induced,
-        usage=Usage.from_dict(learned.usage),
-    )
-
-
-def _place(conn: sqlite3.Connection, learned: LearnedRun, options: LearnOptions) -> str:
-    """The run's task type. The worker chose against an older snapshot, so a type that
-    another worker created since, with the same name or clearly the same terms, is
-    joined rather than made twice."""
-    params = options.params
-    terms = set(learned.terms)
-    choice = TypeChoice(**learned.choice) if learned.choice else TypeChoice()
-    type_id = None
-    if (
-        choice.type_id
-        and conn.execute(
-            "select 1 from task_types where id = ? and retired = 0", (choice.type_id,)
-        ).fetchone()
-    ):
-        type_id = choice.type_id
-    candidates = [
-        c
-        for c in score_types(conn, terms, limit=3, params=params)
-        if c.type_id not in learned.rejected_types
-    ]
-    if type_id is None and candidates and candidates[0].evidence >= params.join_evidence:
-        type_id = candidates[0].type_id
-    if type_id is None and choice.name:
-        row = conn.execute(
-            "select id from task_types where lower(name) = lower(?) and retired = 0 "
-            "order by created_at limit 1",
-            (choice.name,),
-        ).fetchone()
-        type_id = row[0] if row else None
-    if type_id is None:
-        name, description = describe_offline(learned.question, [])
-        type_id = create_type(
-            conn,
-            name=choice.name or name,
-            description=choice.description or description,
-            run_id=learned.run_id,
-        )
-    add_question(conn, type_id, terms, params=params)
-    return type_id
-
-
-def _write_notes(conn: sqlite3.Connection, type_id: str, learned: LearnedRun) -> dict[str, Any]:
-    key = " ".join(template_words(conn, type_id, question=learned.question)) or excerpt(
-        learned.question, 60
-    )
-    source = Provenance(
-        run_id=learned.run_id,
-        question=learned.question,
-        task=learned.task,
-        answer=learned.answer,
-        verification=learned.verification,
-        outcome=learned.outcome,
-    )
-    note_ids: list[str] = []
-    counts = {"added": 0, "merged": 0, "skipped": 0}
-    for raw in learned.drafts:
-        draft = NoteDraft(**raw)
-        draft.key = draft.key or key
-        added = add_note(conn, type_id, draft, source)
-        counts[added.action] += 1
-        if added.note_id not in note_ids:
-            note_ids.append(added.note_id)
-    feedback = {}
-    if learned.recalled:
-        feedback = count_recall(
-            conn, learned.run_id, learned.recalled, learned.outcome, learned.status
-        )
-    column = {"correct": "correct", "wrong": "wrong", "unanswered": "failed"}.get(learned.outcome)
-    conn.execute(
-        "update task_types set runs = runs + 1, notes_since_induction = notes_since_induction + ?"
-        + (f", {column} = {column} + 1" if column else "")
-        + " where id = ?",
-        (counts["added"], type_id),
-    )
-    conn.execute(
-        "insert into distilled_runs (run_id, at, question, task, type_id, status, answer, "
-        "target, verification, outcome, notes_written, notes_merged, notes_skipped) "
-        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            learned.run_id, time.time(), learned.question, learned.task, type_id,
-            learned.status, learned.answer, learned.target, learned.verification,
-            learned.outcome, counts["added"], counts["merged"], counts["skipped"],
-        ),
-    )  # fmt: skip
-    return {"type_id": type_id, "note_ids": note_ids, "counts": counts, "feedback": feedback}
 
 
 # -- two notebooks into one -----------------------------------------------------------------

@@ -6,6 +6,7 @@ SQLite file each, then merged.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import sqlite3
@@ -13,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from conductor.batch_ray_worker import distill_learned
 from conductor.cli import main
 from conductor.events import (
     Event,
@@ -25,8 +25,9 @@ from conductor.events import (
     SandboxExec,
 )
 from conductor.interfaces import ExecResult
-from notebook.learn import learn_from_run
-from notebook.merge import merge_learned, source_runs
+from notebook.learn import learn_from_run, write_prepared
+from notebook.merge import source_runs
+from notebook.prepare import PreparedRun, prepare_run
 from notebook.store import Notebook
 
 CODE = "words = {words!r}\nprint(' '.join(sorted(words)))\n"
@@ -144,30 +145,70 @@ def test_merge_refuses_a_missing_source(tmp_path: Path, capsys: pytest.CaptureFi
 def test_a_worker_distilled_run_merged_by_the_driver_equals_learning_in_place(
     tmp_path: Path,
 ) -> None:
-    """Ray's split (distill on the worker, write on the driver) learns what one
-    process learns from the same runs."""
+    """Ray's split (prepare on the worker, write on the driver) learns what one process
+    learns from the same runs: notes, tools, verification and the runs' records."""
     runs = [(f"r{n}", WORDS[n]) for n in range(4)]
     in_place = learned(tmp_path / "in_place.db", runs)
     split = Notebook(tmp_path / "split.db")
     snapshot = Notebook(tmp_path / "snapshot.db")  # what the workers read: empty here
     try:
         for run_id, words in runs:
-            run = distill_learned(snapshot, sort_run(run_id, words))
-            assert run is not None
-            assert merge_learned(split, run) is not None
-        assert merge_learned(split, run) is None  # a run is learned once
+            prepared = prepare_run(snapshot, sort_run(run_id, words))
+            assert prepared is not None
+            run = PreparedRun.from_dict(json.loads(json.dumps(prepared.to_dict())))  # via Ray
+            assert write_prepared(split, run) is not None
+        assert write_prepared(split, run) is None  # a run is learned once
     finally:
         split.close()
         snapshot.close()
 
-    def shape(path: Path) -> list[tuple]:
+    def shape(path: Path) -> dict[str, list[tuple]]:
         with sqlite3.connect(path) as db:
-            return db.execute(
-                "select kind, text, code, support, source_run from notes order by kind, source_run"
-            ).fetchall()
+            return {
+                "notes": db.execute(
+                    "select kind, text, code, support, source_run, verification, outcome "
+                    "from notes order by kind, source_run"
+                ).fetchall(),
+                "tools": db.execute(
+                    "select n.source_run, t.task, t.spec from tools t join notes n "
+                    "on n.id = t.note_id order by n.source_run"
+                ).fetchall(),
+                "runs": db.execute(
+                    "select run_id, status, verification, outcome, notes_written, "
+                    "notes_merged, question_hash from distilled_runs order by run_id"
+                ).fetchall(),
+            }
 
-    assert len(shape(in_place)) >= 6  # examples, and the shared code and procedure notes
-    assert shape(tmp_path / "split.db") == shape(in_place)
+    expected = shape(in_place)
+    assert len(expected["notes"]) >= 6  # examples, and the shared code and procedure notes
+    assert expected["tools"], "a trusted program should have become a tool"
+    assert {r[2:4] for r in expected["runs"]} == {("target", "correct")}  # the scorer's word
+    assert shape(tmp_path / "split.db") == expected
+
+
+def test_a_prepared_run_carries_its_vector_and_is_none_when_the_run_is_not_learnable(
+    tmp_path: Path,
+) -> None:
+    book = Notebook(tmp_path / "nb.db")
+    try:
+        cut_short = sort_run("cut", WORDS[0])
+        cut_short[-1] = RunFinished(run_id="cut", status="error", rounds=3)
+        assert prepare_run(book, cut_short) is None  # LEARNABLE_STATUSES, as in place
+        prepared = prepare_run(book, sort_run("r0", WORDS[0]))
+        assert prepared is not None
+        blob = bytes(range(16))
+        prepared.vector = base64.b64encode(blob).decode("ascii")
+        run = PreparedRun.from_dict(json.loads(json.dumps(prepared.to_dict())))
+        written = write_prepared(book, run)
+        assert written is not None
+        with sqlite3.connect(book.path) as db:
+            stored = db.execute(
+                "select v.vec from note_vectors v join notes n on n.id = v.note_id "
+                "where n.kind = 'example'"
+            ).fetchall()
+        assert stored == [(blob,)]
+    finally:
+        book.close()
 
 
 def test_learned_notes_a_dead_driver_left_unmerged_are_merged_by_the_next_session(
@@ -180,7 +221,7 @@ def test_learned_notes_a_dead_driver_left_unmerged_are_merged_by_the_next_sessio
     first = ClusterLearning("frozen", notebook=str(notebook), folder=tmp_path, recall=True)
     snapshot = Notebook(tmp_path / "snapshot.db")
     for run_id, words in [("r0", WORDS[0]), ("r1", WORDS[1])]:
-        first.received(distill_learned(snapshot, sort_run(run_id, words)).to_dict())  # type: ignore[union-attr]
+        first.received(prepare_run(snapshot, sort_run(run_id, words)).to_dict())  # type: ignore[union-attr]
     snapshot.close()
     # The driver dies here: nothing merged yet, both runs on disk, one line cut short.
     with (tmp_path / LEARNED_FILE).open("a") as fh:
