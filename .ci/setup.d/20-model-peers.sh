@@ -18,7 +18,7 @@ llama_version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 llama_bin="$peers_cache/llama-cpp-python-$llama_version/llama-server"
 if [ ! -x "$llama_bin" ]; then
   if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null; then
-    apt-get install -y -q --no-install-recommends cmake g++ make >/dev/null
+    apt-get ${APT_CONFIG_LOCK_WAIT:-} install -y -q --no-install-recommends cmake g++ make >/dev/null
   fi
   build_root="$(mktemp -d)"
   # One && chain: `set -e` does not apply inside a command whose status is tested.

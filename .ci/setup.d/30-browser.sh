@@ -2,7 +2,7 @@
 # Playwright for Python with the system browser (Playwright's own browser download
 # is not reachable here). Sourced by .ci/run; idempotent.
 if ! command -v chromium >/dev/null 2>&1; then
-  apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null
+  apt-get ${APT_CONFIG_LOCK_WAIT:-} install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null
 fi
 export CONDUCTOR_CHROMIUM="${CONDUCTOR_CHROMIUM:-$(command -v chromium)}"
 chromium --version
