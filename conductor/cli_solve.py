@@ -90,6 +90,9 @@ def run_solve(args: argparse.Namespace) -> int:
     choice = choose(settings.model)
     if choice.provider == "demo" and not args.json:
         interrupts.say(f"Using the offline demo model ({choice.reason}). {CONFIGURE_HINT}")
+    if settings.run.python and not args.json and sys.stderr.isatty():
+        # Starting a sandbox can take seconds on a cold machine: say so at once.
+        interrupts.say(f"starting the {settings.sandbox} sandbox…")
     try:
         session = build_session(settings)
     except KeyboardInterrupt as exc:
