@@ -67,7 +67,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.section(f"{len(skipped)} skipped, and why")
     for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
         terminalreporter.write_line(f"{count:5d}  {reason}")
-    terminalreporter.write_line(
-        "To run them: start a Docker engine or install bubblewrap (`make run` sets one up "
-        "where it can), and keep ../shared/data next to the repository."
-    )
+    text = " ".join(reasons).lower()
+    advice = []
+    if any(word in text for word in ("docker", "bubblewrap", "bwrap", "sandbox")):
+        advice.append(
+            "start a Docker engine or install bubblewrap (`make run` sets one up where it can)"
+        )
+    if "shared data" in text:
+        advice.append("keep ../shared/data next to the repository")
+    if advice:
+        terminalreporter.write_line("To run them: " + ", and ".join(advice) + ".")

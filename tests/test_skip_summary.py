@@ -31,3 +31,21 @@ def test_skips_are_summed_up_once_at_the_end_by_reason(tmp_path: Path) -> None:
     assert "2  no Docker engine: gone" in tail
     assert "1  shared data not found at /x" in tail
     assert out.count("skipped, and why") == 1
+    assert "start a Docker engine" in tail and "../shared/data" in tail
+
+
+def test_advice_is_given_only_for_what_it_can_fix(tmp_path: Path) -> None:
+    for name in ("conftest.py", "support.py"):
+        shutil.copy(HERE / name, tmp_path / name)
+    (tmp_path / "test_some.py").write_text(
+        "import pytest\ndef test_a(): pytest.skip('root reads any file')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    ).stdout
+    assert "1  root reads any file" in out
+    assert "To run them" not in out
