@@ -47,6 +47,7 @@ from sandbox.protocol import (
     check_pong,
     reply_limit,
     result_from_reply,
+    run_guarded,
 )
 from sandbox.seccomp_policy import SeccompUnavailable
 
@@ -111,19 +112,9 @@ class BwrapSandbox:
 
     def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult:
         """Run one cell; whatever the cell (or a runner it broke) does comes back as data."""
-        with self._lock:
-            started = time.monotonic()
-            try:
-                return self._run_locked(code, timeout, stdin, started)
-            except Exception as exc:  # never raise for the code: replace the sandbox
-                log.exception("the bubblewrap sandbox failed unexpectedly")
-                self._retire()
-                return ExecResult(
-                    backend=self.name,
-                    duration_s=time.monotonic() - started,
-                    sandbox_error=f"the sandbox failed ({type(exc).__name__}: {exc}); "
-                    "it was replaced",
-                )
+        return run_guarded(
+            self, code, timeout, stdin, what="bubblewrap", replaced="it was replaced"
+        )
 
     def close(self) -> None:
         """End every sandbox this object started; nothing of them runs when this returns."""

@@ -47,6 +47,7 @@ from sandbox.protocol import (
     RunnerGone,
     reply_limit,
     result_from_reply,
+    run_guarded,
 )
 
 log = logging.getLogger("conductor.sandbox")
@@ -141,19 +142,9 @@ class DockerSandbox:
 
     def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult:
         """Run one cell; whatever the cell (or a runner it broke) does comes back as data."""
-        with self._lock:
-            started = time.monotonic()
-            try:
-                return self._run_locked(code, timeout, stdin, started)
-            except Exception as exc:  # never raise for the code: replace the container
-                log.exception("the Docker sandbox failed unexpectedly")
-                self._retire()
-                return ExecResult(
-                    backend=self.name,
-                    duration_s=time.monotonic() - started,
-                    sandbox_error=f"the sandbox failed ({type(exc).__name__}: {exc}); "
-                    "the container was replaced",
-                )
+        return run_guarded(
+            self, code, timeout, stdin, what="Docker", replaced="the container was replaced"
+        )
 
     def _run_locked(self, code: str, timeout: float, stdin: str, started: float) -> ExecResult:
         if self._closed:

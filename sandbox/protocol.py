@@ -242,3 +242,29 @@ def _optional_int(reply: dict[str, Any], key: str, low: int, high: int) -> int |
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def run_guarded(
+    sandbox: Any,
+    code: str,
+    timeout: float,
+    stdin: str,
+    *,
+    what: str,
+    replaced: str,
+) -> ExecResult:
+    """`sandbox._run_locked` under its lock; anything it raises retires the sandbox and
+    comes back as an `ExecResult` with a `sandbox_error`, never as an exception."""
+    with sandbox._lock:
+        started = time.monotonic()
+        try:
+            result: ExecResult = sandbox._run_locked(code, timeout, stdin, started)
+            return result
+        except Exception as exc:  # never raise for the code: replace the sandbox
+            log.exception("the %s sandbox failed unexpectedly", what)
+            sandbox._retire()
+            return ExecResult(
+                backend=sandbox.name,
+                duration_s=time.monotonic() - started,
+                sandbox_error=f"the sandbox failed ({type(exc).__name__}: {exc}); {replaced}",
+            )
