@@ -1,6 +1,6 @@
 """Benchmark: the batch runner's concurrency, and resuming after a kill -9.
 
-A local wire server (experts/wire_server.py) speaks the OpenAI Chat Completions format
+A local wire server (tests/equipment/wire_server.py) speaks the OpenAI Chat Completions format
 with 1 s of latency before every reply; `conductor batch` runs in a subprocess with the
 real `openai` SDK pointed at it (sandbox off), so what is measured is the runner.
 
@@ -52,12 +52,13 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))  # the test equipment (wire server)
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from conductor import prompts  # noqa: E402
-from experts.wire_server import WireServer  # noqa: E402
+from conductor_kernel import prompts  # noqa: E402
+from equipment.wire_server import WireServer  # noqa: E402
 
 ITEMS = int(os.environ.get("BENCH_BATCH_ITEMS", 200))
 CONCURRENCY = int(os.environ.get("BENCH_BATCH_CONCURRENCY", 32))

@@ -27,14 +27,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the test equipment (wire server)
 sys.path.insert(0, str(ROOT / "tests" / "peers"))
 
-from conductor.config import RunConfig  # noqa: E402
-from conductor.events import RunFinished, TextDelta  # noqa: E402
 from conductor.session import Session  # noqa: E402
+from conductor_kernel.events import RunFinished, TextDelta  # noqa: E402
+from conductor_kernel.run_config import RunConfig  # noqa: E402
+from equipment.wire_server import WireServer  # noqa: E402
 from experts.anthropic_model import AnthropicModel  # noqa: E402
 from experts.openai_model import OpenAIModel  # noqa: E402
-from experts.wire_server import WireServer  # noqa: E402
 
 TARGET_S = 0.3
 CANCEL_AFTER_S = 0.5

@@ -64,8 +64,8 @@ def screenshots(context, folder: Path, work: Path) -> list[str]:
     sys.path.insert(0, str(REPO / "tests"))
     from export_runs import python_run, write
 
-    from transcripts.html.diff_page import write_diff_page
-    from transcripts.html.run_page import write_run_html
+    from conductor.html.diff_page import write_diff_page
+    from conductor.html.run_page import write_run_html
 
     left = python_run()
     right = python_run()
@@ -108,8 +108,8 @@ def main() -> None:
         return
     from playwright.sync_api import sync_playwright
 
-    from transcripts.export import to_markdown
-    from transcripts.html.run_page import write_run_html
+    from conductor.html.run_page import write_run_html
+    from conductor.markdown_export import to_markdown
     from transcripts.reader import read_transcript
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -38,17 +38,18 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))  # the test equipment (synthetic notebooks)
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from notebook import semantic  # noqa: E402
-from notebook.learn import LearnOptions, learn_from_run  # noqa: E402
-from notebook.published import example_events  # noqa: E402
-from notebook.recall import RecallOptions, recall  # noqa: E402
-from notebook.store import Notebook  # noqa: E402
-from notebook.synthetic import Synth, concurrent_writes  # noqa: E402
-from notebook.terms import fts_query, question_terms  # noqa: E402
+from equipment.synthetic_notes import Synth, concurrent_writes  # noqa: E402
+from lessons import semantic  # noqa: E402
+from lessons.learn import LearnOptions, learn_from_run  # noqa: E402
+from lessons.published import example_events  # noqa: E402
+from lessons.recall import RecallOptions, recall  # noqa: E402
+from lessons.store import Notebook  # noqa: E402
+from lessons.terms import fts_query, question_terms  # noqa: E402
 
 TARGETS = {"verified_precision": 0.95, "verified_coverage": 0.5, "tool_accuracy": 0.95,
            "kin_first": 0.8, "near_miss_shown": 0.1, "p50_ms_100k": 5.0,
@@ -192,7 +193,7 @@ def main() -> int:
     f = figures_module()
     sandbox = None
     if only & {"verified", "tools"}:
-        from conductor.interfaces import SandboxUnavailable
+        from conductor_kernel.interfaces import SandboxUnavailable
         from sandbox.registry import open_sandbox
 
         try:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from conductor.protocol import parse_turn  # noqa: E402
+from conductor_kernel.protocol import parse_turn  # noqa: E402
 from transcripts.published import harness_calls, read_published  # noqa: E402
 
 
@@ -85,7 +85,7 @@ def main() -> None:
     for column in ("parser", "turns/s (median)", "µs/turn median", "µs/turn p90", "µs max"):
         table.add_column(column, justify="left" if column == "parser" else "right")
     for name, figures in (
-        ("conductor.protocol.parse_turn", ours),
+        ("conductor_kernel.protocol.parse_turn", ours),
         ("harness split (baseline)", baseline),
     ):
         table.add_row(

@@ -39,7 +39,7 @@ OPENS = 5
 
 def synthetic_transcript(path: Path, rounds: int = ROUNDS) -> Path:
     """A long but ordinary run: every round consults one expert; half run code."""
-    from conductor.events import (
+    from conductor_kernel.events import (
         ExpertCallFinished,
         ExpertCallStarted,
         FinalAnswer,
@@ -49,7 +49,7 @@ def synthetic_transcript(path: Path, rounds: int = ROUNDS) -> Path:
         RunStarted,
         SandboxExec,
     )
-    from conductor.interfaces import ExecResult, Usage
+    from conductor_kernel.interfaces import ExecResult, Usage
     from transcripts.writer import TranscriptWriter
 
     run_id = "bench-2000-rounds"
@@ -98,7 +98,7 @@ def _pct(values: list[float], q: float) -> float:
 
 async def measure(path: Path) -> dict[str, float]:
     from conductor.config import load_settings
-    from conductor.events import MetaTurnStarted
+    from conductor_kernel.events import MetaTurnStarted
     from transcripts.reader import read_transcript
     from tui.app import ConductorApp
     from tui.screens.run_detail import RunDetailScreen

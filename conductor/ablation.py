@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from conductor.config import Settings
-from conductor.events import Recall, RunFinished
-from conductor.interfaces import ChatModel, Completion, Message, Sandbox, Usage
 from conductor.session import Session
 from conductor.taskfile import TaskItem
 from conductor.tasks import TaskSpec
+from conductor_kernel.events import Recall, RunFinished
+from conductor_kernel.interfaces import ChatModel, Completion, Message, Sandbox, Usage
 
 Z95 = 1.96
 
@@ -124,9 +124,9 @@ def _run_item(plan: AblationPlan, session: Session, item: TaskItem, arm: Arm) ->
 
 
 def run_ablation(plan: AblationPlan, *, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    from notebook.hooks import NotebookHooks
-    from notebook.recall import RecallOptions
-    from notebook.store import Notebook
+    from conductor.notebook_hooks import NotebookHooks
+    from lessons.recall import RecallOptions
+    from lessons.store import Notebook
 
     learn_split, test_split = split(plan.items, plan.seed, plan.share_a)
     book = Notebook(plan.notebook)
@@ -208,9 +208,9 @@ def ablate_batch(
     import time
 
     from conductor.batch_setup import make_scorer, sandbox_opener
-    from conductor.config import home_dir
-    from conductor.errors import ConfigError
     from conductor.session import build_session
+    from conductor_kernel.errors import ConfigError
+    from conductor_kernel.home import home_dir
 
     if len(items) < 2:
         raise ConfigError("--ablation needs at least 2 items: one split learns, one tests")

@@ -26,8 +26,10 @@ from typing import Any
 from conductor import interrupts
 from conductor.batch_report import ItemRecord, Tally
 from conductor.batch_store import FORMAT_VERSION, RESULTS_FILE, ResultsLog, is_finished, safe_name
-from conductor.errors import ConfigError, UnknownModelError, UserFacingError
-from conductor.events import (
+from conductor.session import Session
+from conductor.taskfile import TaskItem
+from conductor_kernel.errors import ConfigError, UnknownModelError, UserFacingError
+from conductor_kernel.events import (
     Event,
     MetaTurnFinished,
     NotesWritten,
@@ -36,9 +38,7 @@ from conductor.events import (
     RunStarted,
     new_id,
 )
-from conductor.interfaces import SandboxUnavailable, Usage
-from conductor.session import Session
-from conductor.taskfile import TaskItem
+from conductor_kernel.interfaces import SandboxUnavailable, Usage
 
 log = logging.getLogger("conductor.batch")
 

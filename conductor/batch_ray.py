@@ -27,8 +27,8 @@ from conductor.batch import BatchPlan, BatchRunner, SessionOutcome
 from conductor.batch_ray_learning import ClusterLearning
 from conductor.batch_ray_pool import Worker, WorkerPool
 from conductor.batch_report import ItemRecord
-from conductor.events import Event, RunStarted
 from conductor.taskfile import TaskItem
+from conductor_kernel.events import Event, RunStarted
 from transcripts.writer import TranscriptWriter
 
 log = logging.getLogger("conductor.batch")

@@ -7,8 +7,8 @@ Policies (the user's choice, recorded in the report):
   workers switch to the new snapshot before their next item.
 - `off`: nothing is learned (recall, if on, reads the frozen snapshot).
 
-Workers send each run prepared for the notebook (`notebook.prepare.PreparedRun`, the
-slow half of learning); the driver writes it with `notebook.learn.write_prepared`, the
+Workers send each run prepared for the notebook (`lessons.prepare.PreparedRun`, the
+slow half of learning); the driver writes it with `lessons.learn.write_prepared`, the
 same write as learning on one machine. The driver
 appends them to `learned.jsonl` in the batch folder the moment they arrive (flushed and
 fsynced, like results.jsonl), so a driver that dies loses no learning: the next session
@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from conductor.events import NotesWritten
+from conductor_kernel.events import NotesWritten
 
 log = logging.getLogger("conductor.batch")
 
@@ -90,7 +90,7 @@ class ClusterLearning:
             return
         import ray
 
-        from notebook.merge import snapshot_bytes
+        from lessons.merge import snapshot_bytes
 
         ref = ray.put(snapshot_bytes(self.notebook))
         with self._lock:
@@ -124,8 +124,8 @@ class ClusterLearning:
         """Write every pending learned run into the notebook (the single writer)."""
         if self.notebook is None:
             return
-        from notebook.learn import PreparedRun, write_prepared
-        from notebook.store import Notebook
+        from lessons.learn import PreparedRun, write_prepared
+        from lessons.store import Notebook
 
         with self._merge_lock:
             with self._lock:

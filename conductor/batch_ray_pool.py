@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
 
 log = logging.getLogger("conductor.batch")
 

@@ -5,7 +5,7 @@ runner's threads) builds its own models, resolves its own sandbox backend on its
 and opens a fresh sandbox per item. It writes nothing the batch keeps: each item's
 events are yielded to the driver as they happen (a Ray streaming generator), then the
 item's record and, when learning, the run prepared for the notebook
-(`notebook.prepare.PreparedRun`, the slow half of learning).
+(`lessons.prepare.PreparedRun`, the slow half of learning).
 The driver alone writes results.jsonl, the transcripts, runs.db and the notebook.
 
 Recall reads a snapshot of the notebook that the driver ships through Ray's object
@@ -29,13 +29,13 @@ from typing import Any
 from conductor.batch import BatchPlan, BatchRunner
 from conductor.batch_setup import make_scorer, sandbox_opener
 from conductor.config import Settings
-from conductor.events import Event
-from conductor.interfaces import Usage
 from conductor.session import Session, build_session
 from conductor.taskfile import TaskItem
 from conductor.tasks import TaskSpec
-from notebook.prepare import model_can_reflect, prepare_run
-from notebook.store import Notebook
+from conductor_kernel.events import Event
+from conductor_kernel.interfaces import Usage
+from lessons.prepare import model_can_reflect, prepare_run
+from lessons.store import Notebook
 
 log = logging.getLogger("conductor.batch")
 
@@ -214,7 +214,7 @@ class ItemWorker:
                 return
             import ray
 
-            from notebook.hooks import NotebookHooks
+            from conductor.notebook_hooks import NotebookHooks
 
             path = self.scratch / f"notebook-v{version}.db"
             path.write_bytes(ray.get(ref))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from conductor.display import visible_line
+from conductor_kernel.display import visible_line
 
 log = logging.getLogger("conductor.batch")
 
@@ -308,7 +308,7 @@ _REPORTED = ("notes", "retired", "task_types", "runs_learned", "recalls", "by_ki
 def notebook_state(path: str) -> dict[str, Any] | None:
     """The notebook's figures (notes, task types, runs learned...), or None when they
     cannot be read; never fails the batch."""
-    from notebook.stats import notebook_stats
+    from lessons.stats import notebook_stats
 
     try:
         state = notebook_stats(path)

@@ -15,12 +15,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from conductor.config import Settings, home_dir
-from conductor.events import Event, RunStarted
-from conductor.interfaces import Sandbox
+from conductor.config import Settings
 from conductor.session import Session
 from conductor.taskfile import TaskFileError, TaskItem
 from conductor.tasks import TaskSpec
+from conductor_kernel.events import Event, RunStarted
+from conductor_kernel.home import home_dir
+from conductor_kernel.interfaces import Sandbox
 
 
 @dataclass
@@ -104,7 +105,7 @@ def replay_setup(
     """The setup, and the items that are published records (others stop the batch,
     or with on_error="skip" are left out with a warning)."""
     from conductor.replay import question_of, replay_config
-    from experts.replay import ReplayModel
+    from conductor.replay_model import ReplayModel
     from transcripts.published import PublishedRecord, parse_record
 
     records: dict[str, PublishedRecord] = {}

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from conductor.batch_report import ItemRecord
-from conductor.config import home_dir
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
+from conductor_kernel.home import home_dir
 
 FORMAT_VERSION = 1
 RESULTS_FILE = "results.jsonl"

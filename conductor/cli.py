@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from conductor import __version__
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
 
 # Modules that add subcommands; each defines `register(subparsers)`.
 COMMAND_MODULES = (
@@ -28,7 +28,7 @@ COMMAND_MODULES = (
     "conductor.cli_batch",
     "conductor.cli_audit",
     "sandbox.cli",
-    "notebook.cli",
+    "conductor.cli_notebook",
     "tui.cli",
 )
 
@@ -97,7 +97,7 @@ def _visible_logging() -> Iterator[None]:
     if root.handlers:
         yield
         return
-    from conductor.display import VisibleFormatter
+    from conductor_kernel.display import VisibleFormatter
 
     handler = logging.StreamHandler()  # sys.stderr as it is now
     handler.setLevel(logging.WARNING)
@@ -126,7 +126,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from rich.console import Console
         from rich.text import Text
 
-        from conductor.display import visible
+        from conductor_kernel.display import visible
 
         # As text, never markup: the message may quote a path, a user's argument or a
         # record (a `[/x]` would crash rich; an escape sequence would act on the terminal).

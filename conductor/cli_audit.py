@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
 from transcripts.audit import FINDING_KINDS, AuditReport, audit_events, summarise
 
 
@@ -64,7 +64,7 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
             return
         yield audit_events(_read(path))
         return
-    from conductor.config import runs_dir
+    from conductor_kernel.home import runs_dir
     from transcripts.index import RunIndex
 
     row = RunIndex().get(ref)
@@ -122,7 +122,7 @@ def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, deta
     from rich.table import Table
     from rich.text import Text
 
-    from conductor.display import visible, visible_line
+    from conductor_kernel.display import visible, visible_line
 
     console = Console()
     if details:

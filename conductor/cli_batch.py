@@ -31,10 +31,10 @@ from conductor.batch_setup import BatchSetup, IndexSink, live_setup, make_scorer
 from conductor.batch_store import BatchFolder, batch_id, is_finished
 from conductor.cli_solve import add_run_options, settings_from_args
 from conductor.config import Settings
-from conductor.display import VisibleFormatter
-from conductor.errors import ConfigError
 from conductor.taskfile import Problem, TaskItem, read_task_file
 from conductor.tasks import TaskSpec, resolve_spec
+from conductor_kernel.display import VisibleFormatter
+from conductor_kernel.errors import ConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -25,7 +25,7 @@ from conductor.batch_setup import IndexSink, live_setup, make_scorer
 from conductor.batch_store import BatchFolder, batch_id
 from conductor.cli_batch import _items, _print_report, _Progress, _spec
 from conductor.cli_solve import settings_from_args
-from conductor.errors import ConfigError, UserFacingError
+from conductor_kernel.errors import ConfigError, UserFacingError
 
 # Worker processes get these from the driver's environment (keys, endpoints, the
 # sandbox image cache), so nodes need no per-batch set-up of their own.
@@ -316,7 +316,7 @@ def _actors(
 
 def ray_markdown(ray_part: dict[str, Any]) -> str:
     """The report's Ray section: nodes, workers, moved items, learning, the rate gate."""
-    from conductor.display import visible_line
+    from conductor_kernel.display import visible_line
 
     learning = ray_part["learning"]
     lines = [

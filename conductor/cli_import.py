@@ -30,8 +30,8 @@ def run_import(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from conductor.display import visible_line
-    from conductor.errors import UserFacingError
+    from conductor_kernel.display import visible_line
+    from conductor_kernel.errors import UserFacingError
     from transcripts.importer import import_file
     from transcripts.index import RunIndex
 

@@ -15,13 +15,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from conductor.replay import FileReport, SandboxPool
-from conductor.interfaces import Sandbox, SandboxUnavailable
+from conductor_kernel.interfaces import Sandbox, SandboxUnavailable
 
 log = logging.getLogger("conductor")
 SHOWN_PER_KIND = 10
@@ -126,7 +126,7 @@ def _replay_all(
         if report.read_problem:
             from rich.text import Text
 
-            from conductor.display import visible_line
+            from conductor_kernel.display import visible_line
 
             warning = Text("warning: ", style="yellow").append(
                 f"{visible_line(report.read_problem)} "
@@ -227,7 +227,7 @@ def print_mismatches(console: Console, report: FileReport, *, show_all: bool) ->
         return
     from rich.text import Text
 
-    from conductor.display import visible_line
+    from conductor_kernel.display import visible_line
 
     name = report.file.rsplit("/", 1)[-1]
     kinds = Counter(m.kind for m in report.mismatches)

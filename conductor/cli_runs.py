@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -99,7 +99,7 @@ def transcript_path(ref: str) -> Path:
         return path
     row = _index().get(ref)
     if row is None:
-        from conductor.config import runs_dir
+        from conductor_kernel.home import runs_dir
 
         # A transcript runs.db could not index (its first line cut or damaged) is still
         # the run's record: read it, and let the reader say what is wrong with it.
@@ -126,7 +126,7 @@ def _table(rows: list[dict], as_json: bool, console: Console | None = None) -> i
     from rich.table import Table
     from rich.text import Text
 
-    from conductor.display import visible
+    from conductor_kernel.display import visible
 
     console = console or Console()
     cells = [_cells(row) for row in rows]
@@ -173,7 +173,7 @@ def run_list(args: argparse.Namespace) -> int:
 def run_search(args: argparse.Namespace) -> int:
     import sqlite3
 
-    from conductor.fts import quote_words
+    from conductor_kernel.fts import quote_words
 
     text = " ".join(args.query)
     query = text if args.raw else quote_words(text)
@@ -197,7 +197,7 @@ def _read(ref: str):
         from rich.console import Console
         from rich.text import Text
 
-        from conductor.display import visible_line
+        from conductor_kernel.display import visible_line
 
         warning = Text("warning: ", style="yellow").append(visible_line(str(transcript.problem)))
         Console(stderr=True).print(warning)
@@ -218,7 +218,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     if args.html:
-        from transcripts.html.run_page import run_html
+        from conductor.html.run_page import run_html
         from transcripts.outline import outline
 
         transcript = _read(args.run)
@@ -227,7 +227,7 @@ def run_export(args: argparse.Namespace) -> int:
         _write(out, run_html(run, notebook=args.notebook))
         print(f"wrote {out}")
         return 0
-    from transcripts.export import to_markdown
+    from conductor.markdown_export import to_markdown
 
     text = to_markdown(_read(args.run).events)
     if args.output:
@@ -264,7 +264,7 @@ def run_diff(args: argparse.Namespace) -> int:
         outline(right.events, problem=_problem(right)),
     )
     if args.html or args.output:
-        from transcripts.html.diff_page import diff_html
+        from conductor.html.diff_page import diff_html
 
         out = Path(args.output or f"diff-{diff.left.run_id}-{diff.right.run_id}.html")
         _write(out, diff_html(diff))
@@ -281,7 +281,7 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 def run_batch_report(args: argparse.Namespace) -> int:
-    from transcripts.html.batch_page import find_batch, write_batch_html
+    from conductor.html.batch_page import find_batch, write_batch_html
 
     batch = find_batch(args.batch)
     try:
@@ -296,7 +296,7 @@ def run_batch_report(args: argparse.Namespace) -> int:
 
 def run_reindex(args: argparse.Namespace) -> int:
     """Rebuild runs.db from the transcripts; a corrupt runs.db is moved aside, never lost."""
-    from conductor.config import runs_dir
+    from conductor_kernel.home import runs_dir
     from transcripts.index import RunIndex
 
     index, count, moved = RunIndex.reindex(None, runs_dir())

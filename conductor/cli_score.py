@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conductor.errors import UserFacingError
-from conductor.interfaces import Sandbox
-from conductor.protocol import parse_final_answer
 from conductor.scoring import check_dependencies, score
 from conductor.taskfile import OnError, Problem, TaskFileError, TaskItem, read_task_file
 from conductor.tasks import TaskSpec, resolve_spec
+from conductor_kernel.errors import UserFacingError
+from conductor_kernel.interfaces import Sandbox
+from conductor_kernel.protocol import parse_final_answer
 
 
 @dataclass

@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from conductor.config import load_settings
-from conductor.display import visible
-from conductor.events import FinalAnswer, RunFinished, RunStarted
+from conductor_kernel.display import visible
+from conductor_kernel.events import FinalAnswer, RunFinished, RunStarted
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

@@ -11,93 +11,15 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from conductor.errors import ConfigError
+from conductor_kernel.errors import ConfigError
+from conductor_kernel.home import config_path, home_dir, runs_dir
+from conductor_kernel.run_config import RunConfig
 
-
-def home_dir() -> Path:
-    """The data directory: `$CONDUCTOR_HOME`, else the platform's user data dir."""
-    env = os.environ.get("CONDUCTOR_HOME")
-    if env:
-        path = Path(env).expanduser()
-    else:
-        from platformdirs import user_data_dir
-
-        path = Path(user_data_dir("conductor", appauthor=False))
-    return _make_folder(path)
-
-
-def _make_folder(path: Path) -> Path:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # a read-only file system, no permission, a file in the way
-        raise ConfigError(
-            f"cannot create the data folder {path} ({exc.strerror or exc}). Point "
-            "CONDUCTOR_HOME (or --home) at a writable folder."
-        ) from None
-    return path
-
-
-def config_path() -> Path:
-    env = os.environ.get("CONDUCTOR_CONFIG")
-    if env:
-        return Path(env).expanduser()
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("conductor", appauthor=False)) / "config.toml"
-
-
-def runs_dir() -> Path:
-    return _make_folder(home_dir() / "runs")
-
-
-@dataclass
-class RunConfig:
-    """What one conductor run may do. Every field can be set by flag, env or file."""
-
-    max_rounds: int = 15
-    """Meta-model turns at most; the run ends without an answer past it."""
-    last_round_notice: bool = True
-    """Tell the meta model, in the round before the limit, that it must answer now."""
-    last_round_notice_at: int | None = None
-    """Round whose user message carries that notice; unset: the round before the limit."""
-    max_tokens: int | None = None
-    """Total tokens (meta and experts, input and output) a run may spend."""
-    max_cost_usd: float | None = None
-    """Dollars a run may spend, by the price table."""
-    max_wall_s: float | None = None
-    """Seconds a run may take."""
-    python: bool = True
-    """Offer Expert Python and run its code in the sandbox."""
-    python_timeout_s: float = 10.0
-    """Seconds each sandboxed program may run."""
-    output_cap_chars: int = 4000
-    """Characters of each stream of program output shown to the meta model."""
-    expert_reply_cap_chars: int = 20000
-    """Characters of an expert's reply shown to the meta model."""
-    parallel_experts: bool = True
-    """Dispatch several calls of one turn concurrently."""
-    calls_and_answer: str = "calls_first"
-    """A turn with calls and an answer: `calls_first` (as the paper) or `answer`."""
-    prompt_cache: bool = True
-    """Ask the provider to cache the growing meta history."""
-    expert_max_tokens: int = 4096
-    """Output token cap per expert reply; a reply cut there is marked truncated."""
-    meta_max_tokens: int = 4096
-    """Output token cap per meta-model turn; a turn cut there is never acted on."""
-
-    def limits(self) -> dict[str, Any]:
-        return {
-            "max_rounds": self.max_rounds,
-            "max_tokens": self.max_tokens,
-            "max_cost_usd": self.max_cost_usd,
-            "max_wall_s": self.max_wall_s,
-            "python_timeout_s": self.python_timeout_s,
-        }
+__all__ = ["RunConfig", "Settings", "config_path", "home_dir", "load_settings", "runs_dir"]
 
 
 @dataclass

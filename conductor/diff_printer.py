@@ -14,8 +14,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from conductor.display import visible, visible_line
 from conductor.printer import usage_line
+from conductor_kernel.display import visible, visible_line
 from transcripts.outline import RunOutline
 from transcripts.run_diff import CallPair, FieldDiff, RoundPair, RunDiff
 

@@ -16,8 +16,9 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from conductor.display import visible, visible_line
-from conductor.events import (
+from conductor.wording import plural
+from conductor_kernel.display import visible, visible_line
+from conductor_kernel.events import (
     ErrorEvent,
     Event,
     ExpertCallFinished,
@@ -32,8 +33,7 @@ from conductor.events import (
     RunStarted,
     SandboxExec,
 )
-from conductor.interfaces import ExecResult, Usage
-from conductor.wording import plural
+from conductor_kernel.interfaces import ExecResult, Usage
 
 
 def shown(text: str, style: str = "") -> Text:

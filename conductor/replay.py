@@ -22,12 +22,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conductor.config import RunConfig
-from conductor.events import Event, ExpertCallStarted, RunFinished, SandboxExec
-from conductor.interfaces import ExecResult, Sandbox
-from conductor.loop import Conductor
+from conductor.replay_model import ReplayExhausted, ReplayModel
 from conductor.replay_quotes import check_quotes
-from experts.replay import ReplayExhausted, ReplayModel
+from conductor_kernel.events import Event, ExpertCallStarted, RunFinished, SandboxExec
+from conductor_kernel.interfaces import ExecResult, Sandbox
+from conductor_kernel.loop import Conductor
+from conductor_kernel.run_config import RunConfig
 from transcripts.published import (
     PublishedRecord,
     RecordedCall,

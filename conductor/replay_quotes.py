@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conductor import prompts
+from conductor_kernel import prompts
 from transcripts.published import PublishedRecord, RecordedCall
 
 _RUN_REPORT = "\n\n" + prompts.PYTHON_RAN.split("\n", 1)[0] + "\n"

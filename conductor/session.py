@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conductor.config import RunConfig, Settings, runs_dir
-from conductor.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
-from conductor.interfaces import ChatModel, EventSink, Sandbox, Usage
-from conductor.ledger import UsageLedger
-from conductor.loop import Conductor
+from conductor.config import Settings
+from conductor_kernel.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
+from conductor_kernel.home import runs_dir
+from conductor_kernel.interfaces import ChatModel, EventSink, Sandbox, Usage
+from conductor_kernel.ledger import UsageLedger
+from conductor_kernel.loop import Conductor
+from conductor_kernel.run_config import RunConfig
 from transcripts.index import RunIndex
 from transcripts.repair import summarise
 from transcripts.writer import TranscriptWriter
@@ -218,7 +220,7 @@ def build_session(
     )
     if settings.recall or settings.learn:
         # The notebook: recall before round 1, distill after every run.
-        from notebook.hooks import NotebookHooks
+        from conductor.notebook_hooks import NotebookHooks
 
         hooks = NotebookHooks.open(settings.notebook or None, model=meta)
         hooks.attach(session, recall=settings.recall, learn=settings.learn)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
 
 log = logging.getLogger("conductor.taskfile")
 

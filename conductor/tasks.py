@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conductor.errors import UserFacingError
 from conductor.scoring import SCORERS, known_scorers
+from conductor_kernel.errors import UserFacingError
 
 FORMAT_VERSION = 1
 SPEC_SUFFIXES = (".task.toml", ".task.json")

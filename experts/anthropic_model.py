@@ -15,7 +15,7 @@ from typing import Any
 
 import anthropic
 
-from conductor.interfaces import (
+from conductor_kernel.interfaces import (
     STOPPED_PREFIX,
     CallRole,
     Completion,
@@ -25,6 +25,7 @@ from conductor.interfaces import (
     TextCallback,
     Usage,
 )
+from conductor_kernel.tokens import estimated_usage, prompt_text, warn_no_usage
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,
@@ -39,7 +40,6 @@ from experts.retry import (
 )
 from experts.streams import attach_closer
 from experts.streams import stop_reason as stopped_by_run
-from experts.tokens import estimated_usage, prompt_text, warn_no_usage
 
 log = logging.getLogger("conductor.experts")
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from itertools import permutations
 
-from conductor.interfaces import CallRole, Completion, Message, TextCallback
-from conductor.prompts import PYTHON_SECTION
+from conductor_kernel.interfaces import CallRole, Completion, Message, TextCallback
+from conductor_kernel.prompts import PYTHON_SECTION
 from experts.scripted import ScriptedModel
 
 DECLINED = "declined"

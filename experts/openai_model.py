@@ -4,7 +4,7 @@ Chat Completions is the one API every compatible server speaks, so that is what 
 uses. OpenAI caches long prompt prefixes by itself; the cached part is read from
 `usage.prompt_tokens_details.cached_tokens`. Streamed calls ask for a final usage chunk
 (`stream_options.include_usage`); when a server still sends none, the call's usage is
-recorded as unknown and estimated (`experts.tokens`). A stream the caller stops
+recorded as unknown and estimated (`conductor_kernel.tokens`). A stream the caller stops
 (`StreamStopped` from `on_text`) is closed at once, so the server stops generating.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from conductor.interfaces import (
+from conductor_kernel.interfaces import (
     STOPPED_PREFIX,
     CallRole,
     Completion,
@@ -28,6 +28,7 @@ from conductor.interfaces import (
     TextCallback,
     Usage,
 )
+from conductor_kernel.tokens import estimated_usage, prompt_text, warn_no_usage
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,
@@ -41,7 +42,6 @@ from experts.retry import (
     transport_errors,
 )
 from experts.streams import attach_closer, stop_reason
-from experts.tokens import estimated_usage, prompt_text, warn_no_usage
 
 log = logging.getLogger("conductor.experts")
 

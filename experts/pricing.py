@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conductor.errors import ConfigError
-from conductor.interfaces import Usage
+from conductor_kernel.errors import ConfigError
+from conductor_kernel.interfaces import Usage
 
 OVERRIDE_NAMES = ("prices.toml", "prices.json")
 
@@ -183,7 +183,7 @@ def override_dirs() -> list[Path]:
     home = os.environ.get("CONDUCTOR_HOME")
     if home:
         dirs.append(Path(home).expanduser())
-    from conductor.config import config_path
+    from conductor_kernel.home import config_path
 
     dirs.append(config_path().parent)
     return dirs

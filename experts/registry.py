@@ -17,8 +17,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from conductor.errors import UnknownModelError
-from conductor.interfaces import ChatModel
+from conductor_kernel.errors import UnknownModelError
+from conductor_kernel.interfaces import ChatModel
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"

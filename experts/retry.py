@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from conductor.errors import ModelUnreachable
-from conductor.interfaces import ModelError
+from conductor_kernel.errors import ModelUnreachable
+from conductor_kernel.interfaces import ModelError
 from experts.failures import (
     RETRYABLE_KINDS,
     SHARED_PAUSE_KINDS,

@@ -10,7 +10,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 
-from conductor.interfaces import (
+from conductor_kernel.interfaces import (
     STOPPED_PREFIX,
     CallRole,
     Completion,

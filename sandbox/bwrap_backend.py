@@ -33,13 +33,13 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from conductor.display import visible_line
-from conductor.interfaces import ExecResult
+from conductor_kernel.display import visible_line
+from conductor_kernel.interfaces import ExecResult
+from conductor_kernel.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES
 from sandbox import bwrap_launch as launch
 from sandbox.bwrap_launch import Limits
 from sandbox.bwrap_session import BwrapSession
 from sandbox.cgroups import SandboxCgroup
-from sandbox.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES
 from sandbox.protocol import (
     DeadlineExceeded,
     ProtocolError,

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
 
 
 def register(subparsers: Any) -> None:

@@ -24,8 +24,9 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from conductor.display import visible_line
-from conductor.interfaces import ExecResult
+from conductor_kernel.display import visible_line
+from conductor_kernel.interfaces import ExecResult
+from conductor_kernel.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES
 from sandbox import image as sandbox_image
 from sandbox import sweeper
 from sandbox.docker_client import (  # noqa: F401 (re-exported: tests and the CLI use them)
@@ -39,7 +40,6 @@ from sandbox.docker_config import (  # noqa: F401 (re-exported: tests and the be
     minimal_environment,
     seccomp_profile,
 )
-from sandbox.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES
 from sandbox.pool import RunnerSession, SessionStartError, WarmPool, shared_pool
 from sandbox.protocol import (
     DeadlineExceeded,

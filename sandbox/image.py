@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
 
 # Bump when the build steps change in a way the hashed files do not show.
 RECIPE_VERSION = "1"

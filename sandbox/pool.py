@@ -23,7 +23,7 @@ import time
 from collections import deque
 from typing import Any
 
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
 from sandbox import cgroups
 from sandbox.protocol import (
     DeadlineExceeded,

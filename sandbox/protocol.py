@@ -20,9 +20,9 @@ import struct
 import time
 from typing import Any
 
-from conductor.display import visible_line
-from conductor.interfaces import ExecResult
-from sandbox.output import CappedBuffer
+from conductor_kernel.display import visible_line
+from conductor_kernel.interfaces import ExecResult
+from conductor_kernel.output import CappedBuffer
 
 log = logging.getLogger("conductor.sandbox")
 

@@ -11,7 +11,7 @@ import importlib
 import logging
 from collections.abc import Callable
 
-from conductor.interfaces import Sandbox, SandboxUnavailable
+from conductor_kernel.interfaces import Sandbox, SandboxUnavailable
 
 log = logging.getLogger("conductor.sandbox")
 

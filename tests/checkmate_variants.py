@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import chess
-from support import meta_prompting_dir
 
 from conductor.scoring.base import ScoringEnv
 from conductor.scoring.checkmate import ours, paper_rule, position_after
 from conductor.taskfile import TaskItem
+from support import meta_prompting_dir
 
 TASK_FILE = meta_prompting_dir() / "tasks" / "CheckmateInOne.jsonl"
 

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from support import docker_reason, meta_prompting_dir, skip_or_fail
 
 

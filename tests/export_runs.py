@@ -7,10 +7,10 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from conductor.events import Event
-from conductor.loop import Conductor
 from conductor.replay import question_of, replay_config
-from experts.replay import ReplayModel
+from conductor.replay_model import ReplayModel
+from conductor_kernel.events import Event
+from conductor_kernel.loop import Conductor
 from experts.scripted import ScriptedModel
 from sandbox.subprocess_backend import SubprocessSandbox
 from transcripts.importer import record_events

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from conductor.events import (
+from conductor_kernel.events import (
     ErrorEvent,
     Event,
     ExpertCallFinished,
@@ -21,7 +21,7 @@ from conductor.events import (
     RunStarted,
     SandboxExec,
 )
-from conductor.interfaces import ExecResult, Usage
+from conductor_kernel.interfaces import ExecResult, Usage
 
 # What the hostile suite sent, and its kin.
 SEQUENCES = [

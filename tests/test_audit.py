@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conductor.events import (
+from conductor_kernel.events import (
     Event,
     ExpertCallFinished,
     ExpertCallStarted,
@@ -15,7 +15,7 @@ from conductor.events import (
     RunStarted,
     SandboxExec,
 )
-from conductor.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult
 from transcripts.audit import audit_events, normalise, program_failed, summarise
 
 

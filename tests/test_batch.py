@@ -1,7 +1,7 @@
 """The batch runner: resume after a crash, bad lines, unscored items, unknown names,
 real concurrency, the shared backoff, the report, and a replayed published file.
 
-Models are the real `openai` SDK against the local wire server (experts/wire_server.py),
+Models are the real `openai` SDK against the local wire server (tests/equipment/wire_server.py),
 or the scripted model where only the runner's bookkeeping is under test.
 """
 
@@ -22,20 +22,20 @@ from typing import Any
 
 import pytest
 
-from conductor import prompts
 from conductor.batch import BatchPlan, BatchRunner
 from conductor.batch_report import render_markdown, summarize
 from conductor.batch_store import ResultsLog, batch_id
 from conductor.cli import main
-from conductor.config import RunConfig
-from conductor.interfaces import Completion, Message
 from conductor.scoring import score
 from conductor.session import Session
 from conductor.taskfile import TaskItem
+from conductor_kernel import prompts
+from conductor_kernel.interfaces import Completion, Message
+from conductor_kernel.run_config import RunConfig
+from equipment.wire_server import Answer, Fault, WireServer
 from experts.openai_model import OpenAIModel
 from experts.retry import Backoff
 from experts.scripted import ScriptedModel
-from experts.wire_server import Answer, Fault, WireServer
 
 REPO = Path(__file__).resolve().parents[1]
 _ITEM = re.compile(r"item (\d+)")
@@ -552,9 +552,8 @@ def test_a_failure_that_would_fail_every_item_stops_the_batch(
 
 def replay_sandbox() -> str:
     """A real sandbox for the replayed code: bubblewrap (fast), else Docker."""
-    from support import skip_or_fail
-
     from sandbox.registry import probe
+    from support import skip_or_fail
 
     for name in ("bwrap", "docker"):
         if probe(name) is None:

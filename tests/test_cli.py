@@ -12,7 +12,7 @@ import pytest
 
 from conductor.cli import main
 from conductor.config import load_settings
-from conductor.errors import ConfigError, UnknownModelError
+from conductor_kernel.errors import ConfigError, UnknownModelError
 from experts.registry import choose
 
 REPO = Path(__file__).resolve().parents[1]

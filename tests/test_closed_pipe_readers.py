@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conductor.config import RunConfig
 from conductor.session import Session
+from conductor_kernel.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from transcripts.index import RunIndex
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from conductor.cli import main
-from conductor.config import RULES, RunConfig, Settings, load_settings
-from conductor.errors import ConfigError
+from conductor.config import RULES, Settings, load_settings
+from conductor_kernel.errors import ConfigError
+from conductor_kernel.run_config import RunConfig
 
 
 def config_file(text: str) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conductor.config import load_settings
-from conductor.errors import ConfigError
+from conductor_kernel.errors import ConfigError
 
 # A TOML value is typed: one of the wrong type is refused, not coerced.
 WRONG_IN_FILE = [

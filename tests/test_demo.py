@@ -15,15 +15,16 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import REPO, skip_or_fail
 
-from conductor.config import RunConfig, Settings
-from conductor.events import NotesWritten, RunFinished
+from conductor.config import Settings
 from conductor.scoring import score
 from conductor.session import build_session
 from conductor.taskfile import TaskItem
 from conductor.tasks import get_spec
+from conductor_kernel.events import NotesWritten, RunFinished
+from conductor_kernel.run_config import RunConfig
 from experts.demo import Game24, Sorting, understand
+from support import REPO, skip_or_fail
 
 CONDUCTOR = [str(Path(sys.executable).with_name("conductor"))]
 
@@ -46,7 +47,7 @@ def _items(path: Path) -> list[dict]:
 
 
 def _sandbox_or_skip() -> None:
-    from conductor.errors import UserFacingError
+    from conductor_kernel.errors import UserFacingError
     from sandbox.registry import resolve_name
 
     try:
@@ -148,8 +149,8 @@ def test_what_the_demo_cannot_do_is_a_labelled_non_answer_never_learned(question
     assert finished.status == "declined"
     assert finished.final_answer is None
     assert not [e for e in events if isinstance(e, NotesWritten)]
-    from notebook.stats import collect
-    from notebook.store import Notebook
+    from lessons.stats import collect
+    from lessons.store import Notebook
 
     with Notebook() as book:
         counts = collect(book)

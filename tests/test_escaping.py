@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from rich.console import Console
 
 from conductor.diff_printer import diff_renderables
-from conductor.display import UNSAFE, is_visible, visible, visible_line
+from conductor.html.diff_page import diff_html
+from conductor.html.run_page import run_html
+from conductor.markdown_export import to_markdown
 from conductor.printer import RichPrinter
-from transcripts.export import to_markdown
-from transcripts.html.diff_page import diff_html
-from transcripts.html.run_page import run_html
+from conductor_kernel.display import UNSAFE, is_visible, visible, visible_line
 from transcripts.outline import outline
 from transcripts.run_diff import diff_runs
 from transcripts.writer import TranscriptWriter
@@ -227,7 +227,7 @@ def test_run_page_shows_hostile_text_as_text() -> None:
 def test_batch_index_holds_only_its_own_markup(tmp_path_factory, text: str) -> None:
     import json
 
-    from transcripts.html.batch_page import write_batch_html
+    from conductor.html.batch_page import write_batch_html
 
     folder = tmp_path_factory.mktemp("batch")
     _write(folder / "runs" / "r.jsonl", hostile_events(text))

@@ -14,8 +14,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from support import REPO, skip_or_fail
 from tmux_driver import Terminal, cut_lines, has_traceback, tmux_missing
+
+from support import REPO, skip_or_fail
 
 HIDDEN = {"docker", "dockerd", "bwrap"}
 

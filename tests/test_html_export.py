@@ -11,7 +11,7 @@ from pathlib import Path
 from export_runs import published_events, python_run, write
 
 from conductor.cli import main
-from transcripts.html.run_page import run_html
+from conductor.html.run_page import run_html
 from transcripts.outline import outline
 
 
@@ -53,9 +53,9 @@ def learned_runs(book_path: Path) -> tuple[list, list]:
     is shown them."""
     from export_runs import GAME24_TURNS, game24_expert
 
+    from conductor.notebook_hooks import NotebookHooks
     from conductor.session import Session
     from experts.scripted import ScriptedModel
-    from notebook.hooks import NotebookHooks
     from sandbox.subprocess_backend import SubprocessSandbox
 
     runs = []

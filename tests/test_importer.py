@@ -9,7 +9,7 @@ import pytest
 from published_builder import CODE, retry_defect_record, sorting_record, write_file
 
 from conductor.cli import main
-from conductor.events import (
+from conductor_kernel.events import (
     ExpertCallFinished,
     ExpertCallStarted,
     FinalAnswer,

@@ -7,9 +7,8 @@ import time
 
 import pytest
 
-from conductor import prompts
-from conductor.config import RunConfig
-from conductor.events import (
+from conductor_kernel import prompts
+from conductor_kernel.events import (
     ErrorEvent,
     Event,
     ExpertCallFinished,
@@ -23,8 +22,9 @@ from conductor.events import (
     SandboxExec,
     TextDelta,
 )
-from conductor.interfaces import Completion, ModelError, Usage
-from conductor.loop import Conductor
+from conductor_kernel.interfaces import Completion, ModelError, Usage
+from conductor_kernel.loop import Conductor
+from conductor_kernel.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from sandbox.subprocess_backend import SubprocessSandbox
 

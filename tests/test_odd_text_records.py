@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conductor.config import RunConfig
 from conductor.session import Session
+from conductor_kernel.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from transcripts.index import RunIndex
 from transcripts.reader import read_transcript

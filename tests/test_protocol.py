@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conductor.protocol import RUN_MARKER, extract_code, parse_turn
+from conductor_kernel.protocol import RUN_MARKER, extract_code, parse_turn
 from transcripts.published import harness_calls, normalise_expert_name, read_published
 
 Q = '"""'

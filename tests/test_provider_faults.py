@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from conductor.config import RunConfig
-from conductor.events import Event, RunFinished
-from conductor.interfaces import ModelError
 from conductor.session import Session
+from conductor_kernel.events import Event, RunFinished
+from conductor_kernel.interfaces import ModelError
+from conductor_kernel.run_config import RunConfig
+from equipment.wire_server import Fault, Reply, WireServer
 from experts.anthropic_model import AnthropicModel
 from experts.openai_model import OpenAIModel
 from experts.retry import Backoff
-from experts.wire_server import Fault, Reply, WireServer
 from transcripts.reader import read_transcript
 
 PROVIDERS = ["anthropic", "openai"]
@@ -197,7 +197,7 @@ def test_a_json_reply_to_a_streamed_request_is_read_as_the_reply(
 def _full_json(provider: str, text: str) -> str:
     import json
 
-    from experts import wire_formats as fmt
+    from equipment import wire_formats as fmt
 
     api = "anthropic" if provider == "anthropic" else "openai"
     usage = fmt.UsageCounts(20, 5)
@@ -276,7 +276,7 @@ def test_the_cost_limit_stops_a_priced_stream(provider: str, tmp_path: Path) -> 
 
 def _cancel_after_text(session: Session, pieces: int) -> list[Event]:
     """Run, and cancel once `pieces` streamed pieces have arrived."""
-    from conductor.events import TextDelta
+    from conductor_kernel.events import TextDelta
 
     events: list[Event] = []
     seen = 0

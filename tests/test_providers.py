@@ -15,18 +15,18 @@ from typing import Any
 
 import pytest
 
-from conductor import prompts
-from conductor.config import RunConfig
-from conductor.errors import ConfigError, ModelUnreachable
-from conductor.events import ExpertCallFinished, MetaTurnFinished, RunFinished, TextDelta
-from conductor.interfaces import ChatModel, Message, ModelError
-from conductor.loop import Conductor
+from conductor_kernel import prompts
+from conductor_kernel.errors import ConfigError, ModelUnreachable
+from conductor_kernel.events import ExpertCallFinished, MetaTurnFinished, RunFinished, TextDelta
+from conductor_kernel.interfaces import ChatModel, Message, ModelError
+from conductor_kernel.loop import Conductor
+from conductor_kernel.run_config import RunConfig
+from equipment.wire_formats import last_user_text, system_text
+from equipment.wire_server import Fault, Reply, WireServer
 from experts.anthropic_model import AnthropicModel
 from experts.openai_model import OpenAIModel
 from experts.pricing import Price, PriceTable
 from experts.retry import Backoff, Failure, explain_unreachable, parse_retry_after
-from experts.wire_formats import last_user_text, system_text
-from experts.wire_server import Fault, Reply, WireServer
 
 PROVIDERS = ["anthropic", "openai"]
 FAST = {"base_s": 0.02, "cap_s": 0.1}  # retry quickly unless a test measures the wait
@@ -400,7 +400,7 @@ def test_prices_cover_snapshots_of_a_name_but_never_guess_from_a_similar_one() -
 
 
 def make_usage(prompt: int, output: int) -> Any:
-    from conductor.interfaces import Usage
+    from conductor_kernel.interfaces import Usage
 
     return Usage(input_tokens=prompt, output_tokens=output)
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from conductor.config import RunConfig
-from conductor.events import Event, NotesWritten, RunFinished, RunStarted
-from conductor.interfaces import Completion, Message, Usage
-from conductor.migrations import DatabaseError, Migrations, open_database
 from conductor.session import Session
+from conductor_kernel.events import Event, NotesWritten, RunFinished, RunStarted
+from conductor_kernel.interfaces import Completion, Message, Usage
+from conductor_kernel.migrations import DatabaseError, Migrations, open_database
+from conductor_kernel.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from transcripts.index import RunIndex
 from transcripts.reader import read_transcript
@@ -182,7 +182,7 @@ class Priced:
 def test_the_notebooks_calls_are_on_the_runs_ledger_and_count_against_its_limits(
     tmp_path: Path,
 ) -> None:
-    from notebook.hooks import NotebookHooks
+    from conductor.notebook_hooks import NotebookHooks
 
     def recall(question: str, *, ledger: Any) -> Any:
         # As the notebook's narrowing does: one model call through the metered model.
@@ -207,7 +207,7 @@ def test_the_notebooks_calls_are_on_the_runs_ledger_and_count_against_its_limits
 
 
 def test_learning_calls_are_counted_in_their_own_event_and_in_runs_db(tmp_path: Path) -> None:
-    from notebook.hooks import NotebookHooks
+    from conductor.notebook_hooks import NotebookHooks
 
     model = Priced([ANSWER])
     hooks = NotebookHooks.open(tmp_path / "notebook.db", model=model)
@@ -273,7 +273,7 @@ def test_reindex_moves_a_corrupt_runs_db_aside_and_rebuilds_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path
 ) -> None:
     from conductor.cli import main
-    from conductor.config import runs_dir
+    from conductor_kernel.home import runs_dir
 
     index = RunIndex()
     list(session(tmp_path, index=index).solve("q"))
@@ -338,8 +338,8 @@ def test_a_line_cut_by_a_killed_writer_is_skipped_and_what_follows_is_read(
 
 def test_a_batch_items_usage_includes_its_learning(tmp_path: Path) -> None:
     from conductor.batch import BatchPlan, BatchRunner
+    from conductor.notebook_hooks import NotebookHooks
     from conductor.taskfile import TaskItem
-    from notebook.hooks import NotebookHooks
 
     hooks = NotebookHooks.open(tmp_path / "notebook.db", model=None)
     models: list[Priced] = []

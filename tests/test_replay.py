@@ -19,8 +19,6 @@ from published_builder import (
 )
 
 from conductor.cli import main
-from conductor.events import ExpertCallStarted
-from conductor.interfaces import ExecResult, Message, SandboxUnavailable
 from conductor.replay import (
     harness_view,
     recorded_view,
@@ -28,7 +26,9 @@ from conductor.replay import (
     replay_record,
     same_code_output,
 )
-from experts.replay import LOST_REPLY, ReplayExhausted, ReplayModel, estimate_tokens
+from conductor.replay_model import LOST_REPLY, ReplayExhausted, ReplayModel, estimate_tokens
+from conductor_kernel.events import ExpertCallStarted
+from conductor_kernel.interfaces import ExecResult, Message, SandboxUnavailable
 from sandbox.subprocess_backend import SubprocessSandbox
 from transcripts.published import parse_record
 
@@ -169,8 +169,8 @@ def test_what_the_loop_quotes_back_is_checked_against_the_record(sandbox) -> Non
 
     rec = parse_record(sorting_record(), line=5)
     model = ReplayModel(rec)
-    from conductor.loop import Conductor
     from conductor.replay import question_of, replay_config
+    from conductor_kernel.loop import Conductor
 
     config = replay_config()
     config.python_timeout_s = 60  # the paper's 3 s is for replays, not a loaded test machine
@@ -348,9 +348,8 @@ def test_recorded_code_prints_the_same_again_in_our_sandbox(shared_dir: Path, sa
 
 @pytest.mark.docker
 def test_replay_through_the_docker_sandbox(shared_dir: Path, require_docker) -> None:
-    from support import skip_or_fail
-
     from sandbox.registry import open_sandbox
+    from support import skip_or_fail
 
     try:
         open_sandbox("docker").close()

@@ -9,8 +9,8 @@ import pytest
 from rich.console import Console
 
 from conductor.cli_replay import print_mismatches
-from conductor.display import UNSAFE
 from conductor.replay import FileReport, Mismatch
+from conductor_kernel.display import UNSAFE
 
 HOSTILE = [
     "\x1b]52;c;cHduZWQ=\x07",

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from conductor.cli import main
 from conductor.diff_printer import diff_renderables
-from conductor.events import (
+from conductor_kernel.events import (
     Event,
     ExpertCallFinished,
     ExpertCallStarted,

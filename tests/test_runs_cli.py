@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import REPO
 
 from conductor.cli import main
 from conductor.cli_runs import _table
-from conductor.events import RunFinished, RunStarted
-from conductor.fts import quote_words
+from conductor_kernel.events import RunFinished, RunStarted
+from conductor_kernel.fts import quote_words
+from support import REPO
 from transcripts.index import RunIndex
 
 LONG_Q = "Sort the following words alphabetically: List: " + " ".join(f"word{i}" for i in range(30))

@@ -292,7 +292,7 @@ def test_spelling_fallback_rhymes_unknown_words() -> None:
 @pytest.fixture(scope="module")
 def puzzle_sandbox():
     """bubblewrap or Docker; skip without either (fail under CONDUCTOR_REQUIRE_DOCKER=1)."""
-    from conductor.interfaces import SandboxUnavailable
+    from conductor_kernel.interfaces import SandboxUnavailable
     from sandbox.registry import open_sandbox
 
     reasons = []
@@ -315,7 +315,7 @@ PUZZLE = item("def sat(li: List[int]):\n    return len(li) == 10 and li.count(li
 
 
 def test_p3_without_a_sandbox_says_how_to_get_one() -> None:
-    from conductor.errors import UserFacingError
+    from conductor_kernel.errors import UserFacingError
 
     with pytest.raises(UserFacingError, match="--sandbox"):
         score("P3_Test", "def solution():\n    return [1]", PUZZLE)

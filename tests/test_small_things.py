@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from conductor.cli import main
-from conductor.events import RunFinished, RunStarted
 from conductor.printer import RichPrinter
 from conductor.wording import plural
+from conductor_kernel.events import RunFinished, RunStarted
 
 CONDUCTOR = str(Path(sys.executable).with_name("conductor"))
 
@@ -74,15 +74,16 @@ def test_audit_summary_warns_about_a_truncated_file(tmp_path: Path, capsys) -> N
 
 
 def test_notebook_list_never_cuts_keys_or_ids_at_80_columns() -> None:
-    from conductor.config import RunConfig, Settings
+    from conductor.config import Settings
     from conductor.session import build_session
+    from conductor_kernel.run_config import RunConfig
 
     session = build_session(Settings(model="demo", run=RunConfig(python=False)))
     for question in ("Use 4 5 6 10 to make 24", "Sort these words: pear apple fig"):
         list(session.solve(question))
     import sqlite3
 
-    from conductor.config import home_dir
+    from conductor_kernel.home import home_dir
 
     key = "a long key that a later question would contain word for word to the very END"
     with sqlite3.connect(home_dir() / "notebook.db") as conn:

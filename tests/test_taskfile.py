@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from conductor.errors import UserFacingError
 from conductor.taskfile import Problem, TaskFileError, read_task_file
 from conductor.tasks import (
     BUILTIN,
@@ -19,6 +18,7 @@ from conductor.tasks import (
     get_spec,
     resolve_spec,
 )
+from conductor_kernel.errors import UserFacingError
 
 
 def write_jsonl(path: Path, *records: object) -> Path:

@@ -9,7 +9,7 @@ import io
 import pytest
 from rich.console import Console
 
-from conductor.display import UNSAFE
+from conductor_kernel.display import UNSAFE
 from transcripts.audit import AuditReport, Finding
 
 HOSTILE = [

@@ -13,11 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from conductor.errors import TranscriptError
-from conductor.events import Event, ExpertCallFinished, MetaTurnFinished, RunFinished, RunStarted
+from conductor.markdown_export import to_markdown
 from conductor.session import Session
+from conductor_kernel.errors import TranscriptError
+from conductor_kernel.events import (
+    Event,
+    ExpertCallFinished,
+    MetaTurnFinished,
+    RunFinished,
+    RunStarted,
+)
 from experts.scripted import ScriptedModel
-from transcripts.export import to_markdown
 from transcripts.index import RunIndex
 from transcripts.reader import iter_events, read_transcript
 

@@ -17,9 +17,9 @@ import venv
 from pathlib import Path
 
 import pytest
-from support import REPO, skip_or_fail
 
 from conductor.cli import main
+from support import REPO, skip_or_fail
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from conductor.events import (
+from conductor_kernel.events import (
     Event,
     ExpertCallFinished,
     ExpertCallStarted,
@@ -25,8 +25,8 @@ from conductor.events import (
     RunStarted,
     SandboxExec,
 )
-from conductor.interfaces import ExecResult
-from conductor.protocol import parse_turn
+from conductor_kernel.interfaces import ExecResult
+from conductor_kernel.protocol import parse_turn
 
 AUDIT_FORMAT_VERSION = 1
 

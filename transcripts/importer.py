@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conductor.config import runs_dir
-from conductor.events import (
+from conductor_kernel.events import (
     Event,
     ExpertCallFinished,
     ExpertCallStarted,
@@ -31,8 +30,9 @@ from conductor.events import (
     RunStarted,
     SandboxExec,
 )
-from conductor.interfaces import ExecResult, Usage
-from experts.replay import estimate_tokens
+from conductor_kernel.home import runs_dir
+from conductor_kernel.interfaces import ExecResult, Usage
+from conductor_kernel.tokens import rough_tokens as estimate_tokens
 from transcripts.index import RunIndex
 from transcripts.published import (
     PublishedRecord,

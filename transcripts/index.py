@@ -30,17 +30,17 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
-from conductor.config import home_dir
-from conductor.errors import UserFacingError
-from conductor.events import (
+from conductor_kernel.errors import UserFacingError
+from conductor_kernel.events import (
     Event,
     FinalAnswer,
     NotesWritten,
     RunFinished,
     RunStarted,
 )
-from conductor.interfaces import Usage
-from conductor.migrations import (
+from conductor_kernel.home import home_dir
+from conductor_kernel.interfaces import Usage
+from conductor_kernel.migrations import (
     DatabaseError,
     Migrations,
     creation_lock,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conductor.events import (
+from conductor_kernel.events import (
     ErrorEvent,
     Event,
     ExpertCallFinished,
@@ -26,7 +26,7 @@ from conductor.events import (
     RunStarted,
     SandboxExec,
 )
-from conductor.interfaces import Usage
+from conductor_kernel.interfaces import Usage
 from transcripts.audit import AuditReport, Finding, audit_events
 
 

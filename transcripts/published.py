@@ -13,7 +13,7 @@ README describes for the original harness:
   experts' replies (the harness crashed in the round and asked the meta model again);
 * the final answer, from the last meta turn.
 
-Pure parsing, no replay: `experts.replay`, `conductor.replay` and `transcripts.importer`
+Pure parsing, no replay: `conductor.replay_model`, `conductor.replay` and `transcripts.importer`
 build on it.
 """
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conductor.errors import TranscriptError, UserFacingError
+from conductor_kernel.errors import TranscriptError, UserFacingError
 
 QUOTE = '"""'
 RUN_MARKER = "Please run this code!"

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from conductor.errors import TranscriptError, UserFacingError
-from conductor.events import Event, RunFinished, RunStarted
+from conductor_kernel.errors import TranscriptError, UserFacingError
+from conductor_kernel.events import Event, RunFinished, RunStarted
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conductor.events import (
+from conductor_kernel.events import (
     ErrorEvent,
     Event,
     ExpertCallFinished,
@@ -21,7 +21,7 @@ from conductor.events import (
     RunFinished,
     SandboxExec,
 )
-from conductor.interfaces import Usage
+from conductor_kernel.interfaces import Usage
 from transcripts.reader import read_transcript
 from transcripts.writer import TranscriptWriter
 

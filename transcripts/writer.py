@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from conductor.events import Event
+from conductor_kernel.events import Event
 
 
 class TranscriptWriter:

@@ -19,9 +19,9 @@ from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 
 from conductor.config import Settings, load_settings
-from conductor.display import visible, visible_line
-from conductor.errors import UserFacingError
 from conductor.session import Session, build_session
+from conductor_kernel.display import visible, visible_line
+from conductor_kernel.errors import UserFacingError
 from experts.registry import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL
 from tui.commands import ConductorCommands, PaletteEntry
 from tui.screens.batch import BatchScreen

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from conductor.errors import TranscriptError
-from conductor.events import Event, NotesWritten, Recall, RunFinished, RunStarted
-from conductor.interfaces import ExecResult, Usage
+from conductor_kernel.errors import TranscriptError
+from conductor_kernel.events import Event, NotesWritten, Recall, RunFinished, RunStarted
+from conductor_kernel.interfaces import ExecResult, Usage
 
 _KIND_RE = re.compile(rb'"kind"\s*:\s*"([a-z_]+)"')
 # How our writer starts every line; other writers fall back to the pattern above.
@@ -26,7 +26,7 @@ _ROUND_RE = re.compile(rb'"round"\s*:\s*(\d+)')
 _HEAD_KINDS = {"run_started", "recall", "run_finished", "notes_written"}
 
 
-# A field's declared type (as written in conductor/events.py) -> what to show instead of
+# A field's declared type (as written in conductor_kernel/events.py) -> what to show instead of
 # a value of the wrong type, so a hand-edited or foreign file cannot crash a view.
 _FALLBACK: dict[str, Any] = {"str": "", "int": 0, "float": 0.0, "bool": False}
 

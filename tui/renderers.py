@@ -16,7 +16,9 @@ from rich.text import Text
 from textual.content import Content
 from textual.widget import Widget
 
-from conductor.events import (
+from conductor.printer import exec_status, usage_line
+from conductor.wording import plural
+from conductor_kernel.events import (
     ErrorEvent,
     Event,
     ExpertCallFinished,
@@ -34,8 +36,6 @@ from conductor.events import (
     TextDelta,
     UnknownEvent,
 )
-from conductor.printer import exec_status, usage_line
-from conductor.wording import plural
 from tui.widgets.blocks import BoxedText, EventLine, ExpertBlock, SandboxBlock, TurnBlock
 
 

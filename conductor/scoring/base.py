@@ -3,7 +3,7 @@
 Each scorer module defines two pure functions:
 
 * `ours(answer, item, env) -> Verdict`: our rule, given the final answer as
-  `conductor.protocol.parse_final_answer` reads it;
+  `conductor_kernel.protocol.parse_final_answer` reads it;
 * `paper(output, item, env) -> bool`: the published evaluation's rule, given the
   meta model's whole last turn, because the paper extracted the answer its own way
   (see `paper_answer`) and that extraction is part of its numbers.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conductor.interfaces import Sandbox
+from conductor_kernel.interfaces import Sandbox
 
 PAPER_ANSWER_OPENER = '>> final answer:\n"""'
 PAPER_PUNCTUATION = (",", ";", ":", ".", '"')

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from conductor.errors import UserFacingError
+from conductor_kernel.errors import UserFacingError
 
 # import name -> PyPI distribution
 PACKAGES = {

@@ -33,10 +33,10 @@ import json
 import secrets
 import zlib
 
-from conductor.errors import UserFacingError
-from conductor.interfaces import ExecResult
 from conductor.scoring.base import ScoringEnv, Verdict, paper_answer
 from conductor.taskfile import TaskItem
+from conductor_kernel.errors import UserFacingError
+from conductor_kernel.interfaces import ExecResult
 
 NEEDS_TARGET = False
 PAPER_TIMEOUT_S = 3.0

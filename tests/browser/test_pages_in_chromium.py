@@ -27,11 +27,11 @@ from export_runs import (
     write,
 )
 from hostile_runs import MARKUP, SEQUENCES, hostile_events
-from support import REPO
 
 from conductor.cli import main
-from transcripts.html.diff_page import write_diff_page
-from transcripts.html.run_page import write_run_html
+from conductor.html.diff_page import write_diff_page
+from conductor.html.run_page import write_run_html
+from support import REPO
 from transcripts.outline import outline
 
 # Read before the autouse fixture clears CONDUCTOR_* variables.

@@ -34,11 +34,11 @@ def main(home: str, runs: int, go: str) -> None:
     while not Path(go).exists():
         time.sleep(0.005)
 
-    from conductor.config import RunConfig
-    from conductor.events import RunFinished
+    from conductor.notebook_hooks import NotebookHooks
     from conductor.session import Session
+    from conductor_kernel.events import RunFinished
+    from conductor_kernel.run_config import RunConfig
     from experts.scripted import ScriptedModel
-    from notebook.hooks import NotebookHooks
     from transcripts.index import RunIndex
 
     model = ScriptedModel(lambda messages: '>> FINAL ANSWER:\n"""\n42\n"""')

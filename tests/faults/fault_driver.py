@@ -19,8 +19,8 @@ import threading
 import time
 from pathlib import Path
 
-from conductor import prompts
-from conductor.interfaces import Completion, Message, Usage
+from conductor_kernel import prompts
+from conductor_kernel.interfaces import Completion, Message, Usage
 
 STAGE = os.environ.get("FAULT_STAGE", "")
 MARK = Path(os.environ.get("FAULT_MARK", os.devnull))
@@ -116,7 +116,7 @@ class StageSandbox:
 def install() -> None:
     import experts.registry as registry
     import sandbox.registry as sandboxes
-    from notebook.hooks import NotebookHooks
+    from conductor.notebook_hooks import NotebookHooks
 
     real_get, real_choose, real_open = registry.get_model, registry.choose, sandboxes.open_sandbox
     real_recall = NotebookHooks.recall

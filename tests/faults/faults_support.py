@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conductor.events import NotesWritten, RunFinished
+from conductor_kernel.events import NotesWritten, RunFinished
 from transcripts.reader import Transcript, read_transcript
 
 DRIVER = Path(__file__).with_name("fault_driver.py")

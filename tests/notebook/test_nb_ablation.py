@@ -13,13 +13,14 @@ import pytest
 from conductor.ablation import AblationPlan, paired_change, run_ablation, split
 from conductor.batch_setup import make_scorer
 from conductor.cli import main
-from conductor.config import RunConfig, load_settings
-from conductor.interfaces import Message
+from conductor.config import load_settings
 from conductor.session import Session
 from conductor.taskfile import TaskItem
 from conductor.tasks import get_spec
+from conductor_kernel.interfaces import Message
+from conductor_kernel.run_config import RunConfig
 from experts.scripted import ScriptedModel
-from notebook.store import Notebook
+from lessons.store import Notebook
 from sandbox.subprocess_backend import SubprocessSandbox
 
 WORDS = [
@@ -105,7 +106,7 @@ def test_the_ab_harness_reports_the_notebooks_effect(tmp_path: Path) -> None:
 
 def test_the_harness_with_replayed_runs_sees_no_effect(shared_dir: Path, tmp_path: Path) -> None:
     from conductor.replay import question_of, replay_config
-    from experts.replay import ReplayModel
+    from conductor.replay_model import ReplayModel
     from transcripts.published import parse_record
 
     path = shared_dir / "transcripts" / "with-python" / "word_sorting.jsonl"
@@ -165,7 +166,7 @@ def test_batch_ablation_from_the_command_line(
 def test_a_batch_learns_into_a_notebook_named_for_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from conductor.config import home_dir
+    from conductor_kernel.home import home_dir
 
     task_file = tmp_path / "word_sorting.jsonl"
     task_file.write_text(

@@ -12,8 +12,8 @@ from nb_support import sort_run
 from conductor.cli import main
 from conductor.config import load_settings
 from conductor.session import build_session
-from notebook.learn import learn_from_run
-from notebook.store import Notebook
+from lessons.learn import learn_from_run
+from lessons.store import Notebook
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_stats_export_import_round_trip(
     copy = Notebook(other)
     assert copy.read_one("select count(*) n from notes")["n"] == 5
     # Imported types match as at home: recall works in the copy.
-    from notebook.recall import recall
+    from lessons.recall import recall
 
     assert recall(copy, "Sort the following words alphabetically: List: zebra cat").shown
     code, _, err = cli(capsys, "notebook", "import", str(dump), "--notebook", str(other))

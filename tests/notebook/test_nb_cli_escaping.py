@@ -12,9 +12,9 @@ import pytest
 from nb_support import sort_run
 
 from conductor.cli import main
-from conductor.display import UNSAFE
-from notebook.learn import learn_from_run
-from notebook.store import Notebook
+from conductor_kernel.display import UNSAFE
+from lessons.learn import learn_from_run
+from lessons.store import Notebook
 
 # Each short enough that no view cuts it; each shown literally (escapes as `\x1b`...).
 HOSTILE = [

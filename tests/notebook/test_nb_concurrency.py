@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from nb_support import run_events
 
-from notebook.learn import learn_from_run
-from notebook.store import Notebook
+from lessons.learn import learn_from_run
+from lessons.store import Notebook
 
 WRITERS = 8
 RUNS = 1000

@@ -9,9 +9,9 @@ import pytest
 from nb_support import SORT_CODE, run_events, sort_run
 
 from experts.scripted import ScriptedModel
-from notebook.learn import LearnOptions, learn_from_run, model_can_reflect
-from notebook.notes import retire
-from notebook.store import Notebook
+from lessons.learn import LearnOptions, learn_from_run, model_can_reflect
+from lessons.notes import retire
+from lessons.store import Notebook
 
 
 @pytest.fixture

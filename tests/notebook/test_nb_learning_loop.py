@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conductor.config import RunConfig
-from conductor.events import Event, MetaTurnStarted, NotesWritten, Recall
-from conductor.interfaces import Message
+from conductor.notebook_hooks import NotebookHooks
 from conductor.session import Session
+from conductor_kernel.events import Event, MetaTurnStarted, NotesWritten, Recall
+from conductor_kernel.interfaces import Message
+from conductor_kernel.run_config import RunConfig
 from experts.scripted import ScriptedModel
-from notebook.hooks import NotebookHooks
-from notebook.store import Notebook
+from lessons.store import Notebook
 from sandbox.subprocess_backend import SubprocessSandbox
 
 PROGRAM = "words = {words!r}\nprint(' '.join(sorted(words, key=str.lower)))"

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from nb_support import sort_run
 
+from equipment.wire_server import Fault, WireServer
 from experts.openai_model import OpenAIModel
-from experts.wire_server import Fault, WireServer
-from notebook.learn import learn_from_run
-from notebook.store import Notebook
+from lessons.learn import learn_from_run
+from lessons.store import Notebook
 
 
 class Replies:

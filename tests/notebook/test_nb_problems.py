@@ -7,12 +7,12 @@ from pathlib import Path
 
 from nb_support import run_events
 
-from notebook.learn import LearnOptions, learn_from_run
-from notebook.problems import core_input, problem_numbers, same_question
-from notebook.published import example_events
-from notebook.recall import recall
-from notebook.render import count_tokens
-from notebook.store import Notebook
+from lessons.learn import LearnOptions, learn_from_run
+from lessons.problems import core_input, problem_numbers, same_question
+from lessons.published import example_events
+from lessons.recall import recall
+from lessons.render import count_tokens
+from lessons.store import Notebook
 
 
 def test_numbers_are_read_in_any_script_and_grouping() -> None:

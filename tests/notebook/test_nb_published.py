@@ -5,12 +5,12 @@ from __future__ import annotations
 from itertools import islice
 from pathlib import Path
 
-from conductor.events import FinalAnswer, SandboxExec
-from notebook.learn import learn_from_run
-from notebook.published import example_events, read_records, record_events
-from notebook.recall import recall
-from notebook.store import Notebook
-from notebook.verify import verify_run
+from conductor_kernel.events import FinalAnswer, SandboxExec
+from lessons.learn import learn_from_run
+from lessons.published import example_events, read_records, record_events
+from lessons.recall import recall
+from lessons.store import Notebook
+from lessons.verify import verify_run
 
 
 def test_published_transcripts_read_as_runs(shared_dir: Path) -> None:

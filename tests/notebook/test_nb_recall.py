@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from nb_support import run_events, sort_run
 
+from conductor.notebook_hooks import NotebookHooks
 from experts.scripted import ScriptedModel
-from notebook.hooks import NotebookHooks
-from notebook.learn import LearnOptions, learn_from_run
-from notebook.recall import RecallOptions, recall
-from notebook.render import estimate_tokens
-from notebook.store import Notebook
-from notebook.tasktypes import MatchParams, score_types
-from notebook.terms import question_terms
+from lessons.learn import LearnOptions, learn_from_run
+from lessons.recall import RecallOptions, recall
+from lessons.render import estimate_tokens
+from lessons.store import Notebook
+from lessons.tasktypes import MatchParams, score_types
+from lessons.terms import question_terms
 
 SPANISH = [
     "Juan tiene 5 manzanas y compra 3 más. ¿Cuántas manzanas tiene en total?",

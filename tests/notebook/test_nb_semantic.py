@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from notebook import semantic
-from notebook.learn import LearnOptions, learn_from_run
-from notebook.published import example_events
-from notebook.recall import RecallOptions, recall
-from notebook.store import Notebook
+from lessons import semantic
+from lessons.learn import LearnOptions, learn_from_run
+from lessons.published import example_events
+from lessons.recall import RecallOptions, recall
+from lessons.store import Notebook
 
 pytestmark = pytest.mark.skipif(
     not semantic.available(), reason="the notebook's semantic extra is not installed"

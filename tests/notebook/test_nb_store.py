@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conductor.cli import main
-from conductor.migrations import DatabaseError
-from notebook.store import Notebook
+from conductor_kernel.migrations import DatabaseError
+from lessons.store import Notebook
 from transcripts.index import RunIndex
 
 
@@ -111,10 +111,10 @@ def test_fts_index_follows_note_changes(tmp_path: Path) -> None:
 def test_a_big_file_gets_the_cheap_check_and_is_still_refused_when_corrupt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import conductor.migrations
+    import conductor_kernel.migrations
 
     # Every file counts as big: only its header and schema are read on open.
-    monkeypatch.setattr(conductor.migrations, "FULL_CHECK_MAX_BYTES", 0)
+    monkeypatch.setattr(conductor_kernel.migrations, "FULL_CHECK_MAX_BYTES", 0)
     good = tmp_path / "good.db"
     Notebook(good).close()
     Notebook(good).close()  # a sound file opens without the page-by-page check

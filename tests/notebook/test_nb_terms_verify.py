@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from nb_support import run_events
 
-from conductor.events import ExpertCallFinished, ExpertCallStarted
-from notebook.terms import index_token, is_shape, question_terms, words
-from notebook.verify import judge_for, output_contains, usable_target, verify_run
+from conductor_kernel.events import ExpertCallFinished, ExpertCallStarted
+from lessons.terms import index_token, is_shape, question_terms, words
+from lessons.verify import judge_for, output_contains, usable_target, verify_run
 
 
 def test_words_fold_case_and_accents_and_pair_no_space_scripts() -> None:

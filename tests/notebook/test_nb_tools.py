@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from nb_support import run_events, sort_run
 
-from conductor.interfaces import SandboxUnavailable
-from notebook.learn import learn_from_run
-from notebook.recall import RecallOptions, recall
-from notebook.store import Notebook
-from notebook.toolbox import retest_tools, run_tool, tools_of
-from notebook.tools import applies, instantiate, make_tool, program_for
+from conductor_kernel.interfaces import SandboxUnavailable
+from lessons.learn import learn_from_run
+from lessons.recall import RecallOptions, recall
+from lessons.store import Notebook
+from lessons.toolbox import retest_tools, run_tool, tools_of
+from lessons.tools import applies, instantiate, make_tool, program_for
 from sandbox.subprocess_backend import SubprocessSandbox
 
 GAME = (
@@ -125,9 +125,8 @@ def test_the_best_tested_tool_comes_first(tmp_path: Path) -> None:
 
 @pytest.mark.docker
 def test_a_tool_runs_in_the_docker_sandbox(require_docker: None) -> None:
-    from support import skip_or_fail
-
     from sandbox.registry import open_sandbox
+    from support import skip_or_fail
 
     try:
         sandbox = open_sandbox("docker")

@@ -11,8 +11,8 @@ import shutil
 import pytest
 from conftest import kinds, run_cli, solve_json, spec, transcript_of
 from servers import Peer
-from support import docker_reason, skip_or_fail
 
+from support import docker_reason, skip_or_fail
 from transcripts.index import RunIndex
 
 FORMATS = ["openai", "anthropic"]

@@ -16,10 +16,10 @@ import pytest
 from conftest import kinds, run_cli, solve_json, spec, transcript_of
 from servers import LlamaServer
 
-from conductor.config import RunConfig
-from conductor.events import Event, RunFinished, TextDelta
-from conductor.interfaces import Usage
 from conductor.session import Session
+from conductor_kernel.events import Event, RunFinished, TextDelta
+from conductor_kernel.interfaces import Usage
+from conductor_kernel.run_config import RunConfig
 from experts.anthropic_model import AnthropicModel
 from experts.openai_model import OpenAIModel
 from transcripts.index import RunIndex

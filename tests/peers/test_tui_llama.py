@@ -11,7 +11,8 @@ import pytest
 from conftest import spec
 from servers import LlamaServer
 
-from conductor.config import load_settings, runs_dir
+from conductor.config import load_settings
+from conductor_kernel.home import runs_dir
 from transcripts.index import RunIndex
 from transcripts.reader import read_transcript
 from tui.app import ConductorApp

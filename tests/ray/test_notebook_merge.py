@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conductor.cli import main
-from conductor.events import (
+from conductor_kernel.events import (
     Event,
     ExpertCallFinished,
     ExpertCallStarted,
@@ -24,11 +24,11 @@ from conductor.events import (
     RunStarted,
     SandboxExec,
 )
-from conductor.interfaces import ExecResult
-from notebook.learn import learn_from_run, write_prepared
-from notebook.merge import source_runs
-from notebook.prepare import PreparedRun, prepare_run
-from notebook.store import Notebook
+from conductor_kernel.interfaces import ExecResult
+from lessons.learn import learn_from_run, write_prepared
+from lessons.merge import source_runs
+from lessons.prepare import PreparedRun, prepare_run
+from lessons.store import Notebook
 
 CODE = "words = {words!r}\nprint(' '.join(sorted(words)))\n"
 

@@ -1,6 +1,6 @@
 """`conductor batch --ray` on a real two-node Ray cluster, models from the wire server.
 
-The `openai` SDK in the workers talks to the local wire server (experts/wire_server.py);
+The `openai` SDK in the workers talks to the local wire server (tests/equipment/wire_server.py);
 the driver is the CLI, in this process or in a subprocess when it is to be killed.
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from local_cluster import LocalCluster
 
-from conductor import prompts
 from conductor.cli import main
-from experts.wire_server import Answer, Fault, WireServer
+from conductor_kernel import prompts
+from equipment.wire_server import Answer, Fault, WireServer
 
 REPO = Path(__file__).resolve().parents[2]
 _ITEM = re.compile(r"item (\d+)")
@@ -213,7 +213,7 @@ def test_a_killed_driver_resumes_without_rerunning_finished_items(
 
 def learning_responder(body: dict[str, Any]) -> Answer:
     """The batch's answers, plus the notebook's calls: one kind of task, one lesson."""
-    from notebook import prompts as notebook_prompts
+    from lessons import prompts as notebook_prompts
 
     system = (body.get("messages") or [{}])[0].get("content")
     if system == notebook_prompts.TYPE_SYSTEM:
@@ -235,7 +235,7 @@ def test_waves_merge_every_note_once_with_all_its_source_runs(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from notebook.merge import source_runs
+    from lessons.merge import source_runs
 
     tasks = write_tasks(tmp_path / "t.jsonl", 30)
     notebook = tmp_path / "nb.db"

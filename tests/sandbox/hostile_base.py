@@ -16,7 +16,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from conductor.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult
 
 Check = Callable[[ExecResult, dict[str, str]], None]
 

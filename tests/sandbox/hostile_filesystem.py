@@ -22,7 +22,7 @@ from hostile_base import (  # noqa: F401 (each table uses some of these)
     timed_out,
 )
 
-from conductor.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult
 
 FILESYSTEM = [
     C(

@@ -13,7 +13,7 @@ import platform
 
 from hostile_base import C, all_of, blocked, exits, never_prints
 
-from conductor.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult
 
 SOCK = r"""
 import socket

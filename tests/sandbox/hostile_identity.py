@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hostile_base import C, all_of, blocked, exits, limit_reached, prints
 
-from conductor.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult
 
 
 def _own_uid(r: ExecResult, fill: dict[str, str]) -> None:

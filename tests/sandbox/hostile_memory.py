@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hostile_base import C, all_of, blocked, finished, memory_refused
 
-from conductor.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult
 
 GOAL_MB = 3072  # more than any sandbox here may hold
 BOUND_MB = 1100  # the largest sandbox bound (bwrap's 1 GiB) plus slack

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hostile_base import C, all_of, capped, exits, never_prints
 
-from conductor.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult
 
 
 def _decoded(r: ExecResult, _: dict[str, str]) -> None:

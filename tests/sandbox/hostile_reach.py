@@ -9,7 +9,7 @@ from __future__ import annotations
 from hostile_base import REFUSED, C, blocked, exits
 from hostile_supervisor import FRESH, OTHERS, _each_refused, _runner_answers
 
-from conductor.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult
 
 
 def _alone(r: ExecResult, _: dict[str, str]) -> None:

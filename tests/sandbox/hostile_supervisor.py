@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hostile_base import C, all_of, exits, finished, never_prints, prints
 
-from conductor.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult
 
 # Every process of the sandbox that is not this cell or its own children: the runner,
 # the init, bwrap's reaper. The code finds them in /proc itself.

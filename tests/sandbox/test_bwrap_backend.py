@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import skip_or_fail
 
 from sandbox import seccomp_policy
 from sandbox.bwrap_backend import BwrapSandbox, Limits
 from sandbox.bwrap_launch import SANDBOX_ENV
 from sandbox.registry import open_sandbox
+from support import skip_or_fail
 
 
 def test_both_filters_come_from_the_one_list() -> None:

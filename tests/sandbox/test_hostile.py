@@ -32,10 +32,10 @@ from pathlib import Path
 
 import pytest
 from hostile_cases import CASES, HostileCase, describe
-from support import skip_or_fail
 
-from conductor.interfaces import ExecResult, Sandbox
+from conductor_kernel.interfaces import ExecResult, Sandbox
 from sandbox.registry import backend_class, probe
+from support import skip_or_fail
 
 BACKENDS = ("bwrap", "docker")
 GRACE_SECONDS = 5.0

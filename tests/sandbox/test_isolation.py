@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import skip_or_fail
 
 from sandbox import cgroups
 from sandbox.registry import backend_class, probe
+from support import skip_or_fail
 
 HOLD_INOTIFY = """
 import ctypes, time

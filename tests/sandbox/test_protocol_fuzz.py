@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import skip_or_fail
 
-from conductor.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult
 from sandbox.registry import probe
+from support import skip_or_fail
 
 FUZZ_RUNNER = (Path(__file__).parent / "fuzz_runner.py").read_text()
 ADVERSARIAL = [

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conductor.config import home_dir, runs_dir
-from conductor.events import (
+from conductor_kernel.events import (
     Event,
     ExpertCallStarted,
     FinalAnswer,
@@ -22,6 +21,7 @@ from conductor.events import (
     RunStarted,
     UnknownEvent,
 )
+from conductor_kernel.home import home_dir, runs_dir
 from transcripts.index import RunIndex
 
 

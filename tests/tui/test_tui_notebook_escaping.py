@@ -10,8 +10,8 @@ import pytest
 from test_notebook_screen import seed_notebook
 from tui_helpers import make_settings, wait_for
 
-from conductor.display import UNSAFE
-from notebook.store import default_path
+from conductor_kernel.display import UNSAFE
+from lessons.store import default_path
 from tui.app import ConductorApp
 from tui.screens.notebook import NotebookScreen
 

@@ -15,7 +15,7 @@ from tui_helpers import (
     wait_for,
 )
 
-from conductor.config import home_dir
+from conductor_kernel.home import home_dir
 from tui.app import ConductorApp
 from tui.screens.raw_events import RawEventsScreen
 from tui.screens.run_detail import RunDetailScreen

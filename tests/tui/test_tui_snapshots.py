@@ -18,8 +18,8 @@ from tui_helpers import (
     wait_for,
 )
 
-from conductor.config import runs_dir
-from conductor.events import Event
+from conductor_kernel.events import Event
+from conductor_kernel.home import runs_dir
 from transcripts.index import RunIndex
 from transcripts.reader import read_transcript
 from transcripts.writer import TranscriptWriter
@@ -139,7 +139,7 @@ def test_notebook_screen(snap_compare) -> None:
 
 
 def test_solve_screen_with_recall_and_experts_expanded(snap_compare, fixed_runs) -> None:
-    from conductor.events import Recall
+    from conductor_kernel.events import Recall
     from tui.widgets.blocks import SandboxBlock
 
     events = list(fixed_runs["game24"])

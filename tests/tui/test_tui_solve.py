@@ -7,9 +7,9 @@ import threading
 import pytest
 from tui_helpers import GAME24_TURNS, game24_expert, make_settings, scripted_factory, wait_for
 
-from conductor.config import runs_dir
-from conductor.events import TextDelta
 from conductor.session import Session
+from conductor_kernel.events import TextDelta
+from conductor_kernel.home import runs_dir
 from sandbox.subprocess_backend import SubprocessSandbox
 from transcripts.index import RunIndex
 from transcripts.reader import read_transcript
@@ -101,7 +101,7 @@ async def test_escape_interrupts_and_the_transcript_keeps_what_happened() -> Non
 
 async def test_a_replayed_published_run_streams_to_its_recorded_answer(shared_dir) -> None:
     from conductor.replay import question_of, replay_config
-    from experts.replay import ReplayModel
+    from conductor.replay_model import ReplayModel
     from transcripts.published import read_published
 
     record = read_published(shared_dir / "transcripts/with-python/GameOf24.jsonl", limit=1).records[
@@ -152,7 +152,7 @@ async def test_no_sandbox_shows_why_and_subprocess_can_be_picked_from_the_palett
 
 async def test_a_system_failure_is_shown_not_raised() -> None:
     def broken(settings):
-        from conductor.interfaces import SandboxUnavailable
+        from conductor_kernel.interfaces import SandboxUnavailable
 
         raise SandboxUnavailable("sandbox 'docker' cannot run here: daemon down; start it.")
 

@@ -80,7 +80,7 @@ async def test_the_status_bar_time_is_the_runs_own_duration() -> None:
 
 
 async def test_an_unreachable_model_is_said_in_full_and_the_demo_is_offered() -> None:
-    from conductor.errors import ModelUnreachable
+    from conductor_kernel.errors import ModelUnreachable
 
     why = (
         "Cannot reach the model server at http://127.0.0.1:9/v1: the connection was "

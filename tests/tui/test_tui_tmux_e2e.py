@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from support import REPO, skip_or_fail
 from tmux_driver import Terminal, cut_lines, has_traceback, tmux_missing
+
+from support import REPO, skip_or_fail
 
 
 class User:

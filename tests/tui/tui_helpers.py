@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from conductor.config import Settings, load_settings
-from conductor.events import Event
 from conductor.session import Session
+from conductor_kernel.events import Event
 from experts.scripted import ScriptedModel
 from sandbox.subprocess_backend import SubprocessSandbox
 from transcripts.index import RunIndex

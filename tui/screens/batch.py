@@ -23,7 +23,7 @@ from textual.widgets.option_list import Option
 
 from conductor.batch_report import ItemRecord, Tally
 from conductor.batch_store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
-from conductor.display import visible_line
+from conductor_kernel.display import visible_line
 from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:

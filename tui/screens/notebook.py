@@ -1,6 +1,6 @@
 """Notebook: task types with their experience, notes with provenance; search, retire.
 
-Reads the notebook (`notebook.store.Notebook`, the file the settings name) with plain
+Reads the notebook (`lessons.store.Notebook`, the file the settings name) with plain
 queries against its schema; search goes through its FTS index with the notebook's own
 term functions, so the screen finds what recall would. Retiring calls the notebook
 package; the screen never writes by itself.
@@ -20,10 +20,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from conductor.display import visible
-from conductor.errors import UserFacingError
-from notebook.store import Notebook
-from notebook.terms import content_terms, fts_query
+from conductor_kernel.display import visible
+from conductor_kernel.errors import UserFacingError
+from lessons.store import Notebook
+from lessons.terms import content_terms, fts_query
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.notebook_detail import NotebookDetail
 
@@ -367,6 +367,6 @@ class NotebookScreen(Screen[None]):
 
 def retire_function() -> Any:
     """The notebook package's retire: flags the note and writes its history row."""
-    from notebook.notes import retire
+    from lessons.notes import retire
 
     return retire

@@ -20,12 +20,12 @@ from textual.screen import Screen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from conductor.config import home_dir
-from conductor.display import visible, visible_line
-from conductor.errors import UserFacingError
-from conductor.events import NotesWritten, Recall
 from conductor.printer import usage_line
 from conductor.wording import plural
+from conductor_kernel.display import visible, visible_line
+from conductor_kernel.errors import UserFacingError
+from conductor_kernel.events import NotesWritten, Recall
+from conductor_kernel.home import home_dir
 from transcripts.audit import AuditReport, audit_events
 from tui.pages import TranscriptPages
 from tui.screens.raw_events import RawEventsScreen
@@ -279,7 +279,7 @@ class RunDetailScreen(Screen[None]):
             self.app.push_screen(RawEventsScreen(self.pages.events(self.current)))
 
     def action_export_markdown(self) -> None:
-        from transcripts.export import to_markdown
+        from conductor.markdown_export import to_markdown
         from transcripts.reader import read_transcript
 
         try:

@@ -18,9 +18,9 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from conductor.config import home_dir
 from conductor.diff_printer import diff_renderables
-from conductor.display import visible
+from conductor_kernel.display import visible
+from conductor_kernel.home import home_dir
 from transcripts.outline import outline_file
 from transcripts.run_diff import RunDiff, diff_runs
 
@@ -84,7 +84,7 @@ class RunDiffScreen(Screen[None]):
         if self.diff is None:
             self.notify("The diff is not ready yet.")
             return
-        from transcripts.html.diff_page import diff_html
+        from conductor.html.diff_page import diff_html
 
         folder = home_dir() / "exports"
         folder.mkdir(parents=True, exist_ok=True)

@@ -21,8 +21,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Select, Static
 
-from conductor.display import visible
-from conductor.fts import quote_words
+from conductor_kernel.display import visible
+from conductor_kernel.fts import quote_words
 from transcripts.audit import audit_events
 from transcripts.index import RunIndex
 from tui.widgets.key_bar import KeyBar

@@ -17,8 +17,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Collapsible, Input, Static
 
-from conductor.errors import ModelUnreachable, UserFacingError
-from conductor.events import Event, RunFinished, RunStarted
+from conductor_kernel.errors import ModelUnreachable, UserFacingError
+from conductor_kernel.events import Event, RunFinished, RunStarted
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.run_view import RunView
 from tui.widgets.status_bar import StatusBar

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.containers import VerticalScroll
 
-from conductor.events import Event
+from conductor_kernel.events import Event
 from tui.renderers import RunRenderer
 
 

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from conductor.events import (
+from conductor_kernel.events import (
     Event,
     ExpertCallFinished,
     MetaTurnFinished,

@@ -1,0 +1,90 @@
+"""The notebook in a `Session`: recall before round 1, learning after every run.
+
+`NotebookHooks.attach(session)` (or `build_session`, from the settings' `notebook`,
+`recall` and `learn`) wires both in. Recall is read-only; learning is the only writer.
+With `--no-learn` the notebook is only read: no notes, and no counters move.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from conductor_kernel.events import Event, Recall
+from conductor_kernel.interfaces import ChatModel
+from conductor_kernel.ledger import UsageLedger
+from lessons.learn import LearnOptions, learn_from_run, model_can_reflect
+from lessons.recall import RecallOptions, recall
+from lessons.store import Notebook
+
+if TYPE_CHECKING:
+    from conductor.session import Session
+
+log = logging.getLogger("conductor.notebook")
+
+
+class NotebookHooks:
+    def __init__(
+        self,
+        book: Notebook,
+        *,
+        model: ChatModel | None = None,
+        recall_options: RecallOptions | None = None,
+        learn_options: LearnOptions | None = None,
+    ) -> None:
+        self.book = book
+        self.model = model
+        self.recall_options = recall_options or RecallOptions()
+        self.learn_options = learn_options or LearnOptions()
+
+    @classmethod
+    def open(
+        cls, path: Path | str | None = None, *, model: ChatModel | None = None
+    ) -> NotebookHooks:
+        """Hooks on the notebook at `path` (the default notebook when None)."""
+        return cls(Notebook(path), model=model)
+
+    def _model(self, ledger: UsageLedger | None, purpose: str) -> ChatModel | None:
+        """The model for the notebook's own calls, metered on the run's ledger."""
+        if self.model is None or ledger is None or not model_can_reflect(self.model):
+            return self.model  # an offline model makes no paid calls for the notebook
+        return ledger.metered(self.model, purpose)
+
+    def recall(self, question: str, *, ledger: UsageLedger | None = None) -> Recall:
+        """The `Recall` event for a question (with no notes when nothing is relevant).
+
+        The narrowing call's usage goes on `ledger`. A notebook that cannot be read
+        costs the run its notes, not the run itself.
+        """
+        model = self._model(ledger, "recall") if model_can_reflect(self.model) else None
+        try:
+            result = recall(self.book, question, model=model, options=self.recall_options)
+        except sqlite3.Error as exc:
+            log.warning("the notebook %s could not be read for recall: %s", self.book.path, exc)
+            return Recall(task_type=None, notes=[], rendered="", tokens=0)
+        best = result.best_type
+        return Recall(
+            task_type=f"{best['name']} ({best['id']})" if best else None,
+            notes=result.event_notes(),
+            rendered=result.rendered.text,
+            tokens=result.rendered.tokens,
+        )
+
+    def after_run(self, events: list[Event], *, ledger: UsageLedger | None = None) -> list[Event]:
+        """Learn from a finished run; its model calls go on `ledger` as "learning"."""
+        model = self._model(ledger, "learning")
+        written = learn_from_run(self.book, events, model=model, options=self.learn_options)
+        return [written] if written is not None else []
+
+    def attach(self, session: Session, *, recall: bool = True, learn: bool = True) -> None:
+        if recall:
+            session.recall = self.recall
+            if session.conductor is not None:
+                session.conductor.recall = self.recall
+        if learn:
+            session.after_run.append(self.after_run)
+
+    def close(self) -> None:
+        self.book.close()

@@ -1,0 +1,234 @@
+"""The typed event stream every consumer reads: printer, transcript writer, TUI, batch.
+
+Each event has a unique `id`, a `parent_id` that nests it (an expert call under the meta
+turn that asked for it, a sandbox run under its expert), the `run_id`, and a wall-clock
+timestamp `ts`. `to_dict`/`from_dict` give the versioned JSON-lines form; an unknown
+kind from a newer writer is read as `UnknownEvent` rather than rejected.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from conductor_kernel.interfaces import ExecResult, Usage
+
+FORMAT_VERSION = 1
+
+_REGISTRY: dict[str, type[Event]] = {}
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+@dataclass(kw_only=True)
+class Event:
+    kind: ClassVar[str] = "event"
+    # Streaming deltas are shown live but not written to transcripts.
+    transient: ClassVar[bool] = False
+
+    id: str = field(default_factory=new_id)
+    parent_id: str | None = None
+    run_id: str = ""
+    ts: float = field(default_factory=time.time)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:
+            _REGISTRY[cls.kind] = cls
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"v": FORMAT_VERSION, "kind": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Usage | ExecResult):
+                value = value.to_dict()
+            data[f.name] = value
+        return data
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Event:
+        cls = _REGISTRY.get(str(data.get("kind")), UnknownEvent)
+        kwargs: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            value = data[f.name]
+            if f.type in ("Usage", Usage) and isinstance(value, dict):
+                value = Usage.from_dict(value)
+            elif f.type in ("ExecResult", ExecResult) and isinstance(value, dict):
+                value = ExecResult.from_dict(value)
+            kwargs[f.name] = value
+        event = cls(**kwargs)
+        if isinstance(event, UnknownEvent):
+            event.raw = data
+        return event
+
+
+@dataclass(kw_only=True)
+class UnknownEvent(Event):
+    kind: ClassVar[str] = "unknown"
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class RunStarted(Event):
+    kind: ClassVar[str] = "run_started"
+    question: str = ""
+    task: str = ""
+    target: str | None = None
+    model: str = ""
+    expert_model: str = ""
+    sandbox: str = ""
+    system_prompt: str = ""
+    limits: dict[str, Any] = field(default_factory=dict)
+    tags: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Recall(Event):
+    """Notes from the notebook put into the first meta turn, and why."""
+
+    kind: ClassVar[str] = "recall"
+    task_type: str | None = None
+    notes: list[dict[str, Any]] = field(default_factory=list)  # id, key, kind, score, rank
+    rendered: str = ""
+    tokens: int = 0
+
+
+@dataclass(kw_only=True)
+class MetaTurnStarted(Event):
+    kind: ClassVar[str] = "meta_turn_started"
+    round: int = 0
+    user_message: str = ""
+
+
+@dataclass(kw_only=True)
+class TextDelta(Event):
+    """A piece of streamed model text; parent is the meta turn or expert call."""
+
+    kind: ClassVar[str] = "text_delta"
+    transient: ClassVar[bool] = True
+    text: str = ""
+
+
+@dataclass(kw_only=True)
+class MetaTurnFinished(Event):
+    kind: ClassVar[str] = "meta_turn_finished"
+    round: int = 0
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    duration_s: float = 0.0
+    # Why the model stopped: the API's own words (end_turn, stop, max_tokens, length),
+    # or `stopped:<reason>` when conductor closed the stream (a cancel, a limit).
+    stop_reason: str = ""
+    truncated: bool = False  # cut at the output-token limit; its calls were not run
+
+
+@dataclass(kw_only=True)
+class ExpertCallStarted(Event):
+    kind: ClassVar[str] = "expert_call_started"
+    round: int = 0
+    index: int = 0  # position among the calls of its turn
+    name: str = ""
+    instruction: str = ""
+    # The exact conversation the expert saw (fresh eyes: persona + instruction only).
+    system_prompt: str = ""
+    prompt: str = ""
+    is_python: bool = False
+
+
+@dataclass(kw_only=True)
+class ExpertCallFinished(Event):
+    kind: ClassVar[str] = "expert_call_finished"
+    name: str = ""
+    text: str = ""  # the expert's own reply
+    output: str = ""  # what the meta model is shown (reply plus code output, capped)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    duration_s: float = 0.0
+    error: str | None = None
+    stop_reason: str = ""  # as on MetaTurnFinished
+    truncated: bool = False  # cut at the output-token limit (the meta model is told)
+
+
+@dataclass(kw_only=True)
+class SandboxExec(Event):
+    kind: ClassVar[str] = "sandbox_exec"
+    code: str = ""
+    result: ExecResult = field(default_factory=ExecResult)
+    source: str = ""  # "expert" (code the expert wrote) or "instruction" (given by meta)
+
+
+@dataclass(kw_only=True)
+class Observation(Event):
+    """Something the model caused and is told about: a nudge, a bad format, an error."""
+
+    kind: ClassVar[str] = "observation"
+    reason: str = ""  # no_call_or_answer | empty_instruction | no_code | calls_and_answer ...
+    message: str = ""
+
+
+@dataclass(kw_only=True)
+class FinalAnswer(Event):
+    kind: ClassVar[str] = "final_answer"
+    round: int = 0
+    answer: str = ""
+
+
+@dataclass(kw_only=True)
+class LimitHit(Event):
+    kind: ClassVar[str] = "limit_hit"
+    limit: str = ""  # rounds | tokens | cost | wall_time
+    value: float = 0
+    maximum: float = 0
+
+
+@dataclass(kw_only=True)
+class ErrorEvent(Event):
+    """A system failure; the run stops and the message says what to do."""
+
+    kind: ClassVar[str] = "error"
+    message: str = ""
+    where: str = ""
+
+
+@dataclass(kw_only=True)
+class RunFinished(Event):
+    kind: ClassVar[str] = "run_finished"
+    status: str = ""  # answered | no_answer | declined | limit | error | interrupted
+    final_answer: str | None = None
+    rounds: int = 0
+    usage: Usage = field(default_factory=Usage)
+    meta_usage: Usage = field(default_factory=Usage)
+    expert_calls: int = 0
+    sandbox_runs: int = 0
+    duration_s: float = 0.0
+    score: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class NotesWritten(Event):
+    """Notes distilled from a finished run into the notebook."""
+
+    kind: ClassVar[str] = "notes_written"
+    notebook: str = ""
+    task_type: str | None = None
+    verification: str = ""
+    note_ids: list[str] = field(default_factory=list)
+    skipped: int = 0
+    merged: int = 0
+    outcome: str = ""  # correct | wrong | verified | unverified | unanswered
+    reflection: str = ""  # what the reflection call did: ok / skipped / failed, and why
+    feedback: dict[str, str] = field(default_factory=dict)  # recalled note id -> effect
+    induced: bool = False  # the task type's experience was re-induced after this run
+    # The model calls learning made (after the run finished, so not in its RunFinished).
+    usage: Usage = field(default_factory=Usage)
+
+
+def event_kinds() -> dict[str, type[Event]]:
+    return dict(_REGISTRY)

@@ -1,0 +1,48 @@
+"""Where conductor keeps its data and finds its config file.
+
+All data lives under one directory, `$CONDUCTOR_HOME` (default: the platform's user data
+dir); the config file is `$CONDUCTOR_CONFIG`, else `config.toml` in the user config dir.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conductor_kernel.errors import ConfigError
+
+
+def home_dir() -> Path:
+    """The data directory: `$CONDUCTOR_HOME`, else the platform's user data dir."""
+    env = os.environ.get("CONDUCTOR_HOME")
+    if env:
+        path = Path(env).expanduser()
+    else:
+        from platformdirs import user_data_dir
+
+        path = Path(user_data_dir("conductor", appauthor=False))
+    return _make_folder(path)
+
+
+def _make_folder(path: Path) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only file system, no permission, a file in the way
+        raise ConfigError(
+            f"cannot create the data folder {path} ({exc.strerror or exc}). Point "
+            "CONDUCTOR_HOME (or --home) at a writable folder."
+        ) from None
+    return path
+
+
+def config_path() -> Path:
+    env = os.environ.get("CONDUCTOR_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("conductor", appauthor=False)) / "config.toml"
+
+
+def runs_dir() -> Path:
+    return _make_folder(home_dir() / "runs")

@@ -1,0 +1,249 @@
+"""The project's interfaces and the plain values that cross them, in one place.
+
+Every pluggable part (a chat model, a sandbox, an event sink) is a `typing.Protocol`
+here; implementations live in `experts/`, `sandbox/` and `transcripts/` and never
+import each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from conductor_kernel.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from conductor_kernel.events import Event
+
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message as the model sees it."""
+
+    role: Role
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass
+class Usage:
+    """Tokens and money for one model call (or a sum of calls).
+
+    `input_tokens` counts every prompt token, cached or not; `cache_read_tokens` is the
+    part of it served from the provider's prompt cache, `cache_write_tokens` the part
+    written to it.
+
+    `estimated_calls` counts calls whose server did not report (all of) their usage (a
+    server that sends none while streaming, a stream stopped part-way): what is unknown
+    is NOT in the token fields (never a made-up 0 passed off as measured) but estimated
+    by a tokenizer into `estimated_tokens`, which the run's limits count too.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+    estimated_calls: int = 0
+    estimated_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+            calls=self.calls + other.calls,
+            estimated_calls=self.estimated_calls + other.estimated_calls,
+            estimated_tokens=self.estimated_tokens + other.estimated_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def known(self) -> bool:
+        """Every call's usage was reported by its server."""
+        return self.estimated_calls == 0
+
+    @property
+    def tokens_for_limits(self) -> int:
+        """Reported tokens plus the estimate for what was not reported."""
+        return self.total_tokens + self.estimated_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
+        if not data:
+            return cls()
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+
+@dataclass
+class Completion:
+    """What a chat model returned for one request."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    stop_reason: str = ""
+    retries: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut at the output-token limit (Anthropic and OpenAI names)."""
+        return self.stop_reason in ("max_tokens", "length")
+
+    @property
+    def stopped(self) -> bool:
+        """The stream was stopped on our side (cancel, a limit) before it ended."""
+        return self.stop_reason.startswith(STOPPED_PREFIX)
+
+
+STOPPED_PREFIX = "stopped:"
+
+
+class StreamStopped(Exception):
+    """Raised by an `on_text` callback to end a streaming call early (a cancel, a limit).
+
+    A provider that streams catches it, closes the stream (so the server stops
+    generating) and returns the text so far with `stop_reason` `stopped:<reason>` and
+    what it knows of the usage; a model that does not stream lets it propagate.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+TextCallback = Callable[[str], None]
+CallRole = Literal["meta", "expert"]
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A language model behind a chat interface.
+
+    `complete` is blocking and thread-safe: the conductor calls several experts at
+    once from worker threads. `on_text` receives streamed text as it arrives (a
+    model that cannot stream calls it once with the whole text). `cache` asks the
+    provider to cache the prompt prefix when it can (the meta history only grows).
+    `role` tells replaying and scripted models which conversation is asking.
+    """
+
+    @property
+    def name(self) -> str:
+        """Read-only here, so a wrapper may forward it (`MeteredModel`)."""
+        ...
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        on_text: TextCallback | None = None,
+        cache: bool = False,
+        role: CallRole = "meta",
+        max_tokens: int | None = None,
+    ) -> Completion: ...
+
+
+class ModelError(UserFacingError):
+    """A model call failed for a reason the user must fix or retry (system failure)."""
+
+
+@dataclass
+class ExecResult:
+    """The outcome of running one piece of code in a sandbox: data, never an exception.
+
+    A failure of the user's code (non-zero exit, timeout, OOM, output flood) is told by
+    the fields; `infra_error` is set only when the sandbox itself failed (no daemon,
+    image missing), so the two are never confused.
+    """
+
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    duration_s: float = 0.0
+    backend: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    output_limit_hit: bool = False
+    infra_error: str | None = None
+    # The sandbox broke its own protocol because of what the code did (a malformed or
+    # oversized reply, a runner that died): an observation about the code, not a
+    # failure of the machine; the sandbox was replaced.
+    sandbox_error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.exit_code == 0
+            and not self.timed_out
+            and not self.oom_killed
+            and self.infra_error is None
+            and self.sandbox_error is None
+        )
+
+    @property
+    def limits_hit(self) -> list[str]:
+        hits = []
+        if self.timed_out:
+            hits.append("timeout")
+        if self.oom_killed:
+            hits.append("memory")
+        if self.output_limit_hit or self.stdout_truncated or self.stderr_truncated:
+            hits.append("output")
+        return hits
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ok"] = self.ok
+        data["limits_hit"] = self.limits_hit
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExecResult:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """Somewhere to run untrusted Python.
+
+    `run` never raises for anything the code does; it returns an `ExecResult`.
+    One `Sandbox` object serves one conductor run; `close` releases what it holds.
+    """
+
+    name: str
+
+    def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult: ...
+
+    def close(self) -> None: ...
+
+
+class SandboxUnavailable(UserFacingError):
+    """No sandbox backend can run code here; the message says how to get one."""
+
+
+@runtime_checkable
+class EventSink(Protocol):
+    """Anything that consumes the event stream (transcript writer, printer, TUI)."""
+
+    def handle(self, event: Event) -> None: ...

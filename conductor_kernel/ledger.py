@@ -1,0 +1,137 @@
+"""One usage ledger per run: every model call of the run writes to it.
+
+The meta turns, the experts, and the notebook's calls (recall narrowing, reflection,
+task-type choice, induction) all go through `UsageLedger.metered(model, purpose)`, which
+records each call's usage the moment the call returns. The run's limits are checked
+against the ledger, and `RunFinished.usage`, `runs.db` and batch reports read it, so a
+call that returned is counted whichever way the run ends afterwards.
+
+A call cut short (cancelled mid-stream) records what it had used with `record()`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from conductor_kernel.interfaces import (
+    CallRole,
+    ChatModel,
+    Completion,
+    Message,
+    TextCallback,
+    Usage,
+)
+
+# Purposes a call is recorded under. The run's own calls come first; learning's calls
+# are made after `RunFinished` and are reported in their own event.
+RUN_PURPOSES = ("meta", "expert", "recall")
+LEARNING_PURPOSES = ("reflection", "type_choice", "induction", "learning")
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    purpose: str
+    usage: Usage
+    model: str = ""
+
+
+class UsageLedger:
+    """Thread-safe: experts of one turn record from several threads at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: list[LedgerEntry] = []
+
+    def record(self, purpose: str, usage: Usage, model: str = "") -> None:
+        with self._lock:
+            self._entries.append(LedgerEntry(purpose, usage, model))
+
+    @property
+    def entries(self) -> list[LedgerEntry]:
+        with self._lock:
+            return list(self._entries)
+
+    def total(self, *purposes: str) -> Usage:
+        """The sum over the given purposes (every purpose when none is given)."""
+        total = Usage()
+        for entry in self.entries:
+            if not purposes or entry.purpose in purposes:
+                total += entry.usage
+        return total
+
+    def run_total(self) -> Usage:
+        """What the run itself spent: everything but learning."""
+        total = Usage()
+        for entry in self.entries:
+            if entry.purpose not in LEARNING_PURPOSES:
+                total += entry.usage
+        return total
+
+    def learning_total(self) -> Usage:
+        return self.total(*LEARNING_PURPOSES)
+
+    def mark(self) -> int:
+        """A position in the ledger; `since(mark)` sums what was recorded after it."""
+        with self._lock:
+            return len(self._entries)
+
+    def since(self, mark: int) -> Usage:
+        total = Usage()
+        for entry in self.entries[mark:]:
+            total += entry.usage
+        return total
+
+    def by_purpose(self) -> dict[str, Usage]:
+        out: dict[str, Usage] = {}
+        for entry in self.entries:
+            out[entry.purpose] = out.get(entry.purpose, Usage()) + entry.usage
+        return out
+
+    def metered(self, model: ChatModel, purpose: str) -> MeteredModel:
+        return MeteredModel(model, self, purpose)
+
+
+class MeteredModel:
+    """A `ChatModel` that records each returned call's usage in a ledger.
+
+    Every other attribute (`name`, an `offline` flag...) is the wrapped model's.
+    """
+
+    inner: ChatModel
+
+    def __init__(self, model: ChatModel, ledger: UsageLedger, purpose: str) -> None:
+        if isinstance(model, MeteredModel):
+            model = model.inner  # never count a call twice
+        self.inner = model
+        self.ledger = ledger
+        self.purpose = purpose
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        on_text: TextCallback | None = None,
+        cache: bool = False,
+        role: CallRole = "meta",
+        max_tokens: int | None = None,
+    ) -> Completion:
+        completion = self.inner.complete(
+            messages,
+            system=system,
+            on_text=on_text,
+            cache=cache,
+            role=role,
+            max_tokens=max_tokens,
+        )
+        self.ledger.record(self.purpose, completion.usage, completion.model)
+        return completion

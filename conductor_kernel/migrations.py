@@ -1,0 +1,259 @@
+"""Numbered, recorded, append-only SQLite migrations (one registry per database).
+
+Each migration is a function named `mNNN_description(db)`; applied names are stored in
+`_migrations` so each runs once, in order. Never edit an applied migration: add one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import logging
+import os
+import random
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import sqlite_utils
+
+from conductor_kernel.errors import UserFacingError
+
+MigrationFn = Callable[[sqlite_utils.Database], None]
+T = TypeVar("T")
+log = logging.getLogger("conductor")
+
+# How often a write retries BEGIN IMMEDIATE while other processes hold the write lock.
+WRITE_ATTEMPTS = 12
+
+
+class DatabaseError(UserFacingError):
+    """A database file that is corrupt, foreign or locked; the message names it."""
+
+
+class Migrations:
+    """An ordered registry of migrations, applied atomically one by one.
+
+    Like sqlite-utils' transactional migrations: each step and the record of it run in
+    one transaction, so a step that fails leaves the database exactly as it was (DDL
+    included; SQLite's DDL is transactional). The transaction is `BEGIN IMMEDIATE` and
+    the list of applied steps is read inside it, so two processes migrating the same
+    file take turns (the busy timeout applies) and never apply a step twice.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._steps: list[MigrationFn] = []
+
+    def __call__(self, fn: MigrationFn) -> MigrationFn:
+        self._steps.append(fn)
+        return fn
+
+    def apply(self, db: sqlite_utils.Database) -> list[str]:
+        conn = db.conn
+        previous = conn.isolation_level
+        # Transactions are ours alone: the driver must not open or commit any itself.
+        conn.isolation_level = None
+        applied: list[str] = []
+        try:
+            for fn in self._steps:
+                if self._apply_one(db, fn):
+                    applied.append(fn.__name__)
+        finally:
+            conn.isolation_level = previous
+        return applied
+
+    def _apply_one(self, db: sqlite_utils.Database, fn: MigrationFn) -> bool:
+        conn = db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "create table if not exists _migrations "
+                "(name text primary key, applied_at text, database text)"
+            )
+            done = conn.execute("select 1 from _migrations where name = ?", (fn.__name__,))
+            if done.fetchone():
+                conn.execute("ROLLBACK")
+                return False
+            fn(db)
+            conn.execute(
+                "insert into _migrations (name, applied_at, database) values (?, ?, ?)",
+                (fn.__name__, dt.datetime.now(dt.UTC).isoformat(), self.name),
+            )
+            conn.execute("COMMIT")
+            return True
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+@contextlib.contextmanager
+def creation_lock(path: Path) -> Iterator[None]:
+    """Serialise opens of databases in one directory across processes.
+
+    Opening checks the file, switches it to WAL and migrates it; two processes doing
+    that to the same new file at once is what made `runs.db` fail. The lock is on the
+    directory, so it leaves no file behind.
+    """
+    _ensure_folder(path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _ensure_folder(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseError(
+            f"cannot create the folder {path.parent} ({exc.strerror or exc}). Point "
+            "CONDUCTOR_HOME (or --home) at a writable folder."
+        ) from exc
+
+
+def _disk_full(path: Path) -> bool:
+    """Too little space left beside the database for its WAL and index files."""
+    try:
+        return shutil.disk_usage(path.parent).free < 256 * 1024
+    except OSError:
+        return False
+
+
+def _writable(path: Path) -> bool:
+    """The database and its folder (WAL and lock files go beside it) can be written."""
+    folder_ok = os.access(path.parent, os.W_OK | os.X_OK)
+    return folder_ok and (not path.exists() or os.access(path, os.W_OK))
+
+
+# Databases up to this size are checked page by page on open.
+FULL_CHECK_MAX_BYTES = 64 * 1024 * 1024
+
+
+def open_database(
+    path: Path | str, migrations: Migrations, *, expect_tables: set[str]
+) -> sqlite_utils.Database:
+    """Open (creating) a WAL SQLite database and migrate it.
+
+    A file that is not SQLite, is corrupt, or belongs to something else (tables of ours
+    missing while others exist) raises `DatabaseError` naming it; nothing is overwritten.
+    """
+    path = Path(path)
+    _ensure_folder(path)
+    existed = path.exists() and path.stat().st_size > 0
+    try:
+        conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+        if existed:
+            # quick_check reads every page: ~2 s for a 1M-note notebook on each start. Big
+            # files get only the header and schema read; damage deeper in them surfaces
+            # as an error where the pages are used (recall and learning log and go on).
+            small = path.stat().st_size <= FULL_CHECK_MAX_BYTES
+            check = "PRAGMA quick_check" if small else "select 'ok' from sqlite_master limit 1"
+            ok = (conn.execute(check).fetchone() or ["ok"])[0]
+            if ok != "ok":
+                raise DatabaseError(
+                    f"{path} is damaged (integrity check: {ok}). Move it aside and start a "
+                    "new one, or repair it with `sqlite3 FILE .recover`."
+                )
+            tables = {
+                r[0] for r in conn.execute("select name from sqlite_master where type='table'")
+            }
+            if tables and "_migrations" not in tables:
+                raise DatabaseError(
+                    f"{path} is an SQLite database of something else (tables: "
+                    f"{', '.join(sorted(tables)[:5])}). Point to another file; this one was not changed."
+                )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.DatabaseError as exc:
+        if _disk_full(path):
+            raise DatabaseError(
+                f"{path}: the disk holding it is full ({exc}). Free some space and run "
+                "again; the database was not changed."
+            ) from exc
+        if not _writable(path):
+            raise DatabaseError(
+                f"{path}: cannot write there (a read-only file system or no permission: "
+                f"{exc}). Point CONDUCTOR_HOME (or --home) at a writable folder; nothing "
+                "was changed."
+            ) from exc
+        raise DatabaseError(
+            f"{path} is not a usable SQLite database ({exc}). Move it aside or point to "
+            "another file; it was not changed."
+        ) from exc
+    db = sqlite_utils.Database(conn)
+    try:
+        migrations.apply(db)
+    except sqlite3.OperationalError as exc:
+        if _disk_full(path):
+            raise DatabaseError(
+                f"{path}: the disk holding it is full ({exc}). Free some space and run "
+                "again; the database was left as it was."
+            ) from exc
+        raise DatabaseError(
+            f"{path}: could not migrate ({exc}); the database was left as it was. "
+            "If another program holds it locked, close it and run again."
+        ) from exc
+    missing = expect_tables - set(db.table_names())
+    if missing:
+        raise DatabaseError(f"{path}: tables {sorted(missing)} are missing after migration.")
+    return db
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused because another connection holds the lock."""
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def write_transaction(
+    conn: sqlite3.Connection,
+    lock: threading.RLock,
+    fn: Callable[[sqlite3.Connection], T],
+    *,
+    path: Path,
+    busy_error: type[DatabaseError] = DatabaseError,
+) -> T:
+    """Run `fn(conn)` in one BEGIN IMMEDIATE transaction, retrying while others write.
+
+    IMMEDIATE takes the write lock up front: a deferred transaction that reads first
+    cannot upgrade to a write under WAL, and then SQLite's busy timeout never applies.
+    `conn` must be in autocommit mode (`isolation_level = None`). Anything `fn` raises
+    rolls the transaction back; a busy error inside it is retried like a busy BEGIN.
+    """
+    delay = 0.02
+    for attempt in range(WRITE_ATTEMPTS):
+        with lock:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                log.debug("%s busy (attempt %d): %s", path.name, attempt + 1, exc)
+            else:
+                try:
+                    result = fn(conn)
+                    conn.execute("COMMIT")
+                    return result
+                except BaseException as exc:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    if not (isinstance(exc, sqlite3.OperationalError) and is_busy(exc)):
+                        raise
+                    log.debug("%s busy inside a write: %s", path.name, exc)
+        time.sleep(delay * (1 + random.random()))
+        delay = min(delay * 2, 1.0)
+    raise busy_error(
+        f"{path} stayed locked by other writers through {WRITE_ATTEMPTS} tries. "
+        "Another program may hold it open in a transaction; close it and run again."
+    )
