@@ -13,10 +13,11 @@ import re
 import sqlite3
 import time
 
+from conductor_kernel.task_scoring import TaskJudge, task_scoring
 from lessons.problems import question_hash, same_question
 from lessons.runview import RunView
 from lessons.store import Notebook, record_note_history
-from lessons.verify import TaskJudge, judge_for, normalise, scorer_verdict
+from lessons.verify import judge_for, normalise, scorer_verdict
 
 _SMALL_SPACE = re.compile(r"(?i)^\s*\(?[a-j]\)?\s*$|^\s*(yes|no|true|false)\s*\.?\s*$")
 _NOTE_ID = re.compile(r"\bn[0-9a-f]{7,11}\b")
@@ -28,11 +29,10 @@ def answers_agree(judge: TaskJudge | None, question: str, a: str, b: str) -> boo
         return False
     if judge is not None and judge.scorer == "numeric":
         # A sentence is no target for the numeric scorer: compare the numbers claimed.
-        from conductor.scoring.numeric import claimed_number
-
+        scoring = task_scoring()
         given = judge.task_input(question)
-        claim = claimed_number(a, given)
-        return claim is not None and claim == claimed_number(b, given)
+        claim = scoring.claimed_number(a, given)
+        return claim is not None and claim == scoring.claimed_number(b, given)
     if judge is not None and judge.needs_target:
         return bool(scorer_verdict(judge, question, a, b))
     return normalise(a).replace(" ", "") == normalise(b).replace(" ", "")

@@ -102,10 +102,10 @@ def same_question(a: str, b: str) -> bool:
 def core_input(question: str) -> str:
     """The question less a built-in task's description before it (the batch form asks
     `description + input`): tools read, and excerpts are cut from, the input alone."""
-    from conductor.tasks import BUILTIN
+    from conductor_kernel.task_scoring import task_scoring
 
-    for spec in BUILTIN.values():
-        head = spec.description.strip()
+    for description in task_scoring().task_descriptions():
+        head = description.strip()
         if head and question.startswith(head):
             return question[len(head) :].strip()
     return question

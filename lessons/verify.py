@@ -1,6 +1,7 @@
 """How far a finished run's answer can be trusted, and on what evidence.
 
-The answer is judged by the task's own scorer (conductor/scoring), never by a matcher
+The answer is judged by the task's own scorer (the application's conductor/scoring,
+reached through the kernel port `conductor_kernel.task_scoring`), never by a matcher
 of the notebook's. Evidence, strongest first; every note records which one it has:
 
 - `target`: the scorer compared the answer with a known answer. A rubric (the sonnet
@@ -38,6 +39,7 @@ from conductor_kernel.events import (
     SandboxExec,
 )
 from conductor_kernel.interfaces import Sandbox
+from conductor_kernel.task_scoring import TaskJudge, task_scoring
 
 log = logging.getLogger("conductor.notebook")
 
@@ -104,38 +106,9 @@ def output_contains(output: str, answer: str) -> bool:
 # -- the task's scorer -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TaskJudge:
-    """The task's spec and scorer, and the input part of a question."""
-
-    name: str
-    scorer: str
-    description: str
-    needs_target: bool
-
-    def task_input(self, question: str) -> str:
-        """The question less the task's description, as a task file holds it."""
-        head = self.description.strip()
-        if head and question.startswith(head):
-            return question[len(head) :].strip()
-        return question
-
-
 def judge_for(task: str) -> TaskJudge | None:
     """The judge of a task name (built-in or a scorer's name), None when unknown."""
-    if not task:
-        return None
-    from conductor.scoring import SCORERS, scorer_module
-    from conductor.tasks import UnknownTaskError, get_spec
-
-    try:
-        spec = get_spec(task)
-        name, scorer, description = spec.name, spec.scorer, spec.description
-    except UnknownTaskError:
-        if task not in SCORERS:
-            return None
-        name, scorer, description = task, task, ""
-    return TaskJudge(name, scorer, description, bool(scorer_module(scorer).NEEDS_TARGET))
+    return task_scoring().judge_for(task)
 
 
 _CHOICE_TARGET = re.compile(r"^\(?[A-Za-z]\)$")
@@ -172,20 +145,11 @@ def scorer_verdict(
     sandbox: Sandbox | None = None,
 ) -> bool | None:
     """The task scorer's decision, or None when it cannot decide here."""
-    from conductor.scoring import score
-    from conductor.taskfile import TaskItem
-
     if judge.needs_target and target is None:
         return None
     if judge.scorer == "p3" and sandbox is None:
         return None  # sat() only ever runs in the sandbox
-    item = TaskItem(id="nb", input=judge.task_input(question), target=target)
-    try:
-        result = score(judge.scorer, answer, item, sandbox=sandbox, with_paper=False)
-    except Exception as exc:  # a scorer failure leaves the answer unjudged
-        log.warning("the %s scorer failed on a run: %s", judge.scorer, exc)
-        return None
-    return result.correct if result.scored else None
+    return task_scoring().verdict(judge, question, answer, target, sandbox)
 
 
 # -- evidence without a target ----------------------------------------------------------
