@@ -114,6 +114,7 @@ def test_the_wheel_installs_next_to_jupyter_notebook(wheel: Path, tmp_path: Path
 
     changed = [path for path, digest in theirs if _sha256(site / path) != digest]
     assert changed == [], f"our install changed Jupyter's files: {changed[:10]}"
+
     def tops(rows: list[tuple[str, str]]) -> set[str]:  # folders in site-packages
         return {path.split("/")[0] for path, _ in rows if "/" in path} - {".."}
 
