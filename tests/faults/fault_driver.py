@@ -143,6 +143,11 @@ def install() -> None:
 
 
 if __name__ == "__main__":
+    import faulthandler
+    import signal
+
+    # A test that gives up on this process asks it, with SIGUSR1, where every thread is.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     install()
     from conductor.cli import main
 

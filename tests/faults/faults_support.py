@@ -66,6 +66,8 @@ class Driven:
         try:
             out, _ = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR1)  # the driver dumps every thread's stack
+            time.sleep(0.5)
             self.proc.kill()
             self.proc.communicate()
             raise AssertionError(
