@@ -194,7 +194,11 @@ def in_worker(
     (`RunCancelled` or `StreamLimit`). A call stopped part-way returns normally with
     what it had: the caller records it, then stops.
     """
-    events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    # queue.Queue, not SimpleQueue: on CPython 3.11 a signal handled inside
+    # SimpleQueue.get(timeout=...) near its deadline turns the wait into one without a
+    # timeout, so a Ctrl-C whose handler asks for a cancel was never seen (the run hung
+    # until the worker's next event). Queue waits through a lock that re-checks it.
+    events: queue.Queue[Any] = queue.Queue()
     box: dict[str, Any] = {}
 
     def target() -> None:
