@@ -31,20 +31,19 @@ driver's peak memory and CPU seconds; for Ray also the CPU seconds of the whole 
 summed peak memory of the processes it started for the batch. Skipped when Ray is not
 installed.
 
-Prints a table, then one JSON object (the figures) as its last line.
+Prints a table, then one JSON object (the figures) as its last line. The server's replies
+and the batch subprocess are in bench/support/batch_runs.py, the Ray rows in
+bench/support/batch_on_ray.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import resource
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -53,136 +52,30 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # the test equipment (wire server)
+sys.path.insert(0, str(REPO / "bench" / "support"))  # batch_runs, batch_on_ray
 
+from batch_on_ray import ray_beside_one_process, ray_table  # noqa: E402
+from batch_runs import (  # noqa: E402
+    CALLS_PER_ITEM,
+    LATENCY_S,
+    ROUNDS,
+    TARGET_RATIO,
+    batch_command,
+    environment,
+    final_lines,
+    items_asked,
+    responder,
+    results_path,
+    run_batch,
+    write_tasks,
+)
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from conductor_kernel import prompts  # noqa: E402
 from equipment.wire_server import WireServer  # noqa: E402
 
 ITEMS = int(os.environ.get("BENCH_BATCH_ITEMS", 200))
 CONCURRENCY = int(os.environ.get("BENCH_BATCH_CONCURRENCY", 32))
-LATENCY_S = 1.0
-ROUNDS = 4  # meta turns per item; the first ROUNDS - 1 consult one expert each
-CALLS_PER_ITEM = ROUNDS + (ROUNDS - 1)
-TARGET_RATIO = 1.25
-RAY_ITEMS = int(os.environ.get("BENCH_BATCH_RAY_ITEMS", 400))
-RAY_CONCURRENCY = int(os.environ.get("BENCH_BATCH_RAY_CONCURRENCY", 64))
-_ITEM = re.compile(r"bench item (\d+)")
-
-
-def responder(body: dict[str, Any]) -> str:
-    """Meta turns by how many the conversation already has; experts confirm."""
-    messages = body.get("messages") or []
-    text = "\n".join(str(m.get("content", "")) for m in messages)
-    found = _ITEM.search(text)
-    n = int(found.group(1)) if found else -1
-    if messages and messages[0].get("content") == prompts.META_SYSTEM:
-        turns = sum(m.get("role") == "assistant" for m in messages)
-        if turns < ROUNDS - 1:
-            return (
-                f'Expert Checker:\n"""\nCheck step {turns + 1} of bench item {n}: {n} + {n}.\n"""'
-            )
-        return f'>> FINAL ANSWER:\n"""\n{2 * n}\n"""'
-    return f"Step checked for bench item {n}: {n} + {n} = {2 * n}."
-
-
-def write_tasks(path: Path, count: int) -> None:
-    with path.open("w", encoding="utf-8") as fh:
-        for n in range(count):
-            record = {"id": f"item-{n:03d}", "input": f"bench item {n}: add {n} to itself."}
-            fh.write(json.dumps({**record, "target": str(2 * n)}) + "\n")
-
-
-def batch_command(tasks: Path, concurrency: int, extra: tuple[str, ...] = ()) -> list[str]:
-    return [
-        str(REPO / ".venv" / "bin" / "python"),
-        "-m",
-        "conductor.cli",
-        "batch",
-        str(tasks),
-        "--scorer",
-        "numeric",
-        "--description",
-        "Add the number to itself.",
-        "--model",
-        "openai:bench",
-        "--no-python",
-        "--no-recall",
-        "--no-learn",
-        "--concurrency",
-        str(concurrency),
-        "--json",
-        *extra,
-    ]
-
-
-def environment(server: WireServer, home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONDUCTOR_", "ANTHROPIC_"))}
-    env.update(
-        CONDUCTOR_HOME=str(home),
-        CONDUCTOR_CONFIG=str(home / "config.toml"),
-        OPENAI_BASE_URL=server.openai_url,
-        OPENAI_API_KEY="bench",
-    )
-    return env
-
-
-def run_batch(
-    server: WireServer, tasks: Path, home: Path, concurrency: int, extra: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """One whole batch in a subprocess; its report, the process's wall time and CPU."""
-    cpu0 = _children_cpu()
-    t0 = time.monotonic()
-    done = subprocess.run(
-        batch_command(tasks, concurrency, extra),
-        env=environment(server, home),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    wall = time.monotonic() - t0
-    if done.returncode != 0:
-        raise SystemExit(f"batch failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    report["process_wall_s"] = wall
-    report["process_cpu_s"] = _children_cpu() - cpu0
-    return report
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def results_path(home: Path) -> Path:
-    found = list((home / "batches").glob("*/results.jsonl"))
-    return found[0] if found else home / "missing"
-
-
-def final_lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    lines = []
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            continue  # a line cut by the kill
-        if record.get("final"):
-            lines.append(record)
-    return lines
-
-
-def items_asked(server: WireServer, since: int, until: int | None = None) -> Counter[int]:
-    """How many model requests mention each item, among requests `since` to `until`."""
-    counts: Counter[int] = Counter()
-    for request in server.requests[since:until]:
-        messages = (request.body or {}).get("messages") or []
-        found = _ITEM.search("\n".join(str(m.get("content", "")) for m in messages))
-        if found:
-            counts[int(found.group(1))] += 1
-    return counts
 
 
 def kill_and_resume(server: WireServer, tasks: Path, home: Path) -> dict[str, Any]:
@@ -309,101 +202,3 @@ def main() -> int:
         Console().print(ray_table(ray_rows))
     print(json.dumps(figures))
     return 0 if figures["within_target"] and resume_ok and ray_ok else 1
-
-
-def ray_beside_one_process(
-    server: WireServer, root: Path, console: Console
-) -> dict[str, dict[str, Any]] | None:
-    """RAY_ITEMS at RAY_CONCURRENCY in one process, then on a two-node Ray cluster."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        console.print("Ray is not installed: no Ray row (pip install 'conductor[ray]')")
-        return None
-    sys.path.insert(0, str(REPO / "tests" / "ray"))
-    from local_cluster import LocalCluster
-
-    tasks = root / "ray-tasks.jsonl"
-    write_tasks(tasks, RAY_ITEMS)
-    ideal = RAY_ITEMS * CALLS_PER_ITEM * LATENCY_S / RAY_CONCURRENCY
-    rows: dict[str, dict[str, Any]] = {}
-    console.print(f"one process: {RAY_ITEMS} items at concurrency {RAY_CONCURRENCY} ...")
-    rows["one_process"] = _row(run_batch(server, tasks, root / "home-one", RAY_CONCURRENCY), ideal)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONDUCTOR_", "OPENAI_"))}
-    env["CONDUCTOR_HOME"] = str(root / "ray-worker-home")
-    console.print("starting a two-node Ray cluster on this machine ...")
-    with LocalCluster(env=env) as cluster:
-        cluster.start(workers=1)
-        os.environ.update(cluster.client_env)  # the driver's token for this cluster
-        console.print(f"Ray, two nodes: {RAY_ITEMS} items at concurrency {RAY_CONCURRENCY} ...")
-        before = cluster.usage()
-        seen: dict[int, tuple[float, float]] = {}
-        done = threading.Event()
-
-        def sample() -> None:  # workers end with the batch: keep what each last showed
-            while not done.wait(0.5):
-                seen.update(cluster.usage())
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        try:
-            report = run_batch(
-                server, tasks, root / "home-ray", RAY_CONCURRENCY, ("--ray", cluster.address)
-            )
-        finally:
-            done.set()
-            sampler.join()
-    row = _row(report, ideal)
-    row["cluster_cpu_s"] = round(
-        sum(cpu for cpu, _ in seen.values()) - sum(cpu for cpu, _ in before.values()), 1
-    )
-    workers = [mb for pid, (_, mb) in seen.items() if pid not in before]
-    row["workers_peak_mb_sum"] = round(sum(workers), 1)
-    row["items_per_node"] = sorted(w["items"] for w in report["ray"]["workers"])
-    row["moved"] = len(report["ray"]["moved"])
-    rows["ray_two_nodes"] = row
-    return rows
-
-
-def _row(report: dict[str, Any], ideal: float) -> dict[str, Any]:
-    wall = report["session"]["wall_s"]
-    return {
-        "items": report["items"]["finished"],
-        "accuracy": report["accuracy"]["percent"],
-        "ideal_s": round(ideal, 2),
-        "wall_s": round(wall, 2),
-        "ratio_vs_ideal": round(wall / ideal, 3),
-        "within_target": wall / ideal <= TARGET_RATIO and report["items"]["remaining"] == 0,
-        "process_wall_s": round(report["process_wall_s"], 2),
-        "driver_peak_rss_mb": report["session"]["peak_rss_mb"],
-        "driver_cpu_s": round(report["process_cpu_s"], 2),
-    }
-
-
-def ray_table(rows: dict[str, dict[str, Any]]) -> Table:
-    """Figures down, the two ways across (one process, Ray), as measured in one run."""
-    table = Table(
-        title=f"{RAY_ITEMS} items x {ROUNDS} rounds, {LATENCY_S:g} s a call, concurrency "
-        f"{RAY_CONCURRENCY}, same run"
-    )
-    table.add_column("figure")
-    for name in rows:
-        table.add_column(name.replace("_", " "), justify="right")
-    figures = [
-        ("runner wall time (s)", "wall_s"),
-        ("ideal (s)", "ideal_s"),
-        (f"ratio vs ideal (target <= {TARGET_RATIO})", "ratio_vs_ideal"),
-        ("process wall time, start-up included (s)", "process_wall_s"),
-        ("driver peak memory (MB)", "driver_peak_rss_mb"),
-        ("driver CPU (s)", "driver_cpu_s"),
-        ("cluster CPU, workers included (s)", "cluster_cpu_s"),
-        ("workers' peak memory, summed (MB)", "workers_peak_mb_sum"),
-        ("items per node", "items_per_node"),
-    ]
-    for label, key in figures:
-        cells = []
-        for row in rows.values():
-            value = row.get(key, "-")
-            cells.append(" / ".join(map(str, value)) if isinstance(value, list) else str(value))
-        table.add_row(label, *cells)
-    return table

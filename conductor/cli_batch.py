@@ -11,29 +11,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import logging
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from conductor.batch import BatchPlan, BatchRunner, BatchStopped
-from conductor.batch_report import (
-    ItemRecord,
-    Tally,
-    notebook_state,
-    peak_rss_mb,
-    render_markdown,
-    summarize,
-    write_report,
-)
+from conductor import batch_session
+from conductor.batch import BatchPlan, BatchRunner
+from conductor.batch_report import ItemRecord, Tally, render_markdown, write_report
 from conductor.batch_setup import BatchSetup, IndexSink, live_setup, make_scorer, replay_setup
 from conductor.batch_store import BatchFolder, batch_id, is_finished
 from conductor.cli_solve import add_run_options, settings_from_args
 from conductor.config import Settings
 from conductor.taskfile import Problem, TaskItem, read_task_file
 from conductor.tasks import TaskSpec, resolve_spec
-from conductor_kernel.display import VisibleFormatter
 from conductor_kernel.errors import ConfigError
 
 
@@ -149,15 +139,9 @@ def run_batch(args: argparse.Namespace) -> int:
     if settings.learn and args.learn_order == "sequential" and concurrency != 1:
         print("note: --learn-order sequential runs one item at a time", file=sys.stderr)
         concurrency = 1
-    identity = {
-        "task_file": str(Path(args.task_file).resolve()),
-        "spec": spec.to_dict(),
-        "replay": args.replay,
-        "python": settings.run.python,
-        "limits": {k: v for k, v in settings.run.limits().items() if k != "python_timeout_s"},
-        "learn_order": args.learn_order if settings.learn else None,
-        **setup.identity,
-    }
+    identity = batch_session.batch_identity(
+        args, settings, spec, setup, learn_order=args.learn_order
+    )
     folder = BatchFolder(batch_id(spec.name, identity), identity)
     folder_box.append(folder)
     folder.acquire()
@@ -176,41 +160,22 @@ def _run(
     folder: BatchFolder,
     concurrency: int,
 ) -> int:
-    started_at = time.time()
-    session_info: dict[str, Any] = {
-        "started_at": started_at,
-        "concurrency": concurrency,
-        "limit": args.limit,
-        "argv": sys.argv[1:],
-    }
-    session_no = folder.record_session(session_info)
-    notebook: dict[str, Any] = {
-        "path": setup.notebook,
-        "recall": settings.recall,
-        "learn": settings.learn,
-    }
-    if setup.notebook:
-        notebook["before"] = notebook_state(setup.notebook)
-    handler = logging.FileHandler(folder.path / "batch.log", encoding="utf-8")
-    handler.setFormatter(VisibleFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("conductor")
-    root.addHandler(handler)
-    root.setLevel(min(root.level or logging.INFO, logging.INFO))
-    plan = BatchPlan(
-        folder.path, folder.batch_id, spec.name, items, setup.question,
-        make_scorer(spec, setup.sandbox_name, settings), {"batch_id": folder.batch_id},
-    )  # fmt: skip
-    progress = _Progress(enabled=not args.json and sys.stdout.isatty())
-    runner = BatchRunner(
-        plan,
-        setup.make_session,
-        concurrency=concurrency,
-        sinks=(IndexSink(folder.path / "runs"),),
-        on_record=progress.update,
-        retry_errors=args.retry_errors,
-        session_no=session_no,
-    )
-    try:
+    session = batch_session.open_session(folder, args, settings, setup, concurrency)
+    with batch_session.batch_log(folder.path):
+        plan = BatchPlan(
+            folder.path, folder.batch_id, spec.name, items, setup.question,
+            make_scorer(spec, setup.sandbox_name, settings), {"batch_id": folder.batch_id},
+        )  # fmt: skip
+        progress = _Progress(enabled=not args.json and sys.stdout.isatty())
+        runner = BatchRunner(
+            plan,
+            setup.make_session,
+            concurrency=concurrency,
+            sinks=(IndexSink(folder.path / "runs"),),
+            on_record=progress.update,
+            retry_errors=args.retry_errors,
+            session_no=session.number,
+        )
         todo = runner.pending()
         print(
             f"batch {folder.batch_id}: {len(items)} items, {runner.tally.done} finished "
@@ -219,63 +184,11 @@ def _run(
         )
         with progress.shown(runner.tally):
             outcome = runner.run()
-    finally:
-        root.removeHandler(handler)
-        handler.close()
-    session_info.update(
-        number=session_no,
-        ended_at=time.time(),
-        ran=outcome.ran,
-        finished=outcome.finished,
-        wall_s=round(outcome.wall_s, 3),
-        stopped=outcome.stopped,
-        peak_rss_mb=peak_rss_mb(),
-    )
-    folder.record_session(session_info)
-    if setup.notebook:
-        notebook["after"] = notebook_state(setup.notebook)
-    report = _report(args, spec, items, setup, folder, runner, session_info, notebook)
-    _print_report(report, as_json=args.json)
-    if outcome.user_interrupt:
-        raise KeyboardInterrupt
-    if outcome.stopped:
-        raise BatchStopped(
-            f"batch stopped: {outcome.stopped}. Fix that, then re-run the same command: "
-            f"the {report['items']['finished']} finished items are kept and skipped."
-        )
-    return 0 if report["items"]["remaining"] == 0 else 1
-
-
-def _report(
-    args: argparse.Namespace,
-    spec: TaskSpec,
-    items: list[TaskItem],
-    setup: BatchSetup,
-    folder: BatchFolder,
-    runner: BatchRunner,
-    session_info: dict[str, Any],
-    notebook: dict[str, Any],
-) -> dict[str, Any]:
-    latest = runner.log.read()
-    in_scope: list[ItemRecord] = [latest[i.id] for i in items if i.id in latest]
-    header = {
-        "batch_id": folder.batch_id,
-        "folder": str(folder.path),
-        "task": spec.name,
-        "scorer": spec.scorer,
-        "task_file": str(Path(args.task_file).resolve()),
-        "model": setup.model_name,
-        "replay": args.replay,
-    }
-    report = summarize(
-        in_scope,
-        total=len(items),
-        header=header,
-        session=session_info,
-        notebook=notebook if setup.notebook else None,
-    )
+    batch_session.close_session(session, outcome)
+    report = batch_session.session_report(session, args, spec, items, runner.log)
     write_report(folder.path, report)
-    return report
+    _print_report(report, as_json=args.json)
+    return batch_session.exit_code(outcome, report)
 
 
 def _print_report(report: dict[str, Any], *, as_json: bool) -> None:

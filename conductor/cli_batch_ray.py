@@ -14,13 +14,12 @@ import logging
 import math
 import os
 import sys
-import time
-from pathlib import Path
 from typing import Any
 
-from conductor.batch import BatchPlan, BatchStopped
+from conductor import batch_session
+from conductor.batch import BatchPlan
 from conductor.batch_ray_learning import POLICIES, ClusterLearning
-from conductor.batch_report import notebook_state, peak_rss_mb, summarize, write_report
+from conductor.batch_report import write_report
 from conductor.batch_setup import IndexSink, live_setup, make_scorer
 from conductor.batch_store import BatchFolder, batch_id
 from conductor.cli_batch import _items, _print_report, _Progress, _spec
@@ -102,15 +101,7 @@ def run_ray_batch(args: argparse.Namespace) -> int:
     setup = live_setup(driver_only, spec, lambda: folder_box[0].path / "runs")
     policy = args.learning if settings.learn else "off"
     order = f"ray-{policy}" + (f"-{args.learn_every}" if policy == "waves" else "")
-    identity = {
-        "task_file": str(Path(args.task_file).resolve()),
-        "spec": spec.to_dict(),
-        "replay": False,
-        "python": settings.run.python,
-        "limits": {k: v for k, v in settings.run.limits().items() if k != "python_timeout_s"},
-        "learn_order": order if settings.learn else None,
-        **setup.identity,
-    }
+    identity = batch_session.batch_identity(args, settings, spec, setup, learn_order=order)
     folder = BatchFolder(batch_id(spec.name, identity), identity)
     folder_box.append(folder)
     folder.acquire()
@@ -138,102 +129,59 @@ def _run(
     from conductor.batch_ray import RayBatchRunner
     from conductor.batch_ray_pool import WorkerPool, alive_nodes
 
-    started_at = time.time()
     concurrency = args.concurrency
     if concurrency < 1:
         raise ConfigError(f"--concurrency must be 1 or more, not {concurrency}")
-    session_info: dict[str, Any] = {
-        "started_at": started_at,
-        "concurrency": concurrency,
-        "limit": args.limit,
-        "argv": sys.argv[1:],
-        "ray": cluster,
-    }
-    session_no = folder.record_session(session_info)
-    notebook = {"path": setup.notebook, "recall": settings.recall, "learn": settings.learn}
-    if setup.notebook:
-        notebook["before"] = notebook_state(setup.notebook)
-    handler = logging.FileHandler(folder.path / "batch.log", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("conductor")
-    root.addHandler(handler)
-    root.setLevel(min(root.level or logging.INFO, logging.INFO))
-    plan = BatchPlan(
-        folder.path, folder.batch_id, spec.name, items, setup.question,
-        make_scorer(spec, setup.sandbox_name, settings), {"batch_id": folder.batch_id},
-    )  # fmt: skip
-    learning = ClusterLearning(
-        policy,
-        notebook=setup.notebook,
-        folder=folder.path,
-        recall=settings.recall,
-        every=args.learn_every,
-    )
-    nodes = alive_nodes()
-    gate, make_actor = _actors(args, settings, spec, folder, learning, session_no, concurrency)
-    pool = WorkerPool(make_actor, max_replacements=2 * len(nodes) + 2)
-    progress = _Progress(enabled=not args.json and sys.stdout.isatty())
-    runner = RayBatchRunner(
-        plan,
-        pool,
-        learning,
-        concurrency=concurrency,
-        index=IndexSink(folder.path / "runs"),
-        on_record=progress.update,
-        retry_errors=args.retry_errors,
-        session_no=session_no,
-    )
-    learning.on_written = runner.append_to_transcript
-    try:
-        todo = runner.pending()
-        learning.start()
-        if todo:
-            pool.start(nodes)
-        print(
-            f"batch {folder.batch_id}: {len(items)} items, {runner.tally.done} finished "
-            f"before, {len(todo)} to run at concurrency {concurrency} on "
-            f"{cluster['nodes']} Ray nodes, learning {policy} ({folder.path})",
-            file=sys.stderr,
+    session = batch_session.open_session(folder, args, settings, setup, concurrency, ray=cluster)
+    with batch_session.batch_log(folder.path):
+        plan = BatchPlan(
+            folder.path, folder.batch_id, spec.name, items, setup.question,
+            make_scorer(spec, setup.sandbox_name, settings), {"batch_id": folder.batch_id},
+        )  # fmt: skip
+        learning = ClusterLearning(
+            policy,
+            notebook=setup.notebook,
+            folder=folder.path,
+            recall=settings.recall,
+            every=args.learn_every,
         )
-        with progress.shown(runner.tally):
-            outcome = runner.run()
-        learning.finish()
-    finally:
-        pool.close()
-        root.removeHandler(handler)
-        handler.close()
+        nodes = alive_nodes()
+        gate, make_actor = _actors(
+            args, settings, spec, folder, learning, session.number, concurrency
+        )
+        pool = WorkerPool(make_actor, max_replacements=2 * len(nodes) + 2)
+        progress = _Progress(enabled=not args.json and sys.stdout.isatty())
+        runner = RayBatchRunner(
+            plan,
+            pool,
+            learning,
+            concurrency=concurrency,
+            index=IndexSink(folder.path / "runs"),
+            on_record=progress.update,
+            retry_errors=args.retry_errors,
+            session_no=session.number,
+        )
+        learning.on_written = runner.append_to_transcript
+        try:
+            todo = runner.pending()
+            learning.start()
+            if todo:
+                pool.start(nodes)
+            print(
+                f"batch {folder.batch_id}: {len(items)} items, {runner.tally.done} finished "
+                f"before, {len(todo)} to run at concurrency {concurrency} on "
+                f"{cluster['nodes']} Ray nodes, learning {policy} ({folder.path})",
+                file=sys.stderr,
+            )
+            with progress.shown(runner.tally):
+                outcome = runner.run()
+            learning.finish()
+        finally:
+            pool.close()
     import ray
 
-    session_info.update(
-        number=session_no,
-        ended_at=time.time(),
-        ran=outcome.ran,
-        finished=outcome.finished,
-        wall_s=round(outcome.wall_s, 3),
-        stopped=outcome.stopped,
-        peak_rss_mb=peak_rss_mb(),
-        cpu_s=round(sum(os.times()[:2]), 2),
-    )
-    folder.record_session(session_info)
-    if setup.notebook:
-        notebook["after"] = notebook_state(setup.notebook)
-    latest = runner.log.read()
-    header = {
-        "batch_id": folder.batch_id,
-        "folder": str(folder.path),
-        "task": spec.name,
-        "scorer": spec.scorer,
-        "task_file": str(Path(args.task_file).resolve()),
-        "model": setup.model_name,
-        "replay": False,
-    }
-    report = summarize(
-        [latest[i.id] for i in items if i.id in latest],
-        total=len(items),
-        header=header,
-        session=session_info,
-        notebook=notebook if setup.notebook else None,
-    )
+    batch_session.close_session(session, outcome, cpu_s=round(sum(os.times()[:2]), 2))
+    report = batch_session.session_report(session, args, spec, items, runner.log)
     report["ray"] = {
         **cluster,
         "workers": pool.summary(),
@@ -249,14 +197,7 @@ def _run(
     _print_report(report, as_json=args.json)
     if not args.json:
         print(section)
-    if outcome.user_interrupt:
-        raise KeyboardInterrupt
-    if outcome.stopped:
-        raise BatchStopped(
-            f"batch stopped: {outcome.stopped}. Fix that, then re-run the same command: "
-            f"the {report['items']['finished']} finished items are kept and skipped."
-        )
-    return 0 if report["items"]["remaining"] == 0 else 1
+    return batch_session.exit_code(outcome, report)
 
 
 def _actors(

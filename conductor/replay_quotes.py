@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from conductor.replay_outputs import recorded_view
 from conductor_kernel import prompts
 from transcripts.published import PublishedRecord, RecordedCall
 
@@ -74,8 +75,6 @@ def _report_view(report: str) -> tuple[str, str]:
 
 def same_quote(ours: str, recorded: RecordedCall) -> str | None:
     """None when our quote of `recorded` carries what the harness's did, else why not."""
-    from conductor.replay import recorded_view  # replay imports this module
-
     if recorded.code_output is not None:
         reply, sep, report = ours.partition(_RUN_REPORT)
         if not sep:

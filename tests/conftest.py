@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated CONDUCTOR_HOME, shared data, and a real Docker engine.
+"""Shared fixtures: an isolated CONDUCTOR_HOME, shared data, a real Docker engine, and a
+wire server answering batch items.
 
 Tests needing ../shared/data or Docker skip when those are absent, and fail instead
 under CONDUCTOR_REQUIRE_SHARED=1 / CONDUCTOR_REQUIRE_DOCKER=1 (as CI sets them).
@@ -7,10 +8,12 @@ under CONDUCTOR_REQUIRE_SHARED=1 / CONDUCTOR_REQUIRE_DOCKER=1 (as CI sets them).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from equipment.wire_server import WireServer
 from support import docker_reason, meta_prompting_dir, skip_or_fail
 
 
@@ -52,6 +55,18 @@ def require_docker() -> None:
     reason = docker_reason()
     if reason:
         skip_or_fail(reason, "CONDUCTOR_REQUIRE_DOCKER")
+
+
+@pytest.fixture
+def wire(monkeypatch: pytest.MonkeyPatch) -> Iterator[WireServer]:
+    """A wire server the CLI's `openai:` models talk to (via OPENAI_BASE_URL); it answers
+    batch items as `batch_support.consult_then_answer` (tests/test_batch_*.py, tests/ray)."""
+    from batch_support import consult_then_answer
+
+    with WireServer(responder=consult_then_answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        yield server
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

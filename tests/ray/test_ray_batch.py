@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -20,33 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from batch_support import consult_then_answer, item_number
+from batch_support import results as read_results
 from local_cluster import LocalCluster
 
 from conductor.cli import main
-from conductor_kernel import prompts
 from equipment.wire_server import Answer, Fault, WireServer
 
 REPO = Path(__file__).resolve().parents[2]
-_ITEM = re.compile(r"item (\d+)")
 FLAGS = ["--scorer", "exact", "--description", "Double it.", "--model", "openai:t", "--no-python"]
 OFFLINE = [*FLAGS, "--no-recall", "--no-learn"]
-
-
-def item_number(body: dict[str, Any]) -> int:
-    text = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
-    found = _ITEM.findall(text)  # the last: recalled notes may name other items first
-    return int(found[-1]) if found else -1
-
-
-def consult_then_answer(body: dict[str, Any]) -> Answer:
-    """Round 1 consults an expert, round 2 answers twice the item's number."""
-    messages = body.get("messages") or []
-    n = item_number(body)
-    if not (messages and messages[0].get("content") == prompts.META_SYSTEM):
-        return f"Checked item {n}."
-    if not any(m.get("role") == "assistant" for m in messages):
-        return f'Expert Checker:\n"""\nDouble item {n}.\n"""'
-    return f'>> FINAL ANSWER:\n"""\n{2 * n}\n"""'
 
 
 def write_tasks(path: Path, count: int) -> Path:
@@ -60,23 +42,7 @@ def write_tasks(path: Path, count: int) -> Path:
 
 def results(home: Path) -> list[dict[str, Any]]:
     found = list((home / "batches").glob("*/results.jsonl"))
-    if not found:
-        return []
-    rows = []
-    for line in found[0].read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue  # a line being written
-    return rows
-
-
-@pytest.fixture
-def wire(monkeypatch: pytest.MonkeyPatch) -> Any:
-    with WireServer(responder=consult_then_answer) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        yield server
+    return read_results(found[0].parent) if found else []
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any], str]:

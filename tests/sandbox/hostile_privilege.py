@@ -2,25 +2,7 @@
 
 from __future__ import annotations
 
-from hostile_base import (  # noqa: F401 (each table uses some of these)
-    REFUSED,
-    C,
-    alive_or_killed,
-    all_of,
-    blocked,
-    capped,
-    crashed,
-    exits,
-    failed,
-    finished,
-    in_stderr,
-    limit_reached,
-    memory_refused,
-    never_prints,
-    not_growing,
-    prints,
-    timed_out,
-)
+from hostile_base import REFUSED, C, blocked
 
 from conductor_kernel.interfaces import ExecResult
 

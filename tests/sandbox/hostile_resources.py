@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from hostile_base import (  # noqa: F401 (each table uses some of these)
-    REFUSED,
+from hostile_base import (
     C,
-    alive_or_killed,
     all_of,
-    blocked,
     capped,
     crashed,
     exits,
     failed,
-    finished,
     in_stderr,
     limit_reached,
     memory_refused,
-    never_prints,
-    not_growing,
     prints,
     timed_out,
 )
