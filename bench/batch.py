@@ -202,3 +202,7 @@ def main() -> int:
         Console().print(ray_table(ray_rows))
     print(json.dumps(figures))
     return 0 if figures["within_target"] and resume_ok and ray_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

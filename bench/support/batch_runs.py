@@ -73,6 +73,10 @@ def batch_command(tasks: Path, concurrency: int, extra: tuple[str, ...] = ()) ->
 
 
 def environment(server: WireServer, home: Path) -> dict[str, str]:
+    # An empty config file of its own: the user's settings never leak into the figures
+    # (and conductor refuses a CONDUCTOR_CONFIG that names no file).
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").touch()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CONDUCTOR_", "ANTHROPIC_"))}
     env.update(
         CONDUCTOR_HOME=str(home),
