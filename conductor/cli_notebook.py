@@ -92,20 +92,17 @@ def run_test_tools(args: argparse.Namespace) -> int:
     finally:
         sandbox.close()
         book.close()
-    rows = [
-        {"note": t.note_id, "task": t.task, "tests": t.tests, "passes": t.passes,
-         "params": [p.kind for p in t.tool.params]}
-        for t in sorted(tools, key=lambda t: -t.rank_score)
-    ]  # fmt: skip
+    ranked = sorted(tools, key=lambda t: -t.rank_score)
     if args.json:
-        for row in rows:
-            print(json.dumps(row))
+        for t in ranked:
+            print(json.dumps({"note": t.note_id, "task": t.task, "tests": t.tests,
+                              "passes": t.passes, "params": [p.kind for p in t.tool.params]}))  # fmt: skip
         return 0
     table = _table(("tool", True), ("task", False), ("passed", True), ("reads", False))
-    for row in rows:
-        table.add_row(row["note"], row["task"] or "-", f"{row['passes']}/{row['tests']}",
-                      ", ".join(row["params"]))  # fmt: skip
-    _console().print(table if rows else "no tools in this notebook yet")
+    for t in ranked:
+        table.add_row(t.note_id, t.task or "-", f"{t.passes}/{t.tests}",
+                      ", ".join(p.kind for p in t.tool.params))  # fmt: skip
+    _console().print(table if ranked else "no tools in this notebook yet")
     return 0
 
 

@@ -121,13 +121,13 @@ class Notebook:
         with self._lock:
             yield self.conn
 
-    def read(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
+    def read(self, sql: str, params: Any = ()) -> list[Row]:
         with self._lock:
             cursor = self.conn.execute(sql, params)
             columns = [c[0] for c in cursor.description or []]
-            return [_Row(columns, row) for row in cursor.fetchall()]
+            return [_row(columns, row) for row in cursor.fetchall()]
 
-    def read_one(self, sql: str, params: Any = ()) -> sqlite3.Row | None:
+    def read_one(self, sql: str, params: Any = ()) -> Row | None:
         rows = self.read(sql, params)
         return rows[0] if rows else None
 
@@ -155,11 +155,12 @@ class Notebook:
         return int(row["value"]) if row else 0
 
 
-class _Row(dict):
-    """A result row readable by column name (and convertible with dict())."""
+# A result row: its values by column name.
+Row = dict[str, Any]
 
-    def __init__(self, columns: list[str], values: tuple[Any, ...]) -> None:
-        super().__init__(zip(columns, values, strict=True))
+
+def _row(columns: list[str], values: tuple[Any, ...]) -> Row:
+    return dict(zip(columns, values, strict=True))
 
 
 def dumps(value: Any) -> str:

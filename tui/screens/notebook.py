@@ -104,7 +104,7 @@ class NotebookScreen(Screen[None]):
         ),
     ]
 
-    app: ConductorApp  # type: ignore[assignment]
+    app: ConductorApp
 
     def __init__(self) -> None:
         super().__init__()

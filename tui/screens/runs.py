@@ -65,7 +65,8 @@ def query_runs(
     model: str | None = None,
     since: float | None = None,
 ) -> list[dict[str, Any]]:
-    where, params = [], []
+    where: list[str] = []
+    params: list[str | float] = []
     for column, value in (("task", task), ("status", status), ("model", model)):
         if value:
             where.append(f"{column} = ?")
@@ -79,9 +80,7 @@ def query_runs(
         return list(
             table.search(quote_words(search), where=clause, where_args=params, limit=LIMIT)  # type: ignore[union-attr]
         )
-    return list(
-        table.rows_where(clause, params, order_by="started_at desc", limit=LIMIT)  # type: ignore[union-attr]
-    )
+    return list(table.rows_where(clause, params, order_by="started_at desc", limit=LIMIT))
 
 
 def parse_since(text: str) -> float | None:
@@ -137,7 +136,7 @@ class RunsScreen(Screen[None]):
         run_id: str
         badges: str
 
-    app: ConductorApp  # type: ignore[assignment]
+    app: ConductorApp
 
     def __init__(self) -> None:
         super().__init__()
