@@ -68,15 +68,16 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
     from transcripts.index import RunIndex
 
     row = RunIndex().get(ref)
+    transcript = row["path"] if row is not None else ""
     unindexed = runs_dir() / f"{ref}.jsonl"  # a transcript runs.db could not index
-    if (row is None or not row.get("path")) and "/" not in ref and unindexed.is_file():
-        row = {"path": str(unindexed)}
-    if row is None or not row.get("path"):
+    if not transcript and "/" not in ref and unindexed.is_file():
+        transcript = str(unindexed)
+    if not transcript:
         raise UserFacingError(
             f"no run matches {ref!r} (or the prefix is ambiguous); give a run id from "
             "`conductor runs list`, a transcript file, or a published .jsonl file."
         )
-    yield audit_events(_read(row["path"]))
+    yield audit_events(_read(transcript))
 
 
 def _warn(problem: Exception | None, kept: str) -> None:
@@ -96,8 +97,8 @@ def _read(path: str | Path) -> list:
 def _all_runs() -> Iterator[AuditReport]:
     from transcripts.index import RunIndex
 
-    for row in RunIndex().db["runs"].rows_where(order_by="started_at"):
-        if row.get("path") and Path(row["path"]).is_file():
+    for row in RunIndex().list_runs(limit=None, oldest_first=True):
+        if row["path"] and Path(row["path"]).is_file():
             yield audit_events(_read(row["path"]))
 
 

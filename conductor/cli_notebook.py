@@ -1,7 +1,8 @@
 """`conductor notebook ...`: look into the notebook, search it, move notes in and out.
 
 Every subcommand takes `--notebook PATH` (default: notebook.db in the data directory,
-or the `notebook` setting). Every note shown names the run it came from.
+or the `notebook` setting). Every note shown names the run it came from. `list` and
+`show`, with the helpers every subcommand shares, are in cli_notebook_browse.py.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import argparse
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from conductor_kernel.errors import UserFacingError
+from conductor.cli_notebook_browse import console, one_line, open_book, run_list, run_show, table
 
 
 def _add_path(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     nsub = p.add_subparsers(dest="notebook_command", metavar="ACTION")
     p.set_defaults(handler=lambda args: _help(p))
 
-    def add(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
+    def add(
+        name: str, help_text: str, handler: Callable[[argparse.Namespace], int]
+    ) -> argparse.ArgumentParser:
         parser = nsub.add_parser(name, help=help_text)
         _add_path(parser)
         parser.set_defaults(handler=handler)
@@ -92,217 +95,22 @@ def run_test_tools(args: argparse.Namespace) -> int:
     finally:
         sandbox.close()
         book.close()
-    rows = [
-        {"note": t.note_id, "task": t.task, "tests": t.tests, "passes": t.passes,
-         "params": [p.kind for p in t.tool.params]}
-        for t in sorted(tools, key=lambda t: -t.rank_score)
-    ]  # fmt: skip
+    ranked = sorted(tools, key=lambda t: -t.rank_score)
     if args.json:
-        for row in rows:
-            print(json.dumps(row))
+        for t in ranked:
+            print(json.dumps({"note": t.note_id, "task": t.task, "tests": t.tests,
+                              "passes": t.passes, "params": [p.kind for p in t.tool.params]}))  # fmt: skip
         return 0
-    table = _table(("tool", True), ("task", False), ("passed", True), ("reads", False))
-    for row in rows:
-        table.add_row(row["note"], row["task"] or "-", f"{row['passes']}/{row['tests']}",
-                      ", ".join(row["params"]))  # fmt: skip
-    _console().print(table if rows else "no tools in this notebook yet")
+    listing = table(("tool", True), ("task", False), ("passed", True), ("reads", False))
+    for t in ranked:
+        listing.add_row(t.note_id, t.task or "-", f"{t.passes}/{t.tests}",
+                      ", ".join(p.kind for p in t.tool.params))  # fmt: skip
+    console().print(listing if ranked else "no tools in this notebook yet")
     return 0
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
-    return 0
-
-
-def open_book(args: argparse.Namespace, *, create: bool = False):
-    """The notebook the flags or settings name; only `import` may create one."""
-    from conductor.config import load_settings
-    from lessons.store import Notebook, default_path
-
-    path = Path(getattr(args, "notebook", None) or load_settings().notebook or default_path())
-    if not create and not path.expanduser().exists():
-        raise UserFacingError(
-            f"no notebook at {path} yet. Runs create it as they learn (`conductor solve ...`); "
-            "`conductor notebook import FILE` fills a new one; --notebook PATH picks another."
-        )
-    return Notebook(path)
-
-
-def _console():
-    from rich.console import Console
-
-    return Console(highlight=False)
-
-
-def _cut(text: str, limit: int) -> str:
-    """Text on one line, whole: a narrow terminal wraps it (never cut: issue 10); what a
-    model wrote, so control characters are made visible (it is shown as text, never markup)."""
-    from conductor_kernel.display import visible_line
-
-    return visible_line(" ".join((text or "").split()))
-
-
-def _plain(text: str | None) -> Any:
-    """What a model wrote, as rich Text: shown as typed, control characters visible."""
-    from rich.text import Text
-
-    from conductor_kernel.display import visible
-
-    return Text(visible(text or ""))
-
-
-def _table(*columns: tuple[str, bool]) -> Any:
-    """A compact table; (header, keep whole) per column. Ids are what a user types next
-    (`notebook show`, `runs show`), so they are never cut; free text wraps instead."""
-    from rich import box
-    from rich.table import Table
-
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
-    for header, whole in columns:
-        # fold, never an ellipsis: an id too long for its column wraps onto the next line
-        table.add_column(header, no_wrap=whole, overflow="fold")
-    return table
-
-
-def run_list(args: argparse.Namespace) -> int:
-    book = open_book(args)
-    if args.types:
-        rows = book.read(
-            "select * from task_types where retired = 0 order by members desc limit ?",
-            (args.limit,),
-        )
-        if args.json:
-            for row in rows:
-                print(json.dumps(dict(row), ensure_ascii=False))
-            return 0
-        table = _table(("type", True), ("name", False), ("questions", True), ("runs", True),
-                       ("correct", True), ("wrong", True), ("experience", True))  # fmt: skip
-        for r in rows:
-            sizes = (
-                f"{len(json.loads(r['suggestions']))} tips, {len(json.loads(r['procedure']))} steps"
-            )
-            table.add_row(
-                r["id"], _plain(_cut(r["name"], 40)), str(r["members"]), str(r["runs"]),
-                str(r["correct"]), str(r["wrong"]), sizes,
-            )  # fmt: skip
-        _console().print(table)
-        return 0
-    where, params = ["retired = ?"], [1 if args.retired else 0]
-    if args.type:
-        kind = book.find_type(args.type)
-        if kind is None:
-            raise UserFacingError(
-                f"no task type {args.type!r}; `conductor notebook list --types` lists them."
-            )
-        where.append("type_id = ?")
-        params.append(kind["id"])
-    if args.kind:
-        where.append("kind = ?")
-        params.append(args.kind)
-    rows = book.read(
-        f"select * from notes where {' and '.join(where)} order by seq desc limit ?",
-        (*params, args.limit),
-    )
-    if args.json:
-        for row in rows:
-            print(json.dumps({k: v for k, v in row.items() if k != "terms"}, ensure_ascii=False))
-        return 0
-    table = _table(("note", True), ("kind", True), ("key", False), ("verified", True),
-                   ("+/-/uses", True), ("from run", True))  # fmt: skip
-    for r in rows:
-        table.add_row(
-            r["id"], r["kind"], _plain(_cut(r["key"], 36)), r["verification"],
-            f"{r['helpful']}/{r['harmful']}/{r['uses']}", r["source_run"] or "(imported)",
-        )  # fmt: skip
-    _console().print(table)
-    if not rows:
-        print("no notes yet: every finished run is distilled into the notebook.", file=sys.stderr)
-    return 0
-
-
-def run_show(args: argparse.Namespace) -> int:
-    book = open_book(args)
-    note = book.find_note(args.id)
-    if note is None:
-        kind = book.find_type(args.id)
-        if kind is None:
-            raise UserFacingError(
-                f"no note or task type {args.id!r} in {book.path}; "
-                "`conductor notebook list` shows the ids."
-            )
-        return _show_type(book, kind, args.json)
-    history = [dict(r) for r in book.read(
-        "select at, action, run_id, detail from note_history where note_id = ? order by id",
-        (note["id"],),
-    )]  # fmt: skip
-    recalls = [dict(r) for r in book.read(
-        "select run_id, rank, score, outcome from recalls where note_id = ? order by id desc limit 20",
-        (note["id"],),
-    )]  # fmt: skip
-    if args.json:
-        note.pop("terms", None)
-        print(
-            json.dumps({"note": note, "history": history, "recalls": recalls}, ensure_ascii=False)
-        )
-        return 0
-    console = _console()
-    kind = book.find_type(note["type_id"]) if note["type_id"] else None
-    console.print(
-        _plain(f"{note['id']} {note['kind']} · task type {kind['name'] if kind else '-'}"),
-        style="bold",
-    )
-    console.print(
-        f"from run: {note['source_run'] or '(imported, no run)'}  task: {note['source_task'] or '-'}",
-        markup=False,
-    )
-    console.print(f"question: {_cut(note['source_question'], 300)}", markup=False)
-    console.print(f"answer: {_cut(note['answer'] or '', 200)}", markup=False)
-    console.print(
-        f"verified: {note['verification']} ({note['outcome']}) · confidence {note['confidence']:.2f}"
-        f" · helpful {note['helpful']} harmful {note['harmful']} uses {note['uses']}"
-        f" · support {note['support']}" + (" · RETIRED: " + _cut(note["retired_reason"], 300) if note["retired"] else ""),
-        markup=False,
-    )  # fmt: skip
-    console.print(_plain(f"key: {note['key']}"))
-    console.print(_plain(note["text"]))
-    if note["code"]:
-        from rich.syntax import Syntax
-
-        from conductor_kernel.display import visible
-
-        console.print(Syntax(visible(note["code"]), "python"))
-    console.print(f"history ({len(history)}):")
-    for h in history:
-        console.print(f"  {h['action']:<20} run {h['run_id'] or '-'}", markup=False)
-    if recalls:
-        console.print(f"recalled in {len(recalls)} run(s) (latest first):")
-        for r in recalls:
-            console.print(
-                f"  run {r['run_id']} rank {r['rank']} score {r['score']:.2f} → {r['outcome']}"
-            )
-    return 0
-
-
-def _show_type(book: Any, kind: dict[str, Any], as_json: bool) -> int:
-    history = [dict(r) for r in book.read(
-        "select at, action, run_id, detail from type_history where type_id = ? order by id",
-        (kind["id"],),
-    )]  # fmt: skip
-    if as_json:
-        print(json.dumps({"type": kind, "history": history}, ensure_ascii=False))
-        return 0
-    console = _console()
-    console.print(_plain(f"{kind['id']} {kind['name']}"), style="bold")
-    console.print(_plain(kind["description"]))
-    console.print(
-        f"questions {kind['members']} · runs {kind['runs']} · correct {kind['correct']} "
-        f"· wrong {kind['wrong']} · failed {kind['failed']}"
-    )
-    for title, items in (("suggestions", kind["suggestions"]), ("procedure", kind["procedure"])):
-        console.print(f"{title}:")
-        for item in json.loads(items):
-            console.print(_plain(f"  - {item}"))
-    console.print(f"history: {', '.join(h['action'] for h in history)}")
     return 0
 
 
@@ -319,20 +127,20 @@ def run_search(args: argparse.Namespace) -> int:
             "notes": result.event_notes(),
         }, ensure_ascii=False))  # fmt: skip
         return 0
-    console = _console()
+    out = console()
     if not result.matches:
-        console.print("no task type shares anything with that; nothing would be recalled.")
+        out.print("no task type shares anything with that; nothing would be recalled.")
         return 0
     for m in result.matches:
-        console.print(
-            f"type {m.type_id} {_cut(m.name, 50)}: evidence {m.evidence:.1f}, relevance {m.relevance():.2f}",
+        out.print(
+            f"type {m.type_id} {one_line(m.name, 50)}: evidence {m.evidence:.1f}, relevance {m.relevance():.2f}",
             markup=False,
         )
     for rank, s in enumerate(result.shown, 1):
         note = s.note
-        console.print(
+        out.print(
             f"{rank}. {note['id']} {note['kind']} relevance {s.relevance:.2f} score {s.score:.2f} "
-            f"(from run {note['source_run'] or '-'}): {_cut(note['text'], 100)}", markup=False,
+            f"(from run {note['source_run'] or '-'}): {one_line(note['text'], 100)}", markup=False,
         )  # fmt: skip
     return 0
 
@@ -344,13 +152,13 @@ def run_stats(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data))
         return 0
-    console = _console()
+    out = console()
     for key, value in data.items():
         if isinstance(value, dict):  # counts by kind, verification, outcome
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
         elif key == "size_bytes":
             key, value = "size", f"{value / 1e6:.1f} MB"
-        console.print(f"{key.replace('_', ' '):<16} {value}", markup=False)
+        out.print(f"{key.replace('_', ' '):<16} {value}", markup=False)
     return 0
 
 
@@ -400,10 +208,11 @@ def run_merge(args: argparse.Namespace) -> int:
 
 def run_retire(args: argparse.Namespace) -> int:
     from lessons.notes import retire
+    from lessons.queries import lookup_note
 
     book = open_book(args)
     changed = retire(book, args.id, reason=args.reason, restore=args.restore)
-    note = book.find_note(args.id)
+    note = lookup_note(book, args.id)
     state = "restored" if args.restore else "retired"
     if changed:
         print(f"{note['id'] if note else args.id} {state} (kept, with its history)")

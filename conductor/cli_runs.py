@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,8 @@ from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from transcripts.index import RunIndex, RunRecord
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -86,7 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                 attach(rsub.add_parser(name, help=f"same as `conductor {name}`"))
 
 
-def _index():
+def _index() -> RunIndex:
     from transcripts.index import RunIndex
 
     return RunIndex()
@@ -112,7 +115,7 @@ def transcript_path(ref: str) -> Path:
     return Path(row["path"])
 
 
-def _table(rows: list[dict], as_json: bool, console: Console | None = None) -> int:
+def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = None) -> int:
     """Runs as JSON lines, a wrapped table on a terminal, or plain lines when piped.
 
     Nothing is cut: on a terminal long text wraps inside its column; piped, each run
@@ -153,7 +156,7 @@ def _table(rows: list[dict], as_json: bool, console: Console | None = None) -> i
 COLUMNS = ("run", "when", "status", "rounds", "cost", "question", "answer")
 
 
-def _cells(row: dict) -> list[str]:
+def _cells(row: RunRecord) -> list[str]:
     when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
     return [
         str(row["run_id"]),
@@ -171,9 +174,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    import sqlite3
-
-    from conductor_kernel.fts import quote_words
+    from conductor_kernel.fts import SearchSyntaxError, quote_words
 
     text = " ".join(args.query)
     query = text if args.raw else quote_words(text)
@@ -181,9 +182,9 @@ def run_search(args: argparse.Namespace) -> int:
         raise UserFacingError("nothing to search for: give one or more words.")
     try:
         rows = _index().search(query, limit=args.limit)
-    except sqlite3.OperationalError as exc:
+    except SearchSyntaxError as exc:
         raise UserFacingError(
-            f"the FTS5 query {text!r} is not valid ({exc}); leave out --raw to search "
+            f"the FTS5 query {text!r} is not valid ({exc.reason}); leave out --raw to search "
             "for the words as written."
         ) from None
     return _table(rows, args.json)

@@ -9,6 +9,16 @@ The raw syntax stays available behind an explicit option (`runs search --raw`).
 
 from __future__ import annotations
 
+from conductor_kernel.errors import UserFacingError
+
+
+class SearchSyntaxError(UserFacingError):
+    """A full-text query SQLite refuses (only raw FTS5 syntax can be one)."""
+
+    def __init__(self, query: str, reason: str) -> None:
+        self.query, self.reason = query, reason
+        super().__init__(f"the full-text query {query!r} is not valid ({reason}).")
+
 
 def quote_words(text: str) -> str:
     """`text` as an FTS5 query of quoted words, all required; "" when there are none."""

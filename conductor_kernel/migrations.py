@@ -216,6 +216,28 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+@contextlib.contextmanager
+def read_errors(path: Path, *, repair: str) -> Iterator[None]:
+    """A read that fails on the file itself, as one `DatabaseError` saying what to do.
+
+    `repair` is how this database is mended when damaged (each database differs). An
+    error of the program's own (a closed connection, a wrong parameter) passes as it is.
+    """
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            raise DatabaseError(
+                f"{path} is locked by another program ({exc}). Close that program, or wait "
+                "for it to finish, and try again."
+            ) from exc
+        raise DatabaseError(f"{path} could not be read ({exc}). {repair}") from exc
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.ProgrammingError):
+            raise
+        raise DatabaseError(f"{path} is damaged ({exc}). {repair}") from exc
+
+
 def write_transaction(
     conn: sqlite3.Connection,
     lock: threading.RLock,

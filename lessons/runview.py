@@ -89,14 +89,14 @@ def view_run(events: list[Event]) -> RunView | None:
             rounds_by_call[event.id] = event.round
             view.steps.append(step)
         elif isinstance(event, SandboxExec):
-            step = calls.get(event.parent_id or "")
+            parent = calls.get(event.parent_id or "")
             round_no = rounds_by_call.get(event.parent_id or "", 0)
             view.code_runs.append(
                 CodeRun(event.code, event.result.ok, event.result.stdout, round_no)
             )
-            if step is not None:
-                step.ran_code = True
-                step.code_ok = step.code_ok or event.result.ok
+            if parent is not None:
+                parent.ran_code = True
+                parent.code_ok = parent.code_ok or event.result.ok
             if not event.result.ok:
                 tail = (event.result.stderr or event.result.stdout).strip().splitlines()
                 view.errors.append(tail[-1] if tail else "the program failed")

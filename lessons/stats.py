@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lessons.store import Notebook
+from conductor_kernel.migrations import read_errors
+from lessons.store import REPAIR_HINT, Notebook
 
 
 def collect(book: Notebook) -> dict[str, Any]:
+    """The figures; a locked or damaged file raises `DatabaseError` saying what to do."""
+
     def one(sql: str) -> int:
         row = book.read_one(sql)
         return int(row[next(iter(row))]) if row else 0
@@ -16,20 +19,25 @@ def collect(book: Notebook) -> dict[str, Any]:
     def grouped(sql: str) -> dict[str, int]:
         return {str(r["k"]): int(r["n"]) for r in book.read(sql)}
 
-    return {
-        "path": str(book.path),
-        "size_bytes": Path(book.path).stat().st_size if Path(book.path).exists() else 0,
-        "notes": one("select count(*) from notes where retired = 0"),
-        "retired": one("select count(*) from notes where retired = 1"),
-        "task_types": one("select count(*) from task_types where retired = 0"),
-        "runs_learned": one("select count(*) from distilled_runs"),
-        "recalls": one("select count(*) from recalls"),
-        "by_kind": grouped("select kind k, count(*) n from notes where retired = 0 group by kind"),
-        "by_verification": grouped(
-            "select verification k, count(*) n from notes where retired = 0 group by verification"
-        ),
-        "recall_outcomes": grouped("select outcome k, count(*) n from recalls group by outcome"),
-    }
+    with read_errors(book.path, repair=REPAIR_HINT):
+        return {
+            "path": str(book.path),
+            "size_bytes": Path(book.path).stat().st_size if Path(book.path).exists() else 0,
+            "notes": one("select count(*) from notes where retired = 0"),
+            "retired": one("select count(*) from notes where retired = 1"),
+            "task_types": one("select count(*) from task_types where retired = 0"),
+            "runs_learned": one("select count(*) from distilled_runs"),
+            "recalls": one("select count(*) from recalls"),
+            "by_kind": grouped(
+                "select kind k, count(*) n from notes where retired = 0 group by kind"
+            ),
+            "by_verification": grouped(
+                "select verification k, count(*) n from notes where retired = 0 group by verification"
+            ),
+            "recall_outcomes": grouped(
+                "select outcome k, count(*) n from recalls group by outcome"
+            ),
+        }
 
 
 def notebook_stats(path: str | Path | None = None) -> dict[str, Any]:

@@ -4,6 +4,9 @@ Several runs may finish at the same moment, in threads of one process or in seve
 processes (the batch runner). Every write is one short `BEGIN IMMEDIATE` transaction:
 SQLite lets one writer in at a time, the others wait (busy_timeout) and, should the
 wait run out, retry with backoff. Model calls never happen inside a transaction.
+
+The rows the application reads are typed here (`NoteRecord`, `TaskTypeRecord`); the
+listings the CLI and the TUI show are in lessons/queries.py, so neither writes SQL.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, cast
 
 import sqlite_utils
 
@@ -29,6 +32,15 @@ from lessons.schema import TABLES, migrations
 
 log = logging.getLogger("conductor.notebook")
 T = TypeVar("T")
+
+# What to do with a notebook that cannot be read (the message names the file).
+REPAIR_HINT = (
+    "Recover what it holds with `sqlite3 FILE .recover | sqlite3 NEW_FILE` and pass "
+    "--notebook NEW_FILE, or move it aside: runs then start a new notebook."
+)
+
+# A result row: its values by column name.
+Row = dict[str, Any]
 
 
 class NotebookBusy(DatabaseError):
@@ -82,6 +94,71 @@ def _creation_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+class NoteRecord(TypedDict):
+    """One row of `notes` (lessons/schema.py says what each column holds)."""
+
+    seq: int
+    id: str
+    type_id: str | None
+    kind: str
+    key: str
+    text: str
+    code: str
+    answer: str | None
+    source_run: str | None  # None for a note imported or written by hand
+    source_question: str
+    source_task: str
+    verification: str
+    outcome: str
+    confidence: float
+    helpful: int
+    harmful: int
+    uses: int
+    support: int
+    content_hash: str
+    near_hash: str
+    retired: int
+    retired_reason: str | None
+    author: str
+    terms: str
+    created_at: float
+    updated_at: float
+    question_hash: str
+
+
+class TaskTypeRecord(TypedDict):
+    """One row of `task_types`; `suggestions` and `procedure` are JSON lists."""
+
+    id: str
+    name: str
+    description: str
+    members: int
+    base: float
+    template_questions: int
+    suggestions: str
+    procedure: str
+    inherited_from: str | None
+    experience_version: int
+    notes_since_induction: int
+    runs: int
+    correct: int
+    wrong: int
+    failed: int
+    retired: int
+    created_at: float
+    updated_at: float
+
+
+def note_record(row: Row) -> NoteRecord:
+    # A `select *` row of `notes` has the columns the schema gives it; a row read
+    # through the driver can only be typed as a dict.
+    return cast(NoteRecord, row)
+
+
+def task_type_record(row: Row) -> TaskTypeRecord:
+    return cast(TaskTypeRecord, row)  # as note_record, for `task_types`
+
+
 class Notebook:
     """One notebook file. Thread-safe: one connection, used under a lock."""
 
@@ -121,45 +198,43 @@ class Notebook:
         with self._lock:
             yield self.conn
 
-    def read(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
+    def read(self, sql: str, params: Any = ()) -> list[Row]:
         with self._lock:
             cursor = self.conn.execute(sql, params)
             columns = [c[0] for c in cursor.description or []]
-            return [_Row(columns, row) for row in cursor.fetchall()]
+            return [_row(columns, row) for row in cursor.fetchall()]
 
-    def read_one(self, sql: str, params: Any = ()) -> sqlite3.Row | None:
+    def read_one(self, sql: str, params: Any = ()) -> Row | None:
         rows = self.read(sql, params)
         return rows[0] if rows else None
 
     # -- lookups used by several modules ------------------------------------------------
 
-    def find_note(self, note_id: str) -> dict[str, Any] | None:
+    def find_note(self, note_id: str) -> NoteRecord | None:
         """A note by id or unique id prefix (as shown in listings)."""
         rows = self.read(
             "select * from notes where id = ? or id like ? limit 2", (note_id, note_id + "%")
         )
         exact = [r for r in rows if r["id"] == note_id]
         if exact:
-            return dict(exact[0])
-        return dict(rows[0]) if len(rows) == 1 else None
+            return note_record(exact[0])
+        return note_record(rows[0]) if len(rows) == 1 else None
 
-    def find_type(self, type_id: str) -> dict[str, Any] | None:
+    def find_type(self, type_id: str) -> TaskTypeRecord | None:
+        """A task type by id, unique id prefix, or name."""
         rows = self.read(
             "select * from task_types where id = ? or id like ? or name = ? limit 2",
             (type_id, type_id + "%", type_id),
         )
-        return dict(rows[0]) if len(rows) == 1 else None
+        return task_type_record(rows[0]) if len(rows) == 1 else None
 
     def questions_seen(self) -> int:
         row = self.read_one("select value from notebook_meta where key = 'questions'")
         return int(row["value"]) if row else 0
 
 
-class _Row(dict):
-    """A result row readable by column name (and convertible with dict())."""
-
-    def __init__(self, columns: list[str], values: tuple[Any, ...]) -> None:
-        super().__init__(zip(columns, values, strict=True))
+def _row(columns: list[str], values: tuple[Any, ...]) -> Row:
+    return dict(zip(columns, values, strict=True))
 
 
 def dumps(value: Any) -> str:

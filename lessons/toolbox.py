@@ -155,9 +155,8 @@ def run_tool(tool: Tool, question: str, sandbox: Sandbox) -> str | None:
 
 def _test_questions(book: Notebook, stored: StoredTool, limit: int) -> list[dict[str, Any]]:
     """Questions of the tool's type with a known or checkable answer, not yet tried."""
-    tried = set(json.loads(book.read_one(
-        "select tested_on from tools where note_id = ?", (stored.note_id,)
-    )["tested_on"]))  # fmt: skip
+    tool_row = book.read_one("select tested_on from tools where note_id = ?", (stored.note_id,))
+    tried = set(json.loads(tool_row["tested_on"])) if tool_row else set()
     source = book.read_one("select source_run from notes where id = ?", (stored.note_id,))
     # Its kind: the same task when the runs named one, else the same task type.
     column, value = ("task", stored.task) if stored.task else ("type_id", stored.type_id)

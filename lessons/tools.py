@@ -214,7 +214,7 @@ class _Parameterise(ast.NodeTransformer):
         self.params: list[Param] = []
         self.spans: list[tuple[int, int]] = []
 
-    def _param(self, kind: str, span: tuple[int, int], count: int = 0) -> ast.AST:
+    def _param(self, kind: str, span: tuple[int, int], count: int = 0) -> ast.Call:
         left, right = _anchors(self.question, *span)
         self.params.append(Param(kind, left, right, count))
         self.spans.append(span)

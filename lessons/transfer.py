@@ -47,7 +47,9 @@ def export_lines(book: Notebook) -> Iterator[str]:
             for r in book.read("select term, count from type_terms where type_id = ?", (row["id"],))
         }
         members = book.read_one("select members from task_types where id = ?", (row["id"],))
-        record = {"record": "task_type", **row, "members": members["members"], "terms": terms}
+        # None only if the type was deleted between the two reads: export it as empty.
+        count = members["members"] if members else 0
+        record = {"record": "task_type", **row, "members": count, "terms": terms}
         yield json.dumps(record, ensure_ascii=False)
     for row in book.read(f"select {', '.join(NOTE_COLUMNS)} from notes order by seq"):
         history = [

@@ -10,11 +10,17 @@ retried with backoff), and one connection is shared by a process's threads under
 A run whose process died (kill -9, power loss) stays `running` here; the next process
 that starts runs finds it (its pid is gone) and repairs it to `interrupted`, appending
 the missing `run_finished` to its transcript (`repair_abandoned`).
+
+This module owns every query on runs.db: the CLI and the TUI read through `RunIndex`
+(`get`, `list_runs`, `search`, `distinct_values`) and write no SQL of their own. A read
+that fails because the file is locked or damaged raises `DatabaseError`, whose message
+says what to do; an invalid full-text query raises `SearchSyntaxError`.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -23,10 +29,10 @@ import re
 import socket
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NotRequired, TypedDict, TypeVar, cast
 
 import sqlite_utils
 
@@ -38,13 +44,16 @@ from conductor_kernel.events import (
     RunFinished,
     RunStarted,
 )
+from conductor_kernel.fts import SearchSyntaxError
 from conductor_kernel.home import home_dir
 from conductor_kernel.interfaces import Usage
 from conductor_kernel.migrations import (
     DatabaseError,
     Migrations,
     creation_lock,
+    is_busy,
     open_database,
+    read_errors,
     write_transaction,
 )
 from transcripts.reader import read_transcript
@@ -112,14 +121,77 @@ def default_path() -> Path:
     return home_dir() / "runs.db"
 
 
-@dataclass
-class RunRow:
+# What to do with a runs.db that cannot be read: it is only an index of the transcripts.
+REBUILD_HINT = (
+    "`conductor runs reindex` rebuilds it from the transcripts (a damaged file is kept aside)."
+)
+
+
+class RunRecord(TypedDict):
+    """One row of `runs`: a run as indexed (the transcript at `path` is its record)."""
+
     run_id: str
-    path: str
+    path: str  # "" when the run was recorded without a transcript file
+    started_at: float
     question: str
-    status: str | None
+    task: str
+    target: str | None
+    model: str
+    status: str  # running, answered, ... (incomplete or interrupted when cut short)
     final_answer: str | None
-    data: dict[str, Any]
+    source: str  # live, published, ...
+    tags: str  # JSON object
+    # What the run took: None until it has finished.
+    rounds: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    duration_s: float | None
+    expert_calls: int | None
+    sandbox_runs: int | None
+    # The process that ran it (live runs only), to repair the run if it died.
+    host: str | None
+    pid: int | None
+    pid_started: str | None
+    # What learning from it cost: None until the notebook learned from it.
+    learning_input_tokens: int | None
+    learning_output_tokens: int | None
+    learning_cost_usd: float | None
+    rowid: NotRequired[int]  # search results carry it too (sqlite-utils selects it)
+
+
+def _record(row: dict[str, Any]) -> RunRecord:
+    # The schema above (m001, m002) gives every row these columns; sqlite-utils can only
+    # type a row as a dict.
+    return cast(RunRecord, row)
+
+
+# The columns a listing can be filtered on, and whose values `distinct_values` lists.
+# Their names go into SQL as written, so no other name may.
+FILTER_COLUMNS = ("task", "status", "model")
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a listing holds; a field left None does not narrow it."""
+
+    task: str | None = None
+    status: str | None = None
+    model: str | None = None
+    since: float | None = None  # started at or after this time (seconds since the epoch)
+
+    def sql(self) -> tuple[str | None, dict[str, object]]:
+        """A WHERE clause with named parameters (None when nothing narrows), and them."""
+        where, params = [], {}
+        for column in FILTER_COLUMNS:
+            value = getattr(self, column)
+            if value:
+                where.append(f"[{column}] = :{column}")
+                params[column] = value
+        if self.since is not None:
+            where.append("started_at >= :since")
+            params["since"] = self.since
+        return (" and ".join(where) or None), params
 
 
 class RunIndex:
@@ -298,36 +370,69 @@ class RunIndex:
         return repaired
 
     # -- reading ------------------------------------------------------------------------
-    def get(self, run_id: str) -> dict[str, Any] | None:
-        with self._lock:
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite_utils.db.Table]:
+        """The runs table, for this thread alone; a locked or damaged file raises
+        `DatabaseError` with what to do."""
+        with self._lock, read_errors(self.path, repair=REBUILD_HINT):
+            yield _runs(self.db)
+
+    def get(self, run_id: str) -> RunRecord | None:
+        """The run with this id, or the one run whose id starts with it."""
+        with self._reading() as runs:
             rows = list(
-                _runs(self.db).rows_where(
-                    "run_id = ? or run_id like ?", [run_id, run_id + "%"], limit=2
-                )
+                runs.rows_where("run_id = ? or run_id like ?", [run_id, run_id + "%"], limit=2)
             )
-        return rows[0] if len(rows) == 1 else None
+        return _record(rows[0]) if len(rows) == 1 else None
 
     def list(
         self, *, limit: int = 50, task: str | None = None, status: str | None = None
-    ) -> list[dict[str, Any]]:
-        where, params = [], []
-        if task:
-            where.append("task = ?")
-            params.append(task)
-        if status:
-            where.append("status = ?")
-            params.append(status)
-        with self._lock:
-            return list(
-                _runs(self.db).rows_where(
-                    " and ".join(where) or None, params, order_by="started_at desc", limit=limit
-                )
-            )
+    ) -> list[RunRecord]:
+        """The latest runs, of one task or status if given."""
+        return self.list_runs(RunFilter(task=task, status=status), limit=limit)
 
-    # `list` here would name the method above, hence builtins.list.
-    def search(self, query: str, *, limit: int = 50) -> builtins.list[dict[str, Any]]:
-        with self._lock:
-            return list(_runs(self.db).search(query, limit=limit))
+    # Below, `list` would name the method above, hence builtins.list.
+    def list_runs(
+        self,
+        filters: RunFilter | None = None,
+        *,
+        limit: int | None = 50,
+        oldest_first: bool = False,
+    ) -> builtins.list[RunRecord]:
+        """The runs `filters` lets through, newest first; `limit=None` for all of them."""
+        where, params = (filters or RunFilter()).sql()
+        order = "started_at" if oldest_first else "started_at desc"
+        with self._reading() as runs:
+            rows = runs.rows_where(where, params, order_by=order, limit=limit)
+            return [_record(row) for row in rows]
+
+    def search(
+        self, query: str, *, filters: RunFilter | None = None, limit: int = 50
+    ) -> builtins.list[RunRecord]:
+        """Runs whose question or answer match the FTS5 `query`, best first.
+
+        `conductor_kernel.fts.quote_words` turns a user's text into such a query; a query
+        that is not valid FTS5 raises `SearchSyntaxError`.
+        """
+        where, params = (filters or RunFilter()).sql()
+        with self._reading() as runs:
+            try:
+                rows = runs.search(query, where=where, where_args=params, limit=limit)
+                return [_record(row) for row in rows]
+            except sqlite3.OperationalError as exc:
+                if is_busy(exc):
+                    raise  # _reading says the file is locked
+                raise SearchSyntaxError(query, str(exc)) from None
+
+    def distinct_values(self, column: str) -> builtins.list[str]:
+        """The values a filter column takes in the index (none empty), sorted."""
+        if column not in FILTER_COLUMNS:
+            raise ValueError(f"runs are filtered by {', '.join(FILTER_COLUMNS)}, not {column!r}")
+        with self._reading():
+            cursor = self.conn.execute(
+                f"select distinct [{column}] from runs where [{column}] != '' order by 1"
+            )
+            return [str(value) for (value,) in cursor if value]
 
     @classmethod
     def reindex(cls, path: Path | str | None, runs_dir: Path) -> tuple[RunIndex, int, Path | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -165,12 +166,12 @@ class ConductorApp(App[None]):
             PaletteEntry(
                 f"Model: {name}",
                 "Use this meta model for the next run.",
-                lambda n=name: self.set_model(n),
+                partial(self.set_model, name),
             )
             for name in MODEL_CHOICES
         ]
         entries += [
-            PaletteEntry(f"Sandbox: {name}", why, lambda n=name: self.set_sandbox(n))
+            PaletteEntry(f"Sandbox: {name}", why, partial(self.set_sandbox, name))
             for name, why in SANDBOX_CHOICES.items()
         ]
         entries += [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -36,7 +36,7 @@ def run_tui(args: argparse.Namespace) -> int:
     return run_app(ConductorApp(settings, start_mode=args.screen, open_run=args.run))
 
 
-def run_app(app: App[object], *, headless: bool = False) -> int:
+def run_app(app: App[Any], *, headless: bool = False) -> int:
     """Run the app; an error it did not handle ends it non-zero with a short message."""
     import sys
 

@@ -151,7 +151,7 @@ async def _expert_finished(r: RunRenderer, e: ExpertCallFinished) -> None:
     if e.error:
         tail += " · failed"
         block.add_class("failed")
-    block.title = expert_title(e.name, r.instructions.get(e.parent_id or "", ""), tail)
+    block.retitle(expert_title(e.name, r.instructions.get(e.parent_id or "", ""), tail))
     await block.reply.settle(e.text or "*(the meta model gave the code; no expert was asked)*")
 
 

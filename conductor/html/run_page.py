@@ -50,7 +50,7 @@ def note_rows(run: RunOutline, notebook: Path | str | None = None) -> dict[str, 
                 for note_id in ids - rows.keys():
                     row = book.find_note(note_id)
                     if row is not None:
-                        rows[note_id] = row
+                        rows[note_id] = dict(row)
         except Exception as exc:  # the page is whole without the notebook's details
             log.warning("could not read notes from %s: %s", path, exc)
     return rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from tui_helpers import (
@@ -82,6 +83,54 @@ async def test_bad_date_filter_says_how_to_write_it(two_runs: dict[str, str]) ->
         since.value = "2000-01-01"
         await pilot.press("enter")
         await wait_for(pilot, lambda: len(table_keys(app.screen)) == 2)
+
+
+async def test_search_words_and_a_filter_narrow_together(two_runs: dict[str, str]) -> None:
+    app = ConductorApp(make_settings(), start_mode="runs")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: len(table_keys(screen)) == 2)
+        screen.query_one("#filter-task").value = "word_sorting"
+        await wait_for(pilot, lambda: table_keys(screen) == [two_runs["sort"]])
+        screen.query_one("#search").focus()
+        await pilot.press(*"pear", "enter")
+        await pilot.pause(0.2)
+        assert table_keys(screen) == [two_runs["sort"]]
+        screen.query_one("#filter-task").value = "GameOf24"  # the words are not in that run
+        await wait_for(pilot, lambda: table_keys(screen) == [])
+
+
+class _LockedConnection:
+    """Every statement finds runs.db locked, as SQLite says once its busy wait runs out."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, *args: object) -> sqlite3.Cursor:
+        raise sqlite3.OperationalError("database is locked")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+async def test_a_locked_runs_db_is_a_notification_and_the_screen_stays(
+    two_runs: dict[str, str],
+) -> None:
+    app = ConductorApp(make_settings(), start_mode="runs")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: len(table_keys(screen)) == 2)
+        real = screen.index.conn
+        screen.index.conn = screen.index.db.conn = _LockedConnection(real)
+        await pilot.press("ctrl+r")
+        await wait_for(
+            pilot, lambda: any("locked by another program" in n.message for n in app._notifications)
+        )
+        assert len(table_keys(screen)) == 2  # the rows shown before stay
+        screen.index.conn = screen.index.db.conn = real
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.2)
+        assert len(table_keys(screen)) == 2
 
 
 async def test_step_through_rounds_raw_json_findings_and_export(two_runs: dict[str, str]) -> None:

@@ -79,7 +79,7 @@ class BatchScreen(Screen[None]):
         ),
     ]
 
-    app: ConductorApp  # type: ignore[assignment]
+    app: ConductorApp
 
     def __init__(self) -> None:
         super().__init__()

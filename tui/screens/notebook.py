@@ -1,9 +1,9 @@
 """Notebook: task types with their experience, notes with provenance; search, retire.
 
-Reads the notebook (`lessons.store.Notebook`, the file the settings name) with plain
-queries against its schema; search goes through its FTS index with the notebook's own
-term functions, so the screen finds what recall would. Retiring calls the notebook
-package; the screen never writes by itself.
+Reads the notebook (`lessons.store.Notebook`, the file the settings name) through
+`lessons.queries`; search goes through its FTS index with the notebook's own term
+functions, so the screen finds what recall would. Retiring calls the notebook package;
+the screen writes no SQL and never writes by itself.
 """
 
 from __future__ import annotations
@@ -22,8 +22,15 @@ from textual.widgets.option_list import Option
 
 from conductor_kernel.display import visible
 from conductor_kernel.errors import UserFacingError
-from lessons.store import Notebook
-from lessons.terms import content_terms, fts_query
+from conductor_kernel.fts import SearchSyntaxError
+from lessons.queries import (
+    browse_notes,
+    lookup_note,
+    lookup_type,
+    note_counts_by_type,
+    task_types,
+)
+from lessons.store import Notebook, NoteRecord
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.notebook_detail import NotebookDetail
 
@@ -38,31 +45,10 @@ KEY_WIDTH = 18
 
 def query_notes(
     book: Notebook, *, search: str = "", type_choice: str = ALL_TYPES
-) -> list[dict[str, Any]]:
+) -> list[NoteRecord]:
     """Active notes of the chosen type (all, none, or one id), matching `search` if given."""
-    where, params = ["n.retired = 0"], []
-    if type_choice == NO_TYPE:
-        where.append("n.type_id is null")
-    elif type_choice != ALL_TYPES:
-        where.append("n.type_id = ?")
-        params.append(type_choice.removeprefix("type:"))
-    if search.strip():
-        terms = sorted(content_terms(search))
-        if not terms:
-            return []
-        # Every word must match, as a search box is expected to behave.
-        where.append("notes_fts match ?")
-        params.append(fts_query([], all_of=terms))
-        sql = (
-            "select n.* from notes_fts join notes n on n.seq = notes_fts.rowid "
-            f"where {' and '.join(where)} order by notes_fts.rank limit {LIMIT}"
-        )
-    else:
-        sql = (
-            f"select n.* from notes n where {' and '.join(where)} "
-            f"order by n.confidence desc, n.seq limit {LIMIT}"
-        )
-    return [dict(r) for r in book.read(sql, params)]
+    type_id = None if type_choice in (ALL_TYPES, NO_TYPE) else type_choice.removeprefix("type:")
+    return browse_notes(book, search, type_id=type_id, untyped=type_choice == NO_TYPE, limit=LIMIT)
 
 
 class NotebookScreen(Screen[None]):
@@ -104,16 +90,16 @@ class NotebookScreen(Screen[None]):
         ),
     ]
 
-    app: ConductorApp  # type: ignore[assignment]
+    app: ConductorApp
 
     def __init__(self) -> None:
         super().__init__()
         self.book: Notebook | None = None
         self.problem: str | None = None
-        self.notes: list[dict[str, Any]] = []
+        self.notes: list[NoteRecord] = []
         self.type_names: dict[str, str] = {}
         self.type_choice = ALL_TYPES
-        self.selected_note: dict[str, Any] | None = None
+        self.selected_note: NoteRecord | None = None
         self._retire_armed: str | None = None  # the note id a first press asked about
         self._pending_note: str | None = None  # a link followed before the screen mounted
 
@@ -170,18 +156,17 @@ class NotebookScreen(Screen[None]):
             )
             self.query_one("#nb-info", Static).update("no notebook")
             return
-        self._fill_types()
+        try:
+            self._fill_types()
+        except UserFacingError as exc:  # locked or damaged: say so, keep the screen
+            self.notify(str(exc), severity="error", title="notebook")
+            return
         self.refresh_notes()
 
     def _fill_types(self) -> None:
         assert self.book is not None
-        counts = {
-            r["type_id"]: r["n"]
-            for r in self.book.read(
-                "select type_id, count(*) as n from notes where retired = 0 group by type_id"
-            )
-        }
-        types = self.book.read("select id, name from task_types where retired = 0 order by name")
+        counts = note_counts_by_type(self.book)
+        types = task_types(self.book, order="name")
         self.type_names = {r["id"]: r["name"] for r in types}
         options = [Option(f"All notes ({sum(counts.values())})", id=ALL_TYPES)]
         options += [
@@ -203,8 +188,11 @@ class NotebookScreen(Screen[None]):
         search = self.query_one("#nb-search", Input).value
         try:
             self.notes = query_notes(self.book, search=search, type_choice=self.type_choice)
-        except Exception as exc:  # an FTS syntax error from odd search text
-            self.notify(f"search failed: {exc}; try plain words.", severity="error")
+        except SearchSyntaxError as exc:
+            self.notify(f"search failed: {exc} Try plain words.", severity="error")
+            return
+        except UserFacingError as exc:  # locked or damaged: say so, keep the screen
+            self.notify(str(exc), severity="error", title="notebook")
             return
         table = self.query_one("#nb-notes", DataTable)
         table.clear()
@@ -239,7 +227,11 @@ class NotebookScreen(Screen[None]):
     def _show_type_or_hint(self) -> None:
         detail = self.query_one("#nb-detail", NotebookDetail)
         if self.book is not None and self.type_choice not in (ALL_TYPES, NO_TYPE):
-            row = self.book.find_type(self.type_choice.removeprefix("type:"))
+            try:
+                row = lookup_type(self.book, self.type_choice.removeprefix("type:"))
+            except UserFacingError as exc:
+                self.notify(str(exc), severity="error", title="notebook")
+                row = None
             if row is not None:
                 detail.show_type(row, len(self.notes))
                 return
@@ -248,7 +240,7 @@ class NotebookScreen(Screen[None]):
             "(unless learning is off)."
         )
 
-    def _show_note(self, note: dict[str, Any]) -> None:
+    def _show_note(self, note: NoteRecord) -> None:
         self.selected_note = note
         name = self.type_names.get(note.get("type_id") or "")
         self.query_one("#nb-detail", NotebookDetail).show_note(note, name)
@@ -261,7 +253,11 @@ class NotebookScreen(Screen[None]):
         if self.book is None:
             self.notify(f"The notebook cannot be opened: {self.problem}", severity="error")
             return
-        note = self.book.find_note(note_id)
+        try:
+            note = lookup_note(self.book, note_id)
+        except UserFacingError as exc:
+            self.notify(str(exc), severity="error", title="notebook")
+            return
         if note is None:
             self.notify(f"no note matches {note_id!r} in {self.book.path}.", severity="warning")
             return
@@ -321,10 +317,11 @@ class NotebookScreen(Screen[None]):
         if note is None:
             self.notify("Choose a note first.")
             return
-        if not note.get("source_run"):
+        source_run = note.get("source_run")
+        if not source_run:
             self.notify(f"Note {note['id']} records no source run (written by {note['author']}).")
             return
-        self.app.open_run(note["source_run"])
+        self.app.open_run(source_run)
 
     def action_retire_note(self) -> None:
         note = self.selected_note
@@ -345,7 +342,7 @@ class NotebookScreen(Screen[None]):
         self._retire_armed = None
         self._retire(note)
 
-    def _retire(self, note: dict[str, Any]) -> None:
+    def _retire(self, note: NoteRecord) -> None:
         assert self.book is not None
         retire = retire_function()
         if retire is None:

@@ -128,7 +128,7 @@ class RunDetailScreen(Screen[None]):
         report: AuditReport | None
         error: str | None = None
 
-    app: ConductorApp  # type: ignore[assignment]
+    app: ConductorApp
 
     def __init__(self, path: Path) -> None:
         super().__init__()

@@ -7,6 +7,7 @@ a panel per changed one. `h` writes the HTML page of the same diff.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -58,7 +59,10 @@ class RunDiffScreen(Screen[None]):
         except Exception as exc:  # an unreadable transcript: say so, keep the app
             self.app.call_from_thread(self._failed, str(exc))
             return
-        self.app.call_from_thread(self._show, diff)
+        # textual's parameter type with its result fixed to None: from an async method
+        # alone, mypy cannot tell which side of `R | Awaitable[R]` to solve.
+        show: Callable[..., Awaitable[None] | None] = self._show
+        self.app.call_from_thread(show, diff)
 
     def _failed(self, message: str) -> None:
         # As text: the message quotes paths and transcript lines (a "[/q]" is no markup).

@@ -1,16 +1,16 @@
 """Runs: every recorded run, with full-text search, filters, outcome, cost and findings.
 
-Rows come from `runs.db` (transcripts.index); the findings badges are computed from
-each run's transcript in a thread and filled in as they come.
+Rows come from `runs.db` through `transcripts.index.RunIndex`, which holds the queries;
+the findings badges are computed from each run's transcript in a thread and filled in
+as they come.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -22,9 +22,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Select, Static
 
 from conductor_kernel.display import visible
+from conductor_kernel.errors import UserFacingError
 from conductor_kernel.fts import quote_words
 from transcripts.audit import audit_events
-from transcripts.index import RunIndex
+from transcripts.index import FILTER_COLUMNS, RunFilter, RunIndex, RunRecord
 from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
@@ -56,32 +57,13 @@ def badges_for(path: str) -> str:
     return _BADGES[key]
 
 
-def query_runs(
-    index: RunIndex,
-    *,
-    search: str = "",
-    task: str | None = None,
-    status: str | None = None,
-    model: str | None = None,
-    since: float | None = None,
-) -> list[dict[str, Any]]:
-    where, params = [], []
-    for column, value in (("task", task), ("status", status), ("model", model)):
-        if value:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if since is not None:
-        where.append("started_at >= ?")
-        params.append(since)
-    table = index.db["runs"]
-    clause = " and ".join(where) or None
-    if search.strip():
-        return list(
-            table.search(quote_words(search), where=clause, where_args=params, limit=LIMIT)  # type: ignore[union-attr]
-        )
-    return list(
-        table.rows_where(clause, params, order_by="started_at desc", limit=LIMIT)  # type: ignore[union-attr]
-    )
+def query_runs(index: RunIndex, search: str, filters: RunFilter) -> list[RunRecord]:
+    """The runs shown: those matching every word of `search` (best first), else the
+    latest; both narrowed by `filters`."""
+    query = quote_words(search)
+    if query:
+        return index.search(query, filters=filters, limit=LIMIT)
+    return index.list_runs(filters, limit=LIMIT)
 
 
 def parse_since(text: str) -> float | None:
@@ -137,11 +119,11 @@ class RunsScreen(Screen[None]):
         run_id: str
         badges: str
 
-    app: ConductorApp  # type: ignore[assignment]
+    app: ConductorApp
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[RunRecord] = []
         self.index: RunIndex | None = None
         self.marked: list[str] = []  # run ids marked for a diff, oldest first
 
@@ -178,21 +160,19 @@ class RunsScreen(Screen[None]):
 
     def _fill_filters(self) -> None:
         assert self.index is not None
-        for column in ("task", "status", "model"):
-            values = [
-                row[column]
-                for row in self.index.db.query(
-                    f"select distinct {column} from runs where {column} != '' order by 1"
-                )
-                if row[column]
-            ]
+        for column in FILTER_COLUMNS:
+            try:
+                values = self.index.distinct_values(column)
+            except UserFacingError as exc:  # a locked or damaged runs.db: say so, keep the screen
+                self.notify(str(exc), severity="error", title="runs.db")
+                return
             select = self.query_one(f"#filter-{column}", Select)
             current = select.value
             select.set_options([(v, v) for v in values])
             if current in values:
                 select.value = current
 
-    def _filters(self) -> dict[str, Any] | None:
+    def _filters(self) -> RunFilter | None:
         def chosen(name: str) -> str | None:
             value = self.query_one(f"#filter-{name}", Select).value
             return value if isinstance(value, str) else None
@@ -204,23 +184,20 @@ class RunsScreen(Screen[None]):
                 "Write the date as YYYY-MM-DD, e.g. 2025-01-31.", severity="error", title="since"
             )
             return None
-        return {
-            "search": self.query_one("#search", Input).value,
-            "task": chosen("task"),
-            "status": chosen("status"),
-            "model": chosen("model"),
-            "since": since,
-        }
+        return RunFilter(
+            task=chosen("task"), status=chosen("status"), model=chosen("model"), since=since
+        )
 
     def refresh_rows(self) -> None:
         assert self.index is not None
         filters = self._filters()
         if filters is None:
             return
+        search = self.query_one("#search", Input).value
         try:
-            self.rows = query_runs(self.index, **filters)
-        except sqlite3.Error as exc:  # a locked or damaged runs.db: say so, keep the screen
-            self.notify(f"cannot read runs.db: {exc}", severity="error")
+            self.rows = query_runs(self.index, search, filters)
+        except UserFacingError as exc:  # a locked or damaged runs.db: say so, keep the screen
+            self.notify(str(exc), severity="error", title="runs.db")
             return
         table = self.query_one("#runs", DataTable)
         table.clear()
@@ -279,7 +256,11 @@ class RunsScreen(Screen[None]):
         assert self.index is not None
         paths = []
         for run_id in chosen:
-            row = self.index.get(run_id)
+            try:
+                row = self.index.get(run_id)
+            except UserFacingError as exc:
+                self.notify(str(exc), severity="error", title="runs.db")
+                return
             if row is None or not row.get("path") or not Path(row["path"]).exists():
                 self.notify(f"run {run_id} has no transcript to compare.", severity="error")
                 return

@@ -110,7 +110,7 @@ class SolveScreen(Screen[None]):
         text: str
         offer_demo: bool = False  # the model could not be reached: the demo can run
 
-    app: ConductorApp  # type: ignore[assignment]
+    app: ConductorApp
 
     def __init__(self) -> None:
         super().__init__()

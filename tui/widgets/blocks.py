@@ -11,6 +11,8 @@ in, nothing reaches the terminal raw.
 
 from __future__ import annotations
 
+from typing import cast
+
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
@@ -119,7 +121,7 @@ class ExpertBlock(Collapsible):
             Static(shown_text(instruction), classes="expert-instruction"),
             StreamedMarkdown(classes="expert-reply"),
             Vertical(classes="expert-runs"),
-            title=shown_title(title),
+            title=_collapsible_title(title),
             collapsed=True,
             classes="expert",
             **kwargs,  # type: ignore[arg-type]
@@ -128,6 +130,9 @@ class ExpertBlock(Collapsible):
     def validate_title(self, title: str | Content) -> Content:
         # The title names the expert and quotes its instruction: the model wrote both.
         return shown_title(title)
+
+    def retitle(self, title: str | Content) -> None:
+        self.title = _collapsible_title(title)
 
     @property
     def contents(self) -> Collapsible.Contents:
@@ -140,6 +145,16 @@ class ExpertBlock(Collapsible):
     @property
     def runs(self) -> Vertical:
         return self.query_one(".expert-runs", Vertical)
+
+
+def _collapsible_title(title: str | Content) -> str:
+    """The escaped title, as `Collapsible` takes it.
+
+    textual types `Collapsible.title` as `str`, yet only hands it on to
+    `CollapsibleTitle.label`, which takes `Content`. It must stay a `Content`: a `str`
+    there would be parsed as markup, and the title quotes what the model wrote.
+    """
+    return cast(str, shown_title(title))
 
 
 class SandboxBlock(Vertical):

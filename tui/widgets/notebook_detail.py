@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -36,13 +37,13 @@ def _one_line(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _shown(row: dict[str, Any]) -> dict[str, Any]:
+def _shown(row: Mapping[str, Any]) -> dict[str, Any]:
     """The row with every text field's control characters made visible (models wrote
     the names, keys, texts, code, questions and answers)."""
     return {k: visible(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
-def type_renderable(row: dict[str, Any], note_count: int) -> RenderableType:
+def type_renderable(row: Mapping[str, Any], note_count: int) -> RenderableType:
     row = _shown(row)
     text = Text()
     text.append(row["name"], "bold")
@@ -71,7 +72,7 @@ def type_renderable(row: dict[str, Any], note_count: int) -> RenderableType:
     return text
 
 
-def note_renderable(row: dict[str, Any], type_name: str | None) -> RenderableType:
+def note_renderable(row: Mapping[str, Any], type_name: str | None) -> RenderableType:
     row, type_name = _shown(row), visible(type_name) if type_name else type_name
     head = Text()
     head.append(f"[{row['kind']}] ", "bold magenta")
@@ -112,10 +113,10 @@ def note_renderable(row: dict[str, Any], type_name: str | None) -> RenderableTyp
 class NotebookDetail(Static):
     """Shows whatever the screen last chose: a type, a note, or a hint."""
 
-    def show_type(self, row: dict[str, Any], note_count: int) -> None:
+    def show_type(self, row: Mapping[str, Any], note_count: int) -> None:
         self.update(type_renderable(row, note_count))
 
-    def show_note(self, row: dict[str, Any], type_name: str | None) -> None:
+    def show_note(self, row: Mapping[str, Any], type_name: str | None) -> None:
         self.update(note_renderable(row, type_name))
 
     def show_hint(self, message: str) -> None:
