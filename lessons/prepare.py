@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from conductor_kernel.events import Event
-from conductor_kernel.interfaces import ChatModel, Message, Sandbox
+from conductor_kernel.interfaces import ChatModel, Sandbox
 from lessons import prompts
 from lessons.agreement import agreeing_runs, answers_agree, cited_notes, shown_its_own_answer
+from lessons.asking import ask, echoes, is_placeholder
 from lessons.distill import NoteDraft, distill_run, excerpt, reflect
 from lessons.problems import core_input
 from lessons.recall import semantic_wanted
@@ -75,6 +76,9 @@ class TypeChoice:
     name: str = ""
     description: str = ""
     asked: bool = False
+    # The model said none of the candidates fits (`KIND: none`); a reply out of form
+    # says nothing, and the lexical match then stands.
+    declined: bool = False
 
 
 @dataclass
@@ -157,7 +161,7 @@ def prepare_run(
         with book.reading() as conn:
             candidates = score_types(conn, terms, limit=5, params=options.params)
         choice = choose_type(model, view.question, _descriptions(book, candidates))
-        if choice.asked and choice.type_id is None:
+        if choice.declined:
             rejected = [match.type_id for match in candidates]
     tool_tests, tool_testing = _test_tools(book, view, tools, terms, choice, options)
     agreeing = (
@@ -199,13 +203,9 @@ def choose_type(
     prompt = prompts.TYPE_PICK.format(
         question=excerpt(question, 3000), candidates=listing or "(none yet)"
     )
+    prompt += "\n" + prompts.TYPE_NAME
     try:
-        reply = model.complete(
-            [Message("user", prompt + "\n" + prompts.TYPE_NAME)],
-            system=prompts.TYPE_SYSTEM,
-            role="expert",
-            max_tokens=200,
-        ).text
+        reply = ask(model, prompt, system=prompts.TYPE_SYSTEM, max_tokens=200).text
     except Exception as exc:  # the lexical choice stands in
         log.warning("task type choice by the model failed: %s", exc)
         return TypeChoice()
@@ -213,11 +213,20 @@ def choose_type(
     kind = re.search(r"(?im)^\s*KIND:\s*(\w+)", reply)
     if kind and kind.group(1).isdigit() and 1 <= int(kind.group(1)) <= len(candidates):
         choice.type_id = candidates[int(kind.group(1)) - 1][0].type_id
+    choice.declined = kind is not None and kind.group(1).lower() == "none"
     description = re.search(r"(?im)^\s*DESCRIPTION:\s*(.+)$", reply)
     name = re.search(r"(?im)^\s*NAME:\s*(.+)$", reply)
-    choice.description = excerpt(description.group(1), 300) if description else ""
-    choice.name = excerpt(name.group(1), 60) if name else ""
+    choice.description = _stated(description.group(1), 300) if description else ""
+    choice.name = _stated(name.group(1), 60) if name else ""
     return choice
+
+
+def _stated(text: str, limit: int) -> str:
+    """A name or description the model wrote, or "" when it only wrote back a slot or
+    an instruction of the prompt (the offline one then stands)."""
+    text = excerpt(text, limit)
+    asked = prompts.TYPE_SYSTEM + prompts.TYPE_PICK + prompts.TYPE_NAME
+    return "" if is_placeholder(text) or echoes(text, asked) else text
 
 
 def _test_tools(
