@@ -11,8 +11,10 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 def tool_tests_line(tools: dict[str, list[int]], status: str) -> str:
     """What learning measured of a run's tools: `tool n1a2b: passed 4 of 4 tests`, and
     the testing's own status when it stopped early or was skipped."""
-    parts = [f"tool {note}: passed {passes} of {plural(tests, 'test')}"
-             for note, (passes, tests) in tools.items()]  # fmt: skip
+    parts = []
+    for note, (passes, tests) in tools.items():
+        measured = f"passed {passes} of {plural(tests, 'test')}" if tests else "not tested yet"
+        parts.append(f"tool {note}: {measured}")
     if status and not status.startswith("tested"):
         parts.append(f"testing {status}")
     elif "; stopped" in status:
