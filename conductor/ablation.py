@@ -51,6 +51,7 @@ class MeteredModel:
 class Arm:
     name: str
     correct: list[bool] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)  # the items, in the order they ran
     usage: Usage = field(default_factory=Usage)
     recalled: int = 0  # runs shown at least one note
 
@@ -61,8 +62,10 @@ class Arm:
             "correct": sum(self.correct),
             "accuracy": sum(self.correct) / n if n else None,
             "tokens": self.usage.input_tokens + self.usage.output_tokens,
+            "estimated_tokens": self.usage.estimated_tokens,
             "cost_usd": round(self.usage.cost_usd, 6),
             "runs_shown_notes": self.recalled,
+            "item_ids": self.ids,
         }
 
 
@@ -118,6 +121,7 @@ def _run_item(plan: AblationPlan, session: Session, item: TaskItem, arm: Arm) ->
         if session.sandbox is not None:
             session.sandbox.close()
     arm.correct.append(bool(result.get("correct")))
+    arm.ids.append(item.id)
     if finished is not None:
         arm.usage = arm.usage + finished.usage
     arm.recalled += any(isinstance(e, Recall) and e.notes for e in events)
@@ -171,9 +175,16 @@ def run_ablation(plan: AblationPlan, *, progress: Callable[[str], None] = print)
 def _usage(usage: Usage) -> dict[str, Any]:
     return {
         "tokens": usage.input_tokens + usage.output_tokens,
+        # Calls stopped part-way (a looping reply) never had their usage sent: estimated.
+        "estimated_tokens": usage.estimated_tokens,
         "cost_usd": round(usage.cost_usd, 6),
         "calls": usage.calls,
     }
+
+
+def _estimated(usage: dict[str, Any]) -> str:
+    extra = usage.get("estimated_tokens", 0)
+    return f" (and about {extra:,} more, estimated: calls stopped part-way)" if extra else ""
 
 
 def render(report: dict[str, Any]) -> str:
@@ -193,7 +204,9 @@ def render(report: dict[str, Any]) -> str:
             f"wrong→right {paired['wrong_to_right']}, right→wrong {paired['right_to_wrong']}",
             f"  learning: {learn['tokens']:,} tokens, ${learn['cost_usd']:.4f} for the runs, "
             f"plus {learn['learning_calls_usage']['tokens']:,} tokens "
-            f"(${learn['learning_calls_usage']['cost_usd']:.4f}) in learning calls",
+            f"(${learn['learning_calls_usage']['cost_usd']:.4f}) in "
+            f"{learn['learning_calls_usage']['calls']} learning calls"
+            + _estimated(learn["learning_calls_usage"]),
         ]
     )
 

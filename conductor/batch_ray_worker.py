@@ -22,6 +22,7 @@ import shutil
 import socket
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,13 @@ from typing import Any
 from conductor.batch import BatchPlan, BatchRunner
 from conductor.batch_setup import make_scorer, sandbox_opener
 from conductor.config import Settings
+from conductor.notebook_hooks import learning_options
 from conductor.session import Session, build_session
 from conductor.taskfile import TaskItem
 from conductor.tasks import TaskSpec
 from conductor_kernel.events import Event
-from conductor_kernel.interfaces import Usage
-from lessons.prepare import model_can_reflect, prepare_run
+from conductor_kernel.interfaces import Sandbox, Usage
+from lessons.prepare import LearnOptions, model_can_reflect, prepare_run
 from lessons.store import Notebook
 
 log = logging.getLogger("conductor.batch")
@@ -185,10 +187,18 @@ class ItemWorker:
             session.after_run.append(self._distill)
         return session
 
-    def _distill(self, events: list[Event], *, ledger: Any = None) -> list[Event]:
+    def _distill(
+        self,
+        events: list[Event],
+        *,
+        ledger: Any = None,
+        sandbox: Sandbox | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> list[Event]:
         """After a run: the slow half of learning, against this worker's snapshot, for
         the driver to write; nothing written here. The model calls it makes go on the
-        run's ledger, as when learning in place."""
+        run's ledger, as when learning in place, and the tools it makes are tested in
+        the run's sandbox on this node (the results travel with the prepared run)."""
         with self._lock:
             hooks = self._hooks
         model = self.meta
@@ -196,7 +206,10 @@ class ItemWorker:
             model = ledger.metered(model, "learning")
         mark = ledger.mark() if ledger is not None else 0
         book = hooks.book if hooks is not None else None
-        learned = prepare_run(book, events, model=model)
+        options = learning_options(
+            hooks.learn_options if hooks is not None else LearnOptions(), sandbox, cancelled
+        )
+        learned = prepare_run(book, events, model=model, options=options)
         if learned is not None:
             if ledger is not None:
                 learned.usage = ledger.since(mark).to_dict()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from conductor.wording import tool_tests_line
 from conductor_kernel.display import visible, visible_line
 from conductor_kernel.events import (
     ErrorEvent,
@@ -101,7 +102,11 @@ def _md(event: Event) -> str | None:
             f"{event.sandbox_runs} | {u.input_tokens} | {u.output_tokens} | ${u.cost_usd:.4f} | {event.duration_s:.1f} s |"
         )
     if isinstance(event, NotesWritten):
-        return f"> **Notebook:** {len(event.note_ids)} notes written ({_code(event.verification)})"
+        tools = tool_tests_line(event.tools, event.tool_testing)
+        return (
+            f"> **Notebook:** {len(event.note_ids)} notes written ({_code(event.verification)})"
+            + (f"; {_code(tools)}" if tools else "")
+        )
     return None
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conductor_kernel.events import Event, Recall
-from conductor_kernel.interfaces import ChatModel
+from conductor_kernel.interfaces import ChatModel, Sandbox
 from conductor_kernel.ledger import UsageLedger
 from lessons.learn import LearnOptions, learn_from_run, model_can_reflect
 from lessons.recall import RecallOptions, recall
@@ -72,10 +74,22 @@ class NotebookHooks:
             tokens=result.rendered.tokens,
         )
 
-    def after_run(self, events: list[Event], *, ledger: UsageLedger | None = None) -> list[Event]:
-        """Learn from a finished run; its model calls go on `ledger` as "learning"."""
+    def after_run(
+        self,
+        events: list[Event],
+        *,
+        ledger: UsageLedger | None = None,
+        sandbox: Sandbox | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> list[Event]:
+        """Learn from a finished run; its model calls go on `ledger` as "learning".
+
+        `sandbox` is the run's own: the tools the run made are tested in it, within the
+        options' budget, and testing stops once `cancelled()` says the session was.
+        """
         model = self._model(ledger, "learning")
-        written = learn_from_run(self.book, events, model=model, options=self.learn_options)
+        options = learning_options(self.learn_options, sandbox, cancelled)
+        written = learn_from_run(self.book, events, model=model, options=options)
         return [written] if written is not None else []
 
     def attach(self, session: Session, *, recall: bool = True, learn: bool = True) -> None:
@@ -88,3 +102,12 @@ class NotebookHooks:
 
     def close(self) -> None:
         self.book.close()
+
+
+def learning_options(
+    base: LearnOptions, sandbox: Sandbox | None, cancelled: Callable[[], bool] | None
+) -> LearnOptions:
+    """`base` for one run: its sandbox (when it has one) and its session's cancel flag.
+    A copy, since one set of hooks serves every thread of a batch."""
+    budget = replace(base.tool_budget, stop=cancelled or base.tool_budget.stop)
+    return replace(base, sandbox=sandbox or base.sandbox, tool_budget=budget)

@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from conductor.wording import plural
+from conductor.wording import plural, tool_tests_line
 from conductor_kernel.display import visible, visible_line
 from conductor_kernel.events import (
     ErrorEvent,
@@ -140,11 +140,14 @@ def _finished(e: RunFinished) -> Any:
 
 
 def _notes(e: NotesWritten) -> Any:
-    return shown_line(
+    line = (
         f"  notebook: {plural(len(e.note_ids), 'note')} written ({e.verification}), "
-        f"{plural(e.skipped, 'duplicate')} skipped",
-        style="magenta",
+        f"{plural(e.skipped, 'duplicate')} skipped"
     )
+    tools = tool_tests_line(e.tools, e.tool_testing)
+    if not tools:
+        return shown_line(line, style="magenta")
+    return Group(shown_line(line, style="magenta"), shown_line(f"    {tools}", style="magenta"))
 
 
 RENDERERS: dict[type[Event], Callable[[Any], Any]] = {

@@ -52,8 +52,10 @@ class Session:
     runs_path: Path | None = None
     # Called as recall(question, ledger=...): its model calls go on the run's ledger.
     recall: Callable[..., Recall | None] | None = None
-    # Called as hook(events, ledger=...) with the finished run's events; the notebook's
-    # write path hooks in here. Its model calls go on the ledger as "learning".
+    # Called as hook(events, ledger=..., sandbox=..., cancelled=...) with the finished
+    # run's events, the run's sandbox (None without one) and a callable that is true
+    # once the session is cancelled; the notebook's write path hooks in here. Its model
+    # calls go on the ledger as "learning".
     after_run: list[Callable[..., list[Event]]] = field(default_factory=list)
     conductor: Conductor | None = None
     # "idle", "running", "learning": lets a signal handler choose how to stop.
@@ -144,7 +146,9 @@ class Session:
         for hook in self.after_run:
             mark = ledger.mark()
             try:
-                made = hook(events, ledger=ledger)
+                made = hook(
+                    events, ledger=ledger, sandbox=self.sandbox, cancelled=lambda: self.cancelled
+                )
             except Exception:  # learning must never cost the user the run
                 log.exception("an after-run hook failed; the run itself is saved")
                 continue

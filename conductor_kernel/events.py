@@ -226,6 +226,9 @@ class NotesWritten(Event):
     reflection: str = ""  # what the reflection call did: ok / skipped / failed, and why
     feedback: dict[str, str] = field(default_factory=dict)  # recalled note id -> effect
     induced: bool = False  # the task type's experience was re-induced after this run
+    # The run's tools, note id -> [passes, tests] after this learning's tests of them.
+    tools: dict[str, list[int]] = field(default_factory=dict)
+    tool_testing: str = ""  # what testing them did: tested / skipped / stopped, and why
     # The model calls learning made (after the run finished, so not in its RunFinished).
     usage: Usage = field(default_factory=Usage)
 

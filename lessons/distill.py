@@ -19,8 +19,9 @@ import logging
 import re
 from dataclasses import dataclass
 
-from conductor_kernel.interfaces import ChatModel, Message
+from conductor_kernel.interfaces import ChatModel
 from lessons import prompts
+from lessons.asking import ask, echoes, is_placeholder
 from lessons.runview import RunView
 from lessons.verify import (
     EVIDENCE_WORDS,
@@ -243,21 +244,32 @@ def reflection_prompt(view: RunView, verification: Verification) -> str:
     )
 
 
-def parse_reflection(text: str) -> list[NoteDraft]:
-    """Notes from the model's reply; lines not in the asked form are ignored."""
-    drafts = []
+def parse_reflection(text: str, prompt: str = "") -> list[NoteDraft]:
+    """Notes from the model's reply; lines not in the asked form are ignored, and so are
+    lines in the form that hold no lesson: the prompt's slots or words written back, a
+    key or lesson with no words, a line already given."""
+    drafts: list[NoteDraft] = []
     for match in _REFLECTION_LINE.finditer(text):
-        kind = match.group(1).lower()
-        drafts.append(
-            NoteDraft(
-                kind=kind,
-                key=excerpt(match.group("key"), 120),
-                text=excerpt(match.group("text"), 600),
-                confidence=0.6,
-                author="reflection",
-            )
+        key, lesson = excerpt(match.group("key"), 120), excerpt(match.group("text"), 600)
+        if not _is_lesson(key, lesson, prompt):
+            continue
+        draft = NoteDraft(
+            kind=match.group(1).lower(), key=key, text=lesson, confidence=0.6, author="reflection"
         )
+        if all(d.content_hash != draft.content_hash for d in drafts):
+            drafts.append(draft)
     return drafts[:MAX_REFLECTION_NOTES]
+
+
+def _is_lesson(key: str, lesson: str, prompt: str) -> bool:
+    words = re.findall(r"[^\W\d_]{2,}", lesson)
+    return (
+        len(words) >= 3
+        and re.search(r"[^\W\d_]{2,}", key) is not None
+        and not is_placeholder(key)
+        and not is_placeholder(lesson)
+        and not echoes(lesson, prompt)
+    )
 
 
 def reflect(
@@ -268,17 +280,15 @@ def reflect(
     A model that fails or answers out of form costs only the reflection, never the
     deterministic notes: the status says what happened.
     """
+    prompt = reflection_prompt(view, verification)
     try:
-        completion = model.complete(
-            [Message("user", reflection_prompt(view, verification))],
-            system=prompts.REFLECTION_SYSTEM,
-            role="expert",
-            max_tokens=600,
-        )
+        completion = ask(model, prompt, system=prompts.REFLECTION_SYSTEM, max_tokens=600)
     except Exception as exc:  # a model failure is an observation about this reflection
         log.warning("reflection failed: %s", exc)
         return [], f"failed: {excerpt(str(exc), 160)}"
-    drafts = parse_reflection(completion.text)
+    drafts = parse_reflection(completion.text, prompt)
     if not drafts:
-        return [], "failed: the reply held no INSIGHT/PITFALL lines"
+        if completion.stopped:
+            return [], "failed: the reply repeated itself before any INSIGHT/PITFALL lesson"
+        return [], "failed: the reply held no INSIGHT/PITFALL lines with a lesson"
     return drafts, f"ok: {len(drafts)} notes"

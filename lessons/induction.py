@@ -17,8 +17,9 @@ import sqlite3
 import time
 from typing import Any
 
-from conductor_kernel.interfaces import ChatModel, Message
+from conductor_kernel.interfaces import ChatModel
 from lessons import prompts
+from lessons.asking import ask, is_placeholder
 from lessons.distill import excerpt
 from lessons.store import Notebook, dumps, record_type_history
 from lessons.tasktypes import template_words
@@ -172,25 +173,35 @@ def _induce_with_model(
         max_items=MAX_ITEMS,
     )
     try:
-        reply = model.complete(
-            [Message("user", prompt)],
-            system=prompts.INDUCTION_SYSTEM,
-            role="expert",
-            max_tokens=900,
-        ).text
+        reply = ask(model, prompt, system=prompts.INDUCTION_SYSTEM, max_tokens=900).text
     except Exception as exc:  # the deterministic lists stand in
         log.warning("induction by the model failed: %s", exc)
         return None
     return parse_experience(reply)
 
 
+# How the prompt lists a note; a model may copy it in front of an item.
+_NOTE_LABEL = re.compile(r"^\[\w+; helped \d+, hurt \d+, seen \d+x\]\s*")
+
+
 def parse_experience(reply: str) -> tuple[list[str], list[str]] | None:
+    """The two lists from the model's reply; None when it is out of form or holds only
+    the prompt's slots. An item given twice is kept once."""
     parts = re.split(r"(?im)^\s*PROCEDURE:\s*$", reply, maxsplit=1)
     if len(parts) != 2 or not re.search(r"(?im)^\s*SUGGESTIONS:\s*$", parts[0]):
         return None
     head = re.split(r"(?im)^\s*SUGGESTIONS:\s*$", parts[0], maxsplit=1)[-1]
-    suggestions = [m.strip() for m in re.findall(r"(?m)^\s*[-*]\s+(.+)$", head)]
-    procedure = [m.strip() for m in re.findall(r"(?m)^\s*\d+[.)]\s+(.+)$", parts[1])]
+    suggestions = _items(re.findall(r"(?m)^\s*[-*]\s+(.+)$", head))
+    procedure = _items(re.findall(r"(?m)^\s*\d+[.)]\s+(.+)$", parts[1]))
     if not suggestions and not procedure:
         return None
     return suggestions[:MAX_ITEMS], procedure[:MAX_ITEMS]
+
+
+def _items(found: list[str]) -> list[str]:
+    kept: dict[str, str] = {}
+    for item in found:
+        item = _NOTE_LABEL.sub("", item.strip())
+        if re.search(r"[^\W\d_]{2,}", item) and not is_placeholder(item):
+            kept.setdefault(" ".join(item.lower().split()), item)
+    return list(kept.values())

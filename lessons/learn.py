@@ -41,7 +41,7 @@ from lessons.tasktypes import (
     template_name,
     template_words,
 )
-from lessons.toolbox import store_tool
+from lessons.toolbox import record_tests, store_tool
 from lessons.tools import Tool
 
 __all__ = [
@@ -101,6 +101,7 @@ def write_prepared(
             return None
         type_id = _place(conn, prepared, options.params)
         written = _write_notes(conn, type_id, prepared, drafts)
+        written["tools"] = {}
         for draft, note_id in zip(drafts, written["draft_ids"], strict=True):
             if draft.kind == "example" and vector is not None:
                 conn.execute(
@@ -110,6 +111,8 @@ def write_prepared(
             if draft.kind == "tool" and draft.skeleton in prepared.tools:
                 tool = Tool.from_json(prepared.tools[draft.skeleton])
                 store_tool(conn, note_id, type_id, prepared.task, tool)
+                tests = prepared.tool_tests.get(draft.skeleton, {})
+                written["tools"][note_id] = record_tests(conn, note_id, tests)
         if verification.level == "independent" and prepared.agreeing:
             upgrade_runs(conn, prepared.agreeing, prepared.run_id)
         return written
@@ -133,6 +136,8 @@ def write_prepared(
         reflection=prepared.reflection,
         feedback=result["feedback"],
         induced=induced,
+        tools=result["tools"],
+        tool_testing=prepared.tool_testing,
         usage=Usage.from_dict(prepared.usage) if prepared.usage else Usage(),
     )
 

@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from conductor_kernel.events import Event
-from conductor_kernel.interfaces import ChatModel, Message, Sandbox
+from conductor_kernel.interfaces import ChatModel, Sandbox
 from lessons import prompts
 from lessons.agreement import agreeing_runs, answers_agree, cited_notes, shown_its_own_answer
+from lessons.asking import ask, echoes, is_placeholder
 from lessons.distill import NoteDraft, distill_run, excerpt, reflect
 from lessons.problems import core_input
 from lessons.recall import semantic_wanted
@@ -26,6 +27,8 @@ from lessons.store import Notebook
 from lessons.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
 from lessons.terms import question_terms
 from lessons.toolbox import best_tools, run_tool, tool_draft
+from lessons.tools import Tool
+from lessons.tooltests import ToolBudget, run_tool_tests
 from lessons.verify import LEARNABLE_STATUSES, Verification, judge_for, verify_run
 
 log = logging.getLogger("conductor.notebook")
@@ -59,7 +62,10 @@ class LearnOptions:
     use_target: bool = True
     """Judge against the run's target; off, the labels are what the evidence alone gives."""
     sandbox: Sandbox | None = None
-    """Where tools reproduce answers and P3's `sat` runs; None: neither happens."""
+    """Where tools reproduce answers, new tools are tested and P3's `sat` runs (the
+    run's own sandbox); None: none of these happens."""
+    tool_budget: ToolBudget = field(default_factory=ToolBudget)
+    """How much testing the run's new tools may take (lessons/tooltests.py)."""
     semantic: bool = field(default_factory=lambda: semantic_wanted())
     """Write example notes' question vectors (the optional semantic index)."""
 
@@ -70,6 +76,9 @@ class TypeChoice:
     name: str = ""
     description: str = ""
     asked: bool = False
+    # The model said none of the candidates fits (`KIND: none`); a reply out of form
+    # says nothing, and the lexical match then stands.
+    declined: bool = False
 
 
 @dataclass
@@ -96,6 +105,9 @@ class PreparedRun:
     vector: str | None = None  # the question's sentence vector, base64
     reflection: str = ""
     usage: dict[str, Any] = field(default_factory=dict)  # what preparing it cost
+    # Tests of its tools made while learning, by tool hash (lessons/tooltests.py).
+    tool_tests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tool_testing: str = ""  # what the testing did: tested / skipped / stopped, and why
 
     @property
     def checked(self) -> Verification:
@@ -149,8 +161,9 @@ def prepare_run(
         with book.reading() as conn:
             candidates = score_types(conn, terms, limit=5, params=options.params)
         choice = choose_type(model, view.question, _descriptions(book, candidates))
-        if choice.asked and choice.type_id is None:
+        if choice.declined:
             rejected = [match.type_id for match in candidates]
+    tool_tests, tool_testing = _test_tools(book, view, tools, terms, choice, options)
     agreeing = (
         agreeing_runs(book, view)
         if book is not None and verification.level == "independent"
@@ -175,6 +188,8 @@ def prepare_run(
         agreeing=agreeing,
         vector=base64.b64encode(vector).decode("ascii") if vector is not None else None,
         reflection=reflection,
+        tool_tests=tool_tests,
+        tool_testing=tool_testing,
     )
 
 
@@ -188,13 +203,9 @@ def choose_type(
     prompt = prompts.TYPE_PICK.format(
         question=excerpt(question, 3000), candidates=listing or "(none yet)"
     )
+    prompt += "\n" + prompts.TYPE_NAME
     try:
-        reply = model.complete(
-            [Message("user", prompt + "\n" + prompts.TYPE_NAME)],
-            system=prompts.TYPE_SYSTEM,
-            role="expert",
-            max_tokens=200,
-        ).text
+        reply = ask(model, prompt, system=prompts.TYPE_SYSTEM, max_tokens=200).text
     except Exception as exc:  # the lexical choice stands in
         log.warning("task type choice by the model failed: %s", exc)
         return TypeChoice()
@@ -202,11 +213,64 @@ def choose_type(
     kind = re.search(r"(?im)^\s*KIND:\s*(\w+)", reply)
     if kind and kind.group(1).isdigit() and 1 <= int(kind.group(1)) <= len(candidates):
         choice.type_id = candidates[int(kind.group(1)) - 1][0].type_id
+    choice.declined = kind is not None and kind.group(1).lower() == "none"
     description = re.search(r"(?im)^\s*DESCRIPTION:\s*(.+)$", reply)
     name = re.search(r"(?im)^\s*NAME:\s*(.+)$", reply)
-    choice.description = excerpt(description.group(1), 300) if description else ""
-    choice.name = excerpt(name.group(1), 60) if name else ""
+    choice.description = _stated(description.group(1), 300) if description else ""
+    choice.name = _stated(name.group(1), 60) if name else ""
     return choice
+
+
+def _stated(text: str, limit: int) -> str:
+    """A name or description the model wrote, or "" when it only wrote back a slot or
+    an instruction of the prompt (the offline one then stands)."""
+    text = excerpt(text, limit)
+    asked = prompts.TYPE_SYSTEM + prompts.TYPE_PICK + prompts.TYPE_NAME
+    return "" if is_placeholder(text) or echoes(text, asked) else text
+
+
+def _test_tools(
+    book: Notebook | None,
+    view: RunView,
+    tools: list[tuple[NoteDraft, Tool]],
+    terms: set[str],
+    choice: TypeChoice,
+    options: LearnOptions,
+) -> tuple[dict[str, dict[str, Any]], str]:
+    """The run's tools tested on stored questions of their kind, in the run's sandbox."""
+    if not tools:
+        return {}, ""
+    if options.sandbox is None:
+        return {}, "skipped: no sandbox"
+    if book is None:
+        return {}, "skipped: no notebook"
+    try:
+        type_ids = [] if view.task else _kind_types(book, terms, choice, options.params)
+        return run_tool_tests(
+            book,
+            options.sandbox,
+            tools,
+            run_id=view.run_id,
+            question=view.question,
+            task=view.task,
+            type_ids=type_ids,
+            budget=options.tool_budget,
+        )
+    except Exception as exc:  # the tools stay, untested; the run's learning goes on
+        log.warning("testing the run's tools failed: %s", exc)
+        return {}, f"failed: {excerpt(f'{type(exc).__name__}: {exc}', 160)}"
+
+
+def _kind_types(
+    book: Notebook, terms: set[str], choice: TypeChoice, params: MatchParams
+) -> list[str]:
+    """The task type a question without a task will join: the model's pick, else the
+    lexical match strong enough to join (as `write_prepared` places it)."""
+    if choice.type_id:
+        return [choice.type_id]
+    with book.reading() as conn:
+        best = score_types(conn, terms, limit=1, params=params)
+    return [best[0].type_id] if best and best[0].evidence >= params.join_evidence else []
 
 
 def _descriptions(book: Notebook, matches: list[TypeMatch]) -> list[tuple[TypeMatch, str]]:
@@ -228,7 +292,11 @@ def _verify(
     if options.sandbox is not None and not shown_its_own_answer(book, view):
         for stored in best_tools(book, view.question, exclude_question=True)[:1]:
             if stored.tests and stored.pass_rate >= 0.9:
-                answer = run_tool(stored.tool, view.question, options.sandbox)
+                try:
+                    answer = run_tool(stored.tool, view.question, options.sandbox)
+                except Exception as exc:  # no reproduction; the other evidence still counts
+                    log.warning("a stored tool could not run in the sandbox: %s", exc)
+                    answer = None
                 if answer is not None and answers_agree(
                     judge_for(view.task), view.question, answer, view.answer
                 ):
@@ -240,11 +308,11 @@ def _verify(
     return verification
 
 
-def _tool_drafts(view: RunView, verification: Verification) -> list[tuple[NoteDraft, Any]]:
+def _tool_drafts(view: RunView, verification: Verification) -> list[tuple[NoteDraft, Tool]]:
     """Tools from the programs that printed a trusted answer (one per distinct program)."""
     if not verification.trustworthy or view.answer is None:
         return []
-    out: dict[str, tuple[NoteDraft, Any]] = {}
+    out: dict[str, tuple[NoteDraft, Tool]] = {}
     for run in view.code_runs:
         if run.ok and run.code.strip():
             made = tool_draft(view.question, run.code, run.stdout, view.answer)

@@ -55,6 +55,22 @@ class StoredTool:
         spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
         return (centre - spread) / (1 + z * z / n)
 
+    @property
+    def upper_bound(self) -> float:
+        """Wilson upper bound of the pass rate (1.0 untested): how good it may yet be."""
+        n = self.tests
+        if n == 0:
+            return 1.0
+        p, z = self.passes / n, 1.64
+        centre = p + z * z / (2 * n)
+        spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        return (centre + spread) / (1 + z * z / n)
+
+    @property
+    def failing(self) -> bool:
+        """Its tests show it wrong more often than right (0 of 3, 2 of 12)."""
+        return self.upper_bound < 0.5
+
     def describe(self) -> str:
         tested = (
             f"passed {self.passes} of {self.tests} tests on other questions of its kind"
@@ -98,6 +114,31 @@ def store_tool(conn: sqlite3.Connection, note_id: str, type_id: str, task: str, 
     )
 
 
+def record_tests(conn: sqlite3.Connection, note_id: str, result: dict[str, Any]) -> list[int]:
+    """Add tests made while learning (lessons/tooltests.py) to a stored tool, inside the
+    writer's transaction; a question it was already tested on is not counted twice.
+    Returns the tool's [passes, tests] after."""
+    row = conn.execute(
+        "select tested_on, spec, passes, tests from tools where note_id = ?", (note_id,)
+    ).fetchone()
+    if row is None:
+        return [0, 0]
+    done = json.loads(row[0])
+    fresh = [r for r in dict.fromkeys(result.get("tested_on", [])) if r not in done]
+    if not fresh:
+        return [row[2], row[3]]
+    passed = sum(1 for r in fresh if r in set(result.get("passed_on", [])))
+    tool = Tool.from_json(row[1])
+    if passed:
+        tool.vocabulary = sorted(set(tool.vocabulary) | set(result.get("words", [])))
+    conn.execute(
+        "update tools set tests = tests + ?, passes = passes + ?, tested_on = ?, spec = ?, "
+        "updated_at = ? where note_id = ?",
+        (len(fresh), passed, json.dumps(done + fresh), tool.to_json(), time.time(), note_id),
+    )
+    return [row[2] + passed, row[3] + len(fresh)]
+
+
 def _stored(row: Any) -> StoredTool:
     return StoredTool(
         row["note_id"],
@@ -129,10 +170,11 @@ def tools_of(book: Notebook, type_ids: list[str] | None = None) -> list[StoredTo
 def best_tools(
     book: Notebook, question: str, type_ids: list[str] | None = None, *, exclude_question: bool
 ) -> list[StoredTool]:
-    """Tools that apply to `question`, best-tested first."""
+    """Tools that apply to `question`, best-tested first; tools their tests show failing
+    are left out."""
     found = []
     for stored in tools_of(book, type_ids):
-        if not applies(stored.tool, question):
+        if stored.failing or not applies(stored.tool, question):
             continue
         if exclude_question:
             source = book.read_one(
@@ -141,7 +183,8 @@ def best_tools(
             if source and same_question(source["source_question"], question):
                 continue
         found.append(stored)
-    found.sort(key=lambda s: (-s.rank_score, -s.tests))
+    # An untested tool ranks above one whose tests have not shown it good yet.
+    found.sort(key=lambda s: (-s.rank_score, -s.upper_bound, -s.tests))
     return found
 
 

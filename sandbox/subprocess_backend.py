@@ -73,27 +73,36 @@ def run_process(
     sel.register(proc.stderr, selectors.EVENT_READ, err)
     deadline = started + timeout
     timed_out = flooded = False
-    while sel.get_map():
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
-            break
-        for key, _ in sel.select(timeout=min(remaining, 0.5)):
-            chunk = os.read(key.fd, 65536)
-            if not chunk:
-                sel.unregister(key.fileobj)
-                continue
-            key.data.feed(chunk)
-            if out.total + err.total > hard_cap_bytes:
-                flooded = True
-        if flooded:
-            break
-    if not (timed_out or flooded):
-        # Both streams closed; the code may still be running (it closed its stdout).
-        try:
-            proc.wait(timeout=max(deadline - time.monotonic(), 0))
-        except subprocess.TimeoutExpired:
-            timed_out = True
+    try:
+        while sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                key.data.feed(chunk)
+                if out.total + err.total > hard_cap_bytes:
+                    flooded = True
+            if flooded:
+                break
+        if not (timed_out or flooded):
+            # Both streams closed; the code may still be running (it closed its stdout).
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    except BaseException:
+        # Stopped from outside (Ctrl-C raises here): the code must not outlive the wait.
+        _kill_group(proc)
+        sel.close()
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+        raise
     _kill_group(proc)
     sel.close()
     returncode = proc.wait()

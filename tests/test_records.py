@@ -116,7 +116,7 @@ def test_run_finished_is_written_and_delivered_before_learning(tmp_path: Path) -
         def handle(self, event: Event) -> None:
             seen.append(event.kind)
 
-    def learn(events: list[Event], *, ledger: Any) -> list[Event]:
+    def learn(events: list[Event], *, ledger: Any, **_: Any) -> list[Event]:
         seen.append("learning")
         writer_state.append(transcript_of(tmp_path).finished is not None)
         return [NotesWritten(run_id=events[0].run_id, note_ids=["n1"])]
@@ -133,7 +133,7 @@ def test_run_finished_is_written_and_delivered_before_learning(tmp_path: Path) -
 def test_nothing_is_learned_after_an_interrupted_or_failed_run(tmp_path: Path, how: str) -> None:
     learned: list[str] = []
 
-    def learn(events: list[Event], *, ledger: Any) -> list[Event]:
+    def learn(events: list[Event], *, ledger: Any, **_: Any) -> list[Event]:
         learned.append(events[0].run_id)
         return []
 

@@ -17,7 +17,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from conductor.printer import exec_status, usage_line
-from conductor.wording import plural
+from conductor.wording import plural, tool_tests_line
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -195,6 +195,9 @@ async def _notes_written(r: RunRenderer, e: NotesWritten) -> None:
         f"{plural(e.skipped, 'duplicate')} skipped"
     )
     await r.mount(EventLine(text, "notes"))
+    tools = tool_tests_line(e.tools, e.tool_testing)
+    if tools:
+        await r.mount(EventLine(tools, "notes"))
 
 
 async def _unknown(r: RunRenderer, e: UnknownEvent) -> None:
