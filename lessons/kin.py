@@ -104,14 +104,19 @@ def _semantic_kin(book: Notebook, question: str) -> dict[str, tuple[dict[str, An
 
     if not semantic.available():
         return {}
-    cache = getattr(book, "semantic_cache", None)
-    if cache is None:
-        cache = book.semantic_cache = semantic.VectorCache()  # type: ignore[attr-defined]
-    vector = semantic.encoder().embed(core_input(question))
-    out = {}
-    for note_id, cosine in cache.nearest(book, vector, SEMANTIC_NEAREST):
-        part = (cosine - SEMANTIC_FLOOR) / (1 - SEMANTIC_FLOOR)
-        row = book.find_note(note_id) if part > 0 else None
-        if row is not None and not row["retired"]:
-            out[note_id] = (dict(row), part)
-    return out
+    index = getattr(book, "semantic_index", None)
+    if index is None:
+        index = book.semantic_index = semantic.VectorIndex()  # type: ignore[attr-defined]
+    vector = semantic.embed(core_input(question))
+    near = dict(index.nearest(book, vector, SEMANTIC_NEAREST, floor=SEMANTIC_FLOOR))
+    if not near:
+        return {}
+    marks = ",".join("?" * len(near))
+    rows = {r["id"]: dict(r) for r in book.read(
+        f"select * from notes where id in ({marks}) and retired = 0", list(near)
+    )}  # fmt: skip
+    return {  # nearest first, as before: equal scores keep this order when ranked
+        note_id: (rows[note_id], (cosine - SEMANTIC_FLOOR) / (1 - SEMANTIC_FLOOR))
+        for note_id, cosine in near.items()
+        if note_id in rows
+    }
