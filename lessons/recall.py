@@ -155,7 +155,8 @@ def tool_candidate(
     """The best-tested tool that applies to the question, written out for it."""
     for stored in best_tools(book, question, type_ids, exclude_question=exclude_question):
         program = instantiate(stored.tool, question)
-        row = book.find_note(stored.note_id)
+        # By its whole id: find_note also takes a prefix (LIKE), which scans every note.
+        row = book.read_one("select * from notes where id = ?", (stored.note_id,))
         if program is None or row is None:
             continue
         note = dict(row)
