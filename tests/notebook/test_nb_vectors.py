@@ -58,7 +58,11 @@ def neighbours(rng: Any, size: int, questions: Any) -> Any:
     return unit(np.concatenate(rows))
 
 
-def test_the_int8_scan_returns_what_a_float32_scan_returns(tmp_path: Path) -> None:
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_int8_scan_returns_what_a_float32_scan_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    monkeypatch.setattr(semantic, "PARALLEL_FROM", 1000 if threads == 2 else 10**9)
     rng = np.random.default_rng(3)
     questions = unit(rng.standard_normal((12, DIM)))
     matrix = neighbours(rng, 4000, questions[:8])  # four questions have no neighbours
