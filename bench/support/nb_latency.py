@@ -100,7 +100,7 @@ def semantic_latency(book: Notebook, synth: Synth, questions: list[str]) -> dict
     fused = RecallOptions(semantic=True)
     for _ in range(5):
         recall(book, synth.fresh_question(), options=fused)  # load the vectors, warm up
-    semantic.embed.cache_clear()  # every timed question is embedded afresh
+    semantic.forget()  # every timed question is embedded afresh
     with_index, with_index_cpu = timed(lambda q: recall(book, q, options=fused), questions)
     embed, embed_cpu = timed(semantic.encoder().embed, questions)
     return {

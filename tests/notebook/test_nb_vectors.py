@@ -150,7 +150,7 @@ def test_a_question_is_embedded_once_for_recall_and_for_learning(
             return real.embed(text)
 
     monkeypatch.setattr(semantic, "encoder", Counting)
-    semantic.embed.cache_clear()
+    semantic.forget()
     book = Notebook(tmp_path / "nb.db")
     question = "A baker sells 14 loaves each morning at 3 dollars. What does she earn daily?"
     recall(book, question, options=RecallOptions(semantic=True))
@@ -158,5 +158,5 @@ def test_a_question_is_embedded_once_for_recall_and_for_learning(
     assert embedded == [question]
     stored = book.read_one("select vec from note_vectors")["vec"]
     assert stored == real.embed(question).tobytes()
-    semantic.embed.cache_clear()
+    semantic.forget()
     book.close()
