@@ -97,14 +97,6 @@ def _kin_scored(found: dict[str, tuple[dict[str, Any], float]]) -> list[ScoredNo
     return out
 
 
-def start_semantic(question: str) -> None:
-    """Begin the question's embedding while recall does its lexical work."""
-    from lessons import semantic
-
-    if semantic.available():
-        semantic.start(core_input(question))
-
-
 def _semantic_kin(book: Notebook, question: str) -> dict[str, tuple[dict[str, Any], float]]:
     """Example notes whose question means much the same (the optional semantic index):
     a cosine above SEMANTIC_FLOOR adds up to 1 to the lexical strength."""

@@ -27,7 +27,7 @@ from conductor_kernel.interfaces import ChatModel, Message
 from lessons import prompts
 from lessons.candidates import ScoredNote, candidates_for, trust
 from lessons.distill import excerpt
-from lessons.kin import kin_candidates, start_semantic
+from lessons.kin import kin_candidates
 from lessons.problems import same_question
 from lessons.render import Rendered, render_recall
 from lessons.store import Notebook
@@ -177,8 +177,6 @@ def recall(
 ) -> RecallResult:
     options = options or RecallOptions()
     params = options.params
-    if options.kin and options.semantic:
-        start_semantic(question)
     terms = question_terms(question)
     with book.reading() as conn:
         matches = score_types(conn, terms, limit=options.types + 2, params=params)

@@ -37,7 +37,6 @@ __all__ = [
     "embed",
     "encoder",
     "forget",
-    "start",
 ]
 
 CHUNK = 1024  # rows of codes made float32 at a time (1.5 MB): few calls, still in cache
@@ -71,33 +70,14 @@ def _embed(text: str) -> Any:
     return vector
 
 
-_started: dict[str, concurrent.futures.Future[Any]] = {}
-_started_lock = threading.Lock()
-
-
 def embed(text: str) -> Any:
     """The text's unit vector (read-only). Cached: recall embeds a question before the
-    run and learning embeds the same question after it. Waits for an embedding `start`
-    began."""
-    with _started_lock:
-        pending = _started.pop(text, None)
-    return pending.result() if pending is not None else _embed(text)
-
-
-def start(text: str) -> None:
-    """Begin embedding `text` on a thread of its own (recall does its lexical work
-    meanwhile); `embed(text)` takes the result."""
-    with _started_lock:
-        if text not in _started:
-            while len(_started) >= 8:  # begun and never asked for
-                _started.pop(next(iter(_started)))
-            _started[text] = _helper("notebook-embed").submit(_embed, text)
+    run and learning embeds the same question after it."""
+    return _embed(text)
 
 
 def forget() -> None:
-    """Drop every cached and begun embedding (benchmarks and tests)."""
-    with _started_lock:
-        _started.clear()
+    """Drop every cached embedding (benchmarks and tests)."""
     _embed.cache_clear()
 
 
@@ -178,11 +158,7 @@ class VectorIndex:
         out = np.empty(self.size, dtype=np.float32)
         half = (self.size // 2 // CHUNK) * CHUNK if self.size >= PARALLEL_FROM else 0
         with _one_blas_thread():
-            other = (
-                _helper("notebook-scan").submit(self._scan, vector, out, half, self.size, 1)
-                if half
-                else None
-            )
+            other = _helper().submit(self._scan, vector, out, half, self.size, 1) if half else None
             self._scan(vector, out, 0, half or self.size, 0)
             if other is not None:
                 other.result()
@@ -235,10 +211,10 @@ def _blas() -> Any:
     return ThreadpoolController().select(user_api="blas")
 
 
-@functools.lru_cache(maxsize=2)
-def _helper(name: str) -> concurrent.futures.ThreadPoolExecutor:
-    """A thread of its own for the question's embedding, another for half the scan."""
-    return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
+@functools.lru_cache(maxsize=1)
+def _helper() -> concurrent.futures.ThreadPoolExecutor:
+    """The scan's second thread."""
+    return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="notebook-scan")
 
 
 def _one_blas_thread() -> Any:
