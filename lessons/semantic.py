@@ -40,8 +40,8 @@ __all__ = [
 ]
 
 CHUNK = 1024  # rows of codes made float32 at a time (1.5 MB): few calls, still in cache
-# float32 rounding in a code's product with a unit vector (at most 384 ulps of a sum no
-# larger than 1), beside the code's own distance from its vector.
+# float32 rounding in a code's product with a question (at most 384 ulps of a sum no
+# larger than |v|·|q|), added to the code's own distance from its vector.
 SLACK = 1e-4
 PARALLEL_FROM = 20_000  # vectors from which the scan is split between two threads
 
@@ -90,9 +90,9 @@ class VectorIndex:
     written (the table only grows: `insert or ignore`, nothing deleted).
 
     A vector v is kept as codes c (int8) and a scale s with v ≈ s·c, and the distance
-    d = |v - s·c|. For a unit question q, |q·v - s·(q·c)| ≤ d: a note whose estimate
-    plus d cannot reach the floor, or the k-th best estimate less its d, cannot be among
-    the nearest, and the rest are compared exactly.
+    d = |v - s·c| (plus float32 rounding). For a question q, |q·v - s·(q·c)| ≤ d·|q|:
+    a note whose estimate plus that cannot reach the floor, or the k-th best estimate
+    less its own, cannot be among the nearest, and the rest are compared exactly.
     """
 
     def __init__(self) -> None:
@@ -185,7 +185,7 @@ class VectorIndex:
             if not self.size or k <= 0:
                 return []
             guess = self.estimate(vector)
-            reach = self.slack[: self.size] * float(np.linalg.norm(vector)) + SLACK
+            reach = self.slack[: self.size] * float(np.linalg.norm(vector))
             upper = guess + reach
             maybe = np.flatnonzero(upper > floor)
             if len(maybe) > k:
@@ -223,13 +223,15 @@ def _one_blas_thread() -> Any:
 
 
 def quantize(vectors: Any) -> tuple[Any, Any, Any]:
-    """int8 codes, scales and each code's distance from its vector (rows of `vectors`)."""
+    """int8 codes, scales, and how far each code's estimate of a product with a unit
+    vector can be from the exact one (its distance from its vector, and rounding)."""
     import numpy as np
 
     scales = np.abs(vectors).max(axis=1) / 127
     scales[scales == 0] = 1.0
     codes = np.rint(vectors / scales[:, None]).astype(np.int8)
     slack = np.linalg.norm(vectors - codes * scales[:, None], axis=1)
+    slack += SLACK * np.linalg.norm(vectors, axis=1)
     return codes, scales.astype(np.float32), slack.astype(np.float32)
 
 
