@@ -139,12 +139,12 @@ class OnnxEncoder(_Model):
         # matrix product on a busy machine: sleep instead.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        model, self._weights = self.graph()
-        # The weights go in as arrays, not copied through the serialized graph.
-        names = list(self._weights)
-        options.add_external_initializers(
-            names, [ort.OrtValue.ortvalue_from_numpy(self._weights[n]) for n in names]
-        )
+        model, arrays = self.graph()
+        # The weights go in as arrays, not copied through the serialized graph; the
+        # session reads them where they are, so they live as long as it does.
+        self._weights = {n: ort.OrtValue.ortvalue_from_numpy(a) for n, a in arrays.items()}
+        self._arrays = arrays
+        options.add_external_initializers(list(self._weights), list(self._weights.values()))
         self.session = ort.InferenceSession(
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
