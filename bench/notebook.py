@@ -16,7 +16,8 @@ measured in the same run, then recall latency.
 - near-miss: ten variant tasks of our own (bench/support/nb_variants.py): the share of their
   questions shown the old task's tool, code or pitfall (<= 0.1), beside bm25 and the
   old task's own questions (so "shown nothing" is not how it passes).
-- latency: a synthetic notebook at each size; recall p50/p99 beside one plain FTS5 query.
+- latency (bench/support/nb_latency.py): a synthetic notebook at each size; recall p50/p99
+  beside one plain FTS5 query, lexical and with the semantic index, wall and CPU time.
 
 Prints tables, then one JSON object with the figures as its last line.
 """
@@ -28,7 +29,6 @@ import importlib.util
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -43,18 +43,11 @@ sys.path.insert(0, str(REPO / "tests"))  # the test equipment (synthetic noteboo
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from equipment.synthetic_notes import Synth, concurrent_writes  # noqa: E402
-from lessons import semantic  # noqa: E402
-from lessons.learn import LearnOptions, learn_from_run  # noqa: E402
-from lessons.published import example_events  # noqa: E402
-from lessons.recall import RecallOptions, recall  # noqa: E402
-from lessons.store import Notebook  # noqa: E402
-from lessons.terms import fts_query, question_terms  # noqa: E402
+from equipment.synthetic_notes import concurrent_writes  # noqa: E402
 
 TARGETS = {"verified_precision": 0.95, "verified_coverage": 0.5, "tool_accuracy": 0.95,
            "kin_first": 0.8, "near_miss_shown": 0.1, "p50_ms_100k": 5.0,
            "semantic_p50_ms_100k": 15.0}  # fmt: skip
-BASELINE_QUERIES = 25
 # Piped output keeps whole columns (a terminal wraps to its own width).
 console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 150)
 
@@ -65,106 +58,21 @@ def shared_dir() -> Path:
     return root / "data" / "meta-prompting"
 
 
-def figures_module() -> Any:
-    """bench/support/nb_figures.py, loaded by path (this file's name shadows the package)."""
-    spec = importlib.util.spec_from_file_location(
-        "nb_figures", REPO / "bench" / "support" / "nb_figures.py"
-    )
+def support_module(name: str) -> Any:
+    """bench/support/NAME.py, loaded by path (this file's name shadows the package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "support" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
+def figures_module() -> Any:
+    return support_module("nb_figures")
+
+
 def share(part: float, whole: float) -> float:
     return part / whole if whole else 0.0
-
-
-# -- latency ------------------------------------------------------------------------------
-
-
-def timed(fn: Callable[[str], object], items: list[str]) -> list[float]:
-    """Milliseconds of `fn(item)` for each item."""
-    out = []
-    for item in items:
-        t0 = time.perf_counter()
-        fn(item)
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
-
-
-def fts_baseline(book: Notebook, question: str) -> None:
-    """One plain bm25 search over all notes with the question's words."""
-    terms = sorted(t for t in question_terms(question) if not t.startswith("~"))
-    book.read(
-        "select n.id from notes_fts join notes n on n.seq = notes_fts.rowid "
-        "where notes_fts match ? order by notes_fts.rank limit 5",
-        (fts_query(terms),),
-    )
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def latency(sizes: list[int], queries: int, writes: int, workdir: Path) -> dict[str, Any]:
-    book = Notebook(workdir / "latency.db")
-    synth, out = Synth(book), {}
-    for size in sizes:
-        insert_rate = synth.grow(size)
-        questions = [synth.fresh_question() for _ in range(queries)]
-        for q in questions[:20]:
-            recall(book, q)  # warm the page cache
-        ours = timed(lambda q: recall(book, q), questions)
-        # The baseline walks whole posting lists: a sample is enough to time it.
-        base = timed(lambda q: fts_baseline(book, q), questions[:BASELINE_QUERIES])
-        out[size] = {
-            "recall_p50_ms": statistics.median(ours),
-            "recall_p99_ms": pct(ours, 0.99),
-            "fts_baseline_p50_ms": statistics.median(base),
-            "ratio_p50_vs_fts": statistics.median(ours) / statistics.median(base),
-            "bulk_insert_notes_per_s": insert_rate,
-        }
-        if semantic.available():
-            fill_vectors(book)
-            fused = RecallOptions(semantic=True)
-            for q in questions[:5]:
-                recall(book, q, options=fused)  # load the vectors, warm the encoder
-            with_index = timed(lambda q, o=fused: recall(book, q, options=o), questions[:100])
-            embed = timed(semantic.encoder().embed, questions[:100])
-            out[size] |= {
-                "semantic_recall_p50_ms": statistics.median(with_index),
-                "semantic_embed_p50_ms": statistics.median(embed),
-            }
-    t0 = time.perf_counter()
-    for i in range(writes):
-        run = f"bench-write-{i}"
-        question = synth.fresh_question()
-        learn_from_run(book, example_events(run, question, str(i)), options=LearnOptions())
-    out["write_runs_per_s"] = writes / (time.perf_counter() - t0)
-    out["write_at_notes"] = sizes[-1]
-    book.close()
-    return out
-
-
-def fill_vectors(book: Notebook) -> None:
-    """A vector for every example note that has none (random unit vectors: only the
-    time of the search is measured here, not what it finds)."""
-    import numpy as np
-
-    rng = np.random.default_rng(5)
-    missing = book.read(
-        "select id from notes where kind = 'example' and id not in (select note_id from note_vectors)"
-    )
-    for start in range(0, len(missing), 5000):
-        chunk = missing[start : start + 5000]
-        vectors = rng.standard_normal((len(chunk), semantic.DIMENSIONS)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        book.write(lambda conn, c=chunk, v=vectors: conn.executemany(
-            "insert into note_vectors (note_id, vec) values (?, ?)",
-            [(row["id"], v[i].tobytes()) for i, row in enumerate(c)],
-        ))  # fmt: skip
 
 
 def main() -> int:
@@ -220,7 +128,9 @@ def main() -> int:
     if "latency" in only:
         sizes = [int(s) for s in args.sizes.split(",") if s]
         t0 = time.perf_counter()
-        figures["latency"] = latency(sizes, args.queries, args.writes, workdir)
+        figures["latency"] = support_module("nb_latency").latency(
+            sizes, args.queries, args.writes, workdir
+        )
         figures["latency"]["concurrent"] = concurrent_writes(workdir, args.writers, args.runs)
         figures["latency"]["seconds"] = time.perf_counter() - t0
         print_latency(figures["latency"], sizes)
@@ -313,21 +223,16 @@ PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
 
 
 def print_latency(result: dict[str, Any], sizes: list[int]) -> None:
-    table = _table(
-        "Recall latency on a synthetic notebook (ms)",
-        ["notes", "p50", "p99", "FTS baseline p50", "ratio", "bulk insert notes/s",
-         "semantic p50", "embedding p50"],
-    )  # fmt: skip
-    for size in sizes:
-        row = result[size]
-        table.add_row(
-            f"{size:,}", f"{row['recall_p50_ms']:.2f}", f"{row['recall_p99_ms']:.2f}",
-            f"{row['fts_baseline_p50_ms']:.2f}", f"{row['ratio_p50_vs_fts']:.2f}",
-            f"{row['bulk_insert_notes_per_s']:,.0f}",
-            f"{row['semantic_recall_p50_ms']:.2f}" if "semantic_recall_p50_ms" in row else "-",
-            f"{row['semantic_embed_p50_ms']:.2f}" if "semantic_embed_p50_ms" in row else "-",
-        )  # fmt: skip
+    timing = support_module("nb_latency")
+    table = _table("Recall latency on a synthetic notebook (ms)", timing.LATENCY_COLUMNS)
+    for row in timing.latency_rows(result, sizes):
+        table.add_row(*row)
     console.print(table)
+    encoders = {result[size].get("semantic_encoder") for size in sizes} - {None}
+    console.print(
+        f"semantic encoder: {', '.join(sorted(encoders)) or 'not installed'}; load average "
+        f"(1 min) {result['load_before'][0]:.1f} before, {result['load_after'][0]:.1f} after"
+    )
     together = result["concurrent"]
     console.print(
         f"write path: {result['write_runs_per_s']:.1f} runs/s at {result['write_at_notes']:,} "

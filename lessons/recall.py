@@ -1,34 +1,38 @@
 """The recall path: a question in, the relevant experience out, before round 1.
 
 1. The question's task types, by lexical evidence (lessons/tasktypes.py).
-2. Candidate notes of each type that matches: full-text search on the question's own
-   particulars (the words not in the type's template: the same list of words, the same
-   numbers) ranks notes within the type; the best-trusted notes of the type join them.
-3. Each note's *relevance* is its type's match, refined by the particulars it shares;
+2. Candidate notes of each type that matches (lessons/candidates.py): full-text search
+   on the question's own particulars (the words not in the type's template: the same
+   list of words, the same numbers) ranks notes within the type; the best-trusted notes
+   of the type join them.
+3. Notes of the same problem in any type or language (lessons/kin.py), by its
+   quantities and rare words, fused with the optional semantic index.
+4. Each note's *relevance* is its type's match, refined by the particulars it shares;
    its *score* weighs relevance by trust: how it was verified and how often it helped
    or hurt. Notes under the relevance threshold are never shown.
-4. With a real model, the model may narrow the candidates to those it judges helpful.
-5. Rendered under a token budget (lessons/render.py).
+5. The best-tested tool that applies comes first (lessons/toolbox.py).
+6. With a real model, the model may narrow the candidates to those it judges helpful.
+7. Rendered under a token budget (lessons/render.py).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from conductor_kernel.interfaces import ChatModel, Message
 from lessons import prompts
+from lessons.candidates import ScoredNote, candidates_for, trust
 from lessons.distill import excerpt
-from lessons.notes import type_token
-from lessons.problems import core_input, number_terms, same_question
+from lessons.kin import kin_candidates
+from lessons.problems import same_question
 from lessons.render import Rendered, render_recall
 from lessons.store import Notebook
 from lessons.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
-from lessons.terms import SQL_TERMS_MAX, fts_query, index_token, is_shape, question_terms
+from lessons.terms import question_terms
 from lessons.toolbox import best_tools
 from lessons.tools import instantiate
 
@@ -42,30 +46,8 @@ def semantic_wanted() -> bool:
     return os.environ.get("CONDUCTOR_NOTEBOOK_SEMANTIC", "") == "1"
 
 
-TRUST_BY_VERIFICATION = {
-    "target": 1.0,
-    "checker": 1.0,
-    "tool": 0.95,
-    "independent": 0.9,
-    "sandbox-check": 0.9,
-    "sandbox": 0.75,  # written before the scorers judged
-    "agreement": 0.75,
-    "none": 0.7,
-}
-# Kinds bound to one task's exact instruction: shown only when the question holds every
-# word its task type always has (a near-miss task, "reverse" order, "by length", must not
-# get the old task's program or its failures).
-TASK_BOUND = ("pitfall", "code", "procedure")
-FULL_TEMPLATE_SHARE = 0.8
-KIN_MIN_SHARED = 2
-KIN_MIN_JACCARD = 0.4
-SEMANTIC_FLOOR = 0.6
-SEMANTIC_NEAREST = 10
-KIN_SEARCHED = 6  # the rarest terms searched for (numbers and words alike)
-MAX_PARTICULARS = 8
-# Particulars in more questions than this share (or count) are not searched for.
-COMMON_SHARE = 0.02
-COMMON_MOST = 300
+__all__ = ["RecallOptions", "RecallResult", "ScoredNote", "kin_candidates", "recall",
+           "semantic_wanted", "tool_candidate", "trust"]  # fmt: skip
 
 
 @dataclass
@@ -92,14 +74,6 @@ class RecallOptions:
 
 
 @dataclass
-class ScoredNote:
-    note: dict[str, Any]
-    relevance: float
-    score: float
-    type_match: TypeMatch | None  # None: found by problem (kin) or as a tool
-
-
-@dataclass
 class RecallResult:
     matches: list[TypeMatch]
     best_type: dict[str, Any] | None
@@ -121,79 +95,6 @@ class RecallResult:
             }
             for rank, s in enumerate(self.shown, start=1)
         ]
-
-
-def trust(note: dict[str, Any]) -> float:
-    helpful, harmful = note["helpful"], note["harmful"]
-    record = (1 + helpful) / (1 + helpful + harmful)
-    return TRUST_BY_VERIFICATION.get(note["verification"], 0.7) * (0.5 + 0.5 * record)
-
-
-def _particulars(
-    book: Notebook,
-    terms: set[str],
-    template: set[str],
-    *,
-    known_only: bool = False,
-    most: int = MAX_PARTICULARS,
-) -> list[str]:
-    """The question's own terms worth searching for: the rarest in the notebook first.
-
-    Common words would make the full-text search walk most of the index for little.
-    `known_only`: only terms some learned question had (for finding kin across
-    languages, where most of a question's words were never seen).
-    """
-    own = [t for t in terms if not is_shape(t) and t not in template][:SQL_TERMS_MAX]
-    if not own:
-        return []
-    marks = ",".join("?" * len(own))
-    df = {r["term"]: r["df"] for r in book.read(
-        f"select term, df from term_df where term in ({marks})", own
-    )}  # fmt: skip
-    ceiling = max(50, min(COMMON_MOST, book.questions_seen() * COMMON_SHARE))
-    own = [t for t in own if df.get(t, 0) <= ceiling and (df.get(t, 0) or not known_only)]
-    own.sort(key=lambda t: (df.get(t, 0), t.isdigit(), -len(t)))
-    return own[:most]
-
-
-def candidates_for(
-    book: Notebook, match: TypeMatch, terms: set[str], *, threshold: float, params: MatchParams
-) -> list[ScoredNote]:
-    rows_t = book.read(
-        "select term, frequency from type_template where type_id = ?", (match.type_id,)
-    )
-    template = {r["term"] for r in rows_t}
-    complete = all(r["term"] in terms for r in rows_t if r["frequency"] >= FULL_TEMPLATE_SHARE)
-    particulars = _particulars(book, terms, template)
-    rows: dict[str, dict[str, Any]] = {}
-    if particulars:
-        query = fts_query(particulars, all_of=[type_token(match.type_id)])
-        for row in book.read(
-            "select n.* from notes_fts join notes n on n.seq = notes_fts.rowid "
-            "where notes_fts match ? and n.retired = 0 order by notes_fts.rank limit 20",
-            (query,),
-        ):
-            rows[row["id"]] = dict(row)
-    for row in book.read(
-        "select * from notes where type_id = ? and retired = 0 "
-        "order by helpful - harmful desc, support desc, seq desc limit 10",
-        (match.type_id,),
-    ):
-        rows.setdefault(row["id"], dict(row))
-    wanted = {index_token(t) for t in particulars}
-    base = match.relevance(params)
-    scored = []
-    for note in rows.values():
-        if note["kind"] == "tool" or (note["kind"] in TASK_BOUND and not complete):
-            continue  # tools come through lessons/toolbox.py, which checks they apply
-        shared = len(wanted & set(note["terms"].split())) if wanted else 0
-        similarity = min(1.0, shared / max(1, min(len(wanted), 12)))
-        relevance = base * (0.8 + 0.2 * similarity)
-        if relevance < threshold:
-            continue
-        # Relevance first: trust reorders notes of like relevance, it cannot lift a weak one.
-        scored.append(ScoredNote(note, relevance, relevance * (0.5 + 0.5 * trust(note)), match))
-    return scored
 
 
 def _diversify(scored: list[ScoredNote], limit: int) -> list[ScoredNote]:
@@ -248,108 +149,14 @@ def narrow_with_model(
     return picked[:k] if picked else candidates[:k]
 
 
-def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> list[ScoredNote]:
-    """Notes made from the same problem, in any type or language: its quantities first
-    (they survive translation), then its rarer words (names survive in many scripts)."""
-    numbers = set(number_terms(question))
-    terms = question_terms(question)
-    rare = _particulars(
-        book, terms | {n[4:] for n in numbers}, set(), known_only=True, most=KIN_SEARCHED + 6
-    )
-    words = {index_token(t) for t in rare if not t.isdigit()}
-    # Search by the rarer numbers only (a common one would walk much of the index);
-    # all of them count in the comparison below.
-    # The rarer numbers first (they survive translation), then a few rare known words.
-    rare_numbers = [f"num_{t}" for t in rare if f"num_{t}" in numbers][:KIN_SEARCHED]
-    searched = rare_numbers + [index_token(t) for t in rare if not t.isdigit()][:5]
-    found: dict[str, tuple[dict[str, Any], float]] = {}
-    if semantic:
-        found = _semantic_kin(book, question)
-    if not searched:
-        return _kin_scored(found)
-    query = " OR ".join(f'"{t}"' for t in sorted(searched))
-    rows = [
-        dict(row)
-        for row in book.read(
-            "select n.* from notes_fts join notes n on n.seq = notes_fts.rowid "
-            "where notes_fts match ? and n.retired = 0 and n.kind = 'example' "
-            "order by notes_fts.rank limit 30",
-            (query,),
-        )
-    ]
-    have_of = {r["id"]: set(r["terms"].split()) for r in rows}
-    weight = _number_weights(book, numbers.union(*have_of.values()) if rows else numbers)
-    weight_rare = math.log((book.questions_seen() + 1) / 3) + 0.1  # in at most 2 problems
-    for note in rows:
-        have = have_of[note["id"]]
-        have_numbers = {t for t in have if t.startswith("num_")}
-        shared_numbers = numbers & have_numbers
-        shared_words = len(words & have)
-        # Two shared features, or one quantity that hardly any learned problem has.
-        rare_one = any(weight[t] >= weight_rare for t in shared_numbers)
-        if len(shared_numbers) + shared_words < KIN_MIN_SHARED and not rare_one:
-            continue
-        # Weighted Jaccard: a rare quantity shared says more than a common one.
-        jaccard = sum(weight[t] for t in shared_numbers) / max(
-            1e-9, sum(weight[t] for t in numbers | have_numbers)
-        )
-        strength = jaccard + 0.5 * shared_words / max(1, min(len(words), 8))
-        before = found.get(note["id"], (note, 0.0))[1]  # the semantic part, fused
-        found[note["id"]] = (note, strength + before)
-    return _kin_scored(found)
-
-
-def _number_weights(book: Notebook, number_tokens: set[str]) -> dict[str, float]:
-    """Inverse document frequency of each `num_` token among the learned questions."""
-    plain = {t: t[4:].replace("p", ".") for t in number_tokens if t.startswith("num_")}
-    if not plain:
-        return {}
-    marks = ",".join("?" * len(plain))
-    df = {r["term"]: r["df"] for r in book.read(
-        f"select term, df from term_df where term in ({marks})", list(set(plain.values()))
-    )}  # fmt: skip
-    total = book.questions_seen() + 1
-    return {t: math.log(total / (df.get(p, 0) + 1)) + 0.1 for t, p in plain.items()}
-
-
-def _kin_scored(found: dict[str, tuple[dict[str, Any], float]]) -> list[ScoredNote]:
-    out = []
-    for note, strength in found.values():
-        if strength < KIN_MIN_JACCARD:
-            continue
-        relevance = min(1.0, 0.5 + 0.5 * strength)
-        ranked = 0.5 + strength / 3  # words break ties between problems of equal numbers
-        out.append(ScoredNote(note, relevance, ranked * (0.5 + 0.5 * trust(note)), None))
-    return out
-
-
-def _semantic_kin(book: Notebook, question: str) -> dict[str, tuple[dict[str, Any], float]]:
-    """Example notes whose question means much the same (the optional semantic index):
-    a cosine above SEMANTIC_FLOOR adds up to 1 to the lexical strength."""
-    from lessons import semantic
-
-    if not semantic.available():
-        return {}
-    cache = getattr(book, "semantic_cache", None)
-    if cache is None:
-        cache = book.semantic_cache = semantic.VectorCache()  # type: ignore[attr-defined]
-    vector = semantic.encoder().embed(core_input(question))
-    out = {}
-    for note_id, cosine in cache.nearest(book, vector, SEMANTIC_NEAREST):
-        part = (cosine - SEMANTIC_FLOOR) / (1 - SEMANTIC_FLOOR)
-        row = book.find_note(note_id) if part > 0 else None
-        if row is not None and not row["retired"]:
-            out[note_id] = (dict(row), part)
-    return out
-
-
 def tool_candidate(
     book: Notebook, question: str, type_ids: list[str], *, exclude_question: bool
 ) -> ScoredNote | None:
     """The best-tested tool that applies to the question, written out for it."""
     for stored in best_tools(book, question, type_ids, exclude_question=exclude_question):
         program = instantiate(stored.tool, question)
-        row = book.find_note(stored.note_id)
+        # By its whole id: find_note also takes a prefix (LIKE), which scans every note.
+        row = book.read_one("select * from notes where id = ?", (stored.note_id,))
         if program is None or row is None:
             continue
         note = dict(row)

