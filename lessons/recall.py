@@ -203,7 +203,13 @@ def recall(
         candidates = [tool, *[c for c in candidates if c.note["kind"] != "code"]]
     shown = candidates[: options.k]
     if model is not None and options.narrow and len(candidates) > 1:
-        shown = narrow_with_model(model, question, candidates, options.k)
+        # A tool whose tests in the sandbox passed is measured evidence: the model's
+        # narrowing picks among the rest and never drops or demotes it (a small model
+        # answering "none" or "3, 1" once hid the tool that answers the question).
+        kept = [tool] if tool is not None and tool.note.get("tool_pass_rate") else []
+        rest = [c for c in candidates if c is not tool] if kept else candidates
+        room = options.k - len(kept)
+        shown = kept + (narrow_with_model(model, question, rest, room) if room > 0 else [])
     best = None
     if usable:
         row = book.read_one("select * from task_types where id = ?", (usable[0].type_id,))

@@ -338,3 +338,35 @@ def test_ctrl_c_while_testing_a_tool_stops_learning_and_keeps_the_run(tmp_path: 
         book.read_one("select 1 from distilled_runs where run_id = ?", (finished.run_id,)) is None
     )
     assert session.phase == "idle"
+
+
+@pytest.mark.parametrize("reply", ["USE: none", "USE: 3, 1", "KIND: sorting"])
+def test_the_models_narrowing_never_hides_or_demotes_a_tool_whose_tests_passed(
+    tmp_path: Path, reply: str
+) -> None:
+    """SmolLM2 answered the narrowing prompt with `USE: none` or reordered the list; the
+    tool with a measured pass rate stays first, and the model picks among the rest."""
+    book = Notebook(tmp_path / "nb.db")
+    by_eye(book, 4)
+    box = Box()
+    try:
+        learn_from_run(
+            book, sort_run("made", ["kiwi", "fig", "date"]), options=LearnOptions(sandbox=box)
+        )
+    finally:
+        box.close()
+    (tool,) = tools_of(book)
+    assert tool.tests > 0 and tool.passes == tool.tests
+
+    def experts(_name: str, prompt: str) -> str:
+        return reply if "Notes from earlier work" in prompt else "none"
+
+    model = ScriptedModel(["unused"], experts, name="online")
+    model.offline = False  # type: ignore[attr-defined]
+    question = SORT + "zeta alpha mu"
+    narrowed = recall(book, question, model=model)
+    assert narrowed.shown and narrowed.shown[0].note["id"] == tool.note_id
+    lexical = recall(book, question)
+    assert len(lexical.shown) > 1  # so the model had others to drop or reorder
+    if reply == "USE: none":
+        assert [s.note["id"] for s in narrowed.shown] == [tool.note_id]
