@@ -71,6 +71,11 @@ def installed() -> Iterator[None]:
         yield
     finally:
         for number, handler in previous.items():
+            if received and handler is signal.SIG_DFL:
+                # The command is ending because of a stop signal: a repeat that comes
+                # while it exits (a hung-up terminal can send SIGHUP twice) must not kill
+                # it by the default action and lose the exit code it is about to return.
+                handler = signal.SIG_IGN
             with contextlib.suppress(ValueError, OSError, TypeError):
                 signal.signal(number, handler)
 
