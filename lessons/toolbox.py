@@ -31,6 +31,15 @@ TEST_TIMEOUT_S = 10.0
 TESTS_PER_TOOL = 12
 
 
+def _wilson(passes: int, tests: int, side: float) -> float:
+    """One end of the Wilson score interval (90%) for `passes` of `tests`: side -1 the
+    lower bound, +1 the upper."""
+    p, z = passes / tests, 1.64
+    centre = p + z * z / (2 * tests)
+    spread = z * math.sqrt(p * (1 - p) / tests + z * z / (4 * tests * tests))
+    return (centre + side * spread) / (1 + z * z / tests)
+
+
 @dataclass
 class StoredTool:
     note_id: str
@@ -47,24 +56,12 @@ class StoredTool:
     @property
     def rank_score(self) -> float:
         """Wilson lower bound of the pass rate: 12/12 ranks above 1/1 and 11/12."""
-        n = self.tests
-        if n == 0:
-            return 0.0
-        p, z = self.passes / n, 1.64
-        centre = p + z * z / (2 * n)
-        spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-        return (centre - spread) / (1 + z * z / n)
+        return _wilson(self.passes, self.tests, -1.0) if self.tests else 0.0
 
     @property
     def upper_bound(self) -> float:
         """Wilson upper bound of the pass rate (1.0 untested): how good it may yet be."""
-        n = self.tests
-        if n == 0:
-            return 1.0
-        p, z = self.passes / n, 1.64
-        centre = p + z * z / (2 * n)
-        spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-        return (centre + spread) / (1 + z * z / n)
+        return _wilson(self.passes, self.tests, +1.0) if self.tests else 1.0
 
     @property
     def failing(self) -> bool:
