@@ -99,6 +99,28 @@ async def test_escape_interrupts_and_the_transcript_keeps_what_happened() -> Non
     assert RunIndex().get(screen.last_run_id)["status"] == "interrupted"
 
 
+async def test_quitting_during_a_run_ends_it_interrupted_before_the_app_is_gone() -> None:
+    gate = threading.Event()
+
+    def slow_meta(messages):
+        gate.wait(60)  # a model still generating when the user quits
+        return GAME24_TURNS[-1]
+
+    app = ConductorApp(make_settings(), session_factory=scripted_factory(slow_meta))
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await ask(pilot, "a question that takes long")
+            screen = app.screen
+            await wait_for(pilot, lambda: len(screen.query(TurnBlock)) == 1)
+            await pilot.press("ctrl+q")
+        # The app has gone; the run it had in flight is already recorded as stopped.
+        transcript = read_transcript(runs_dir() / f"{screen.last_run_id}.jsonl")
+        assert transcript.finished is not None and transcript.finished.status == "interrupted"
+        assert RunIndex().get(screen.last_run_id)["status"] == "interrupted"
+    finally:
+        gate.set()
+
+
 async def test_a_replayed_published_run_streams_to_its_recorded_answer(shared_dir) -> None:
     from conductor.replay import question_of, replay_config
     from conductor.replay_model import ReplayModel
