@@ -62,6 +62,7 @@ class Session:
     # Why the session cancelled its own run (a sink's reader went away), if it did.
     stopped_by: str | None = None
     _dead: set[int] = field(default_factory=set, repr=False)
+    _cut_off: bool = field(default=False, repr=False)  # ended by an exception, not the loop
 
     def __post_init__(self) -> None:
         self.conductor = Conductor(
@@ -94,6 +95,11 @@ class Session:
         ledger = self.ledger = UsageLedger()
         self.stopped_by = None
         self._dead = set()
+        self._cut_off = False
+        if self.index is not None:
+            # A stopped run does not wait for runs.db held locked by another program:
+            # its transcript is the record, and runs.db catches up later.
+            self.index.give_up = self._stopping
         finished: RunFinished | None = None
         started_at = time.monotonic()
         self.phase = "running"
@@ -117,6 +123,7 @@ class Session:
                     self._deliver(item, writer, sinks)
                     yield item
         except BaseException as exc:
+            self._cut_off = True
             if finished is None and events:
                 # Cut off before the loop could say how the run ended: say it here.
                 status = "error" if isinstance(exc, Exception) else "interrupted"
@@ -138,6 +145,9 @@ class Session:
             self.phase = "idle"
             if writer is not None:
                 writer.close()
+
+    def _stopping(self) -> bool:
+        return self._cut_off or self.cancelled
 
     def _after(self, events: list[Event], ledger: UsageLedger) -> list[Event]:
         produced: list[Event] = []

@@ -61,3 +61,4 @@ def test_a_run_stopped_during_parallel_expert_calls_lets_the_process_exit(
     )
     assert child.stdout.split() == ["run_finished", "interrupted"], child.stderr
     assert child.returncode == 0 and "Traceback" not in child.stderr, child.stderr
+

@@ -127,6 +127,17 @@ REBUILD_HINT = (
 )
 
 
+# What to do when runs.db stayed locked and a run's entry could not be written.
+BUSY_HINT = (
+    "the run's transcript has it all, and `conductor runs reindex` (or the next run, for "
+    "a run left marked running) brings runs.db up to date once the other program is done"
+)
+
+
+def _never() -> bool:
+    return False
+
+
 class RunRecord(TypedDict):
     """One row of `runs`: a run as indexed (the transcript at `path` is its record)."""
 
@@ -208,6 +219,9 @@ class RunIndex:
         self._host = socket.gethostname()
         self._pid = os.getpid()
         self._pid_started = process_started(self._pid)
+        # Whether a write should stop waiting for a lock another program holds (the
+        # session sets it: once its run is stopped, runs.db catches up later).
+        self.give_up: Callable[[], bool] = _never
 
     def close(self) -> None:
         with self._lock:
@@ -217,7 +231,13 @@ class RunIndex:
     def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in one immediate transaction, retrying while others write."""
         return write_transaction(
-            self.conn, self._lock, fn, path=Path(self.path), busy_error=DatabaseError
+            self.conn,
+            self._lock,
+            fn,
+            path=Path(self.path),
+            busy_error=DatabaseError,
+            give_up=self.give_up,
+            hint=BUSY_HINT,
         )
 
     def _update(self, run_id: str, values: dict[str, Any]) -> None:
