@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -63,6 +64,9 @@ class Session:
     stopped_by: str | None = None
     _dead: set[int] = field(default_factory=set, repr=False)
     _cut_off: bool = field(default=False, repr=False)  # ended by an exception, not the loop
+    # A cancel asked for this run, kept until it ends: the loop clears its own flag when
+    # it starts, and a cancel that came before that (a signal, Esc) was lost.
+    _cancel_asked: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
         self.conductor = Conductor(
@@ -70,13 +74,15 @@ class Session:
         )
 
     def cancel(self) -> None:
+        """Stop the run in flight at its next step, or the next run at its first one."""
         assert self.conductor is not None
+        self._cancel_asked.set()
         self.conductor.cancel()
 
     @property
     def cancelled(self) -> bool:
         assert self.conductor is not None
-        return self.conductor._cancel.is_set()
+        return self._cancel_asked.is_set() or self.conductor._cancel.is_set()
 
     def solve(
         self,
@@ -108,6 +114,8 @@ class Session:
                 question, run_id=run_id, task=task, target=target, tags=tags, ledger=ledger
             ):
                 if isinstance(event, RunStarted):
+                    if self._cancel_asked.is_set():
+                        self.conductor.cancel()  # asked before the loop cleared its flag
                     writer = TranscriptWriter(directory / f"{event.run_id}.jsonl")
                     if self.index is not None:
                         self.index.attach(event.run_id, writer.path)
@@ -143,6 +151,7 @@ class Session:
             raise
         finally:
             self.phase = "idle"
+            self._cancel_asked.clear()
             if writer is not None:
                 writer.close()
 

@@ -62,3 +62,29 @@ def test_a_run_stopped_during_parallel_expert_calls_lets_the_process_exit(
     assert child.stdout.split() == ["run_finished", "interrupted"], child.stderr
     assert child.returncode == 0 and "Traceback" not in child.stderr, child.stderr
 
+
+def test_a_cancel_before_the_run_takes_its_first_step_is_not_lost(tmp_path: Path) -> None:
+    """The TUI hands its prepared session to the run's thread and Esc cancels it; the
+    CLI's handler cancels once the session says it is running. A cancel that landed
+    before the loop's first step was wiped by the loop clearing its flag at the start,
+    and the run went on to its answer."""
+    from conductor.session import Session
+    from conductor_kernel.events import RunFinished
+    from conductor_kernel.run_config import RunConfig
+    from experts.scripted import ScriptedModel
+
+    session = Session(
+        meta_model=ScriptedModel(lambda messages: '>> FINAL ANSWER:\n"""\n42\n"""'),
+        config=RunConfig(python=False),
+        runs_path=tmp_path,
+    )
+    run = session.solve("What is 6 times 7?")
+    session.cancel()  # before the generator has run a single line
+    events = list(run)
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status == "interrupted"
+    assert finished.usage.calls == 0  # the model was never called
+
+    # The next run of the same session is not stopped by the old cancel.
+    again = list(session.solve("And 7 times 6?"))[-1]
+    assert isinstance(again, RunFinished) and again.status == "answered"
