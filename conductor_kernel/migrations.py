@@ -36,8 +36,37 @@ WRITE_WAIT_S = 360.0
 BUSY_SLICE_MS = 250
 
 
+# How long opening a database waits for another program's write lock to migrate it.
+OPEN_WAIT_S = 30.0
+
+
 class DatabaseError(UserFacingError):
     """A database file that is corrupt, foreign or locked; the message names it."""
+
+
+def _applied(conn: sqlite3.Connection) -> set[str]:
+    """The migrations recorded as applied (none in a new database)."""
+    try:
+        return {row[0] for row in conn.execute("select name from _migrations")}
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return set()
+        raise
+
+
+def begin_immediate(conn: sqlite3.Connection, *, wait_s: float) -> None:
+    """BEGIN IMMEDIATE, waiting up to `wait_s` for other writers in BUSY_SLICE_MS slices
+    (a signal is handled between them); then SQLite's busy error is raised."""
+    deadline = time.monotonic() + wait_s
+    with _busy_timeout(conn, BUSY_SLICE_MS):
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.01)
 
 
 class Migrations:
@@ -65,8 +94,12 @@ class Migrations:
         conn.isolation_level = None
         applied: list[str] = []
         try:
+            # Read first: a database that is up to date needs no write lock, so it opens
+            # while another program holds that lock (`conductor runs list` waited 30 s
+            # and failed); a pending step is checked again under the lock.
+            done = _applied(conn)
             for fn in self._steps:
-                if self._apply_one(db, fn):
+                if fn.__name__ not in done and self._apply_one(db, fn):
                     applied.append(fn.__name__)
         finally:
             conn.isolation_level = previous
@@ -74,7 +107,7 @@ class Migrations:
 
     def _apply_one(self, db: sqlite_utils.Database, fn: MigrationFn) -> bool:
         conn = db.conn
-        conn.execute("BEGIN IMMEDIATE")
+        begin_immediate(conn, wait_s=OPEN_WAIT_S)
         try:
             conn.execute(
                 "create table if not exists _migrations "

@@ -155,3 +155,26 @@ def test_a_write_that_gives_up_says_what_to_do(tmp_path: Path, hold_lock) -> Non
     with pytest.raises(DatabaseError, match="reindex"):
         index.write(lambda c: c.execute("update runs set status = status"))
     assert not released.is_set()
+
+
+@pytest.mark.parametrize("name", ["runs.db", "notebook.db"])
+def test_a_database_that_is_up_to_date_opens_while_another_program_holds_it(
+    tmp_path: Path, hold_lock, name: str
+) -> None:
+    """Opening checked for pending migrations under the write lock, so every command
+    (`conductor runs list` too) waited 30 s for it and then failed. An up-to-date file
+    needs no write lock to open and read."""
+    path = tmp_path / name
+    first = RunIndex(path) if name == "runs.db" else Notebook(path)
+    first.close()
+    released = hold_lock(path)
+    if name == "runs.db":
+        index = RunIndex(path)
+        assert index.list_runs() == []
+        index.close()
+    else:
+        book = Notebook(path)
+        with book.reading() as conn:
+            assert conn.execute("select count(*) from notes").fetchone() == (0,)
+        book.close()
+    assert not released.is_set(), "opening waited for the lock"
