@@ -77,3 +77,33 @@ def test_a_stop_while_another_program_holds_runs_db_ends_the_run_at_once(
     again = solve(home, tmp_path / "again")
     assert again.finish(timeout=HANG_S) == 0, again.stderr
     assert index_row(home, finished.run_id)["status"] == expected
+
+
+def test_a_stopped_batch_does_not_wait_for_a_locked_runs_db(
+    tmp_path: Path, locker: list[sqlite3.Connection]
+) -> None:
+    import json
+
+    from faults_support import RUN_ARGS, start, transcripts
+
+    home = tmp_path / "home"
+    task_file = tmp_path / "items.jsonl"
+    items = [{"input": f"What is 6*7? ({n})", "target": "42"} for n in range(2)]
+    task_file.write_text("".join(json.dumps(item) + "\n" for item in items))
+    args = ["batch", str(task_file), "--scorer", "exact", "--description", "Answer.",
+            "--concurrency", "1", *RUN_ARGS]  # fmt: skip
+    driven = start(home, tmp_path / "work", args, stage="mid_stream")
+    driven.wait_for_stage()
+    held = lock(home / "runs.db", locker)
+    apply_fault(driven, "SIGTERM")
+    code = driven.finish(timeout=HANG_S)
+
+    assert code == EXIT["SIGTERM"] and "Traceback" not in driven.stderr, driven.stderr
+    (stopped,) = transcripts(home)
+    finished, _ = ending(stopped)
+    assert finished.status == "interrupted"
+
+    held.rollback()
+    again = start(home, tmp_path / "again", args)
+    assert again.finish(timeout=HANG_S) == 0, again.stderr
+    assert index_row(home, finished.run_id)["status"] == "interrupted"
