@@ -121,6 +121,29 @@ async def test_quitting_during_a_run_ends_it_interrupted_before_the_app_is_gone(
         gate.set()
 
 
+async def test_quitting_while_the_session_starts_records_nothing_and_waits_for_nothing() -> None:
+    started = threading.Event()
+    release = threading.Event()
+    make = scripted_factory(GAME24_TURNS[-1:])
+
+    def slow_start(settings):
+        started.set()
+        release.wait(60)  # a sandbox that takes long to start
+        return make(settings)
+
+    app = ConductorApp(make_settings(), session_factory=slow_start)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await ask(pilot, "asked while the sandbox starts")
+            await wait_for(pilot, lambda: started.is_set())
+            await pilot.press("ctrl+q")
+        assert app.stop_runs(), "leaving waited for a run that never began"
+    finally:
+        release.set()
+    runs = runs_dir()
+    assert not runs.exists() or not list(runs.glob("*.jsonl"))  # no run began
+
+
 async def test_a_replayed_published_run_streams_to_its_recorded_answer(shared_dir) -> None:
     from conductor.replay import question_of, replay_config
     from conductor.replay_model import ReplayModel

@@ -227,11 +227,18 @@ class SolveScreen(Screen[None]):
         self.run_question(question)
 
     def run_question(self, question: str) -> None:
+        self._recorded.clear()  # here, not in the thread: leaving now waits for it
         threading.Thread(
             target=self._run_question, args=(question,), name="conductor-solve", daemon=True
         ).start()
 
     def _run_question(self, question: str) -> None:
+        try:
+            self._solve(question)
+        finally:
+            self._recorded.set()
+
+    def _solve(self, question: str) -> None:
         prepared = self._next
         while not prepared.done.wait(0.05):
             if self._stop_before_start.is_set():
@@ -244,7 +251,6 @@ class SolveScreen(Screen[None]):
             self._prepare_next()
             return
         session = prepared.session
-        self._recorded.clear()
         self.session = session
         if self._leaving:  # the app began to close while the session was handed over
             session.cancel()
@@ -262,7 +268,7 @@ class SolveScreen(Screen[None]):
                 self.Problem(f"The run failed ({exc}); its transcript keeps what happened.")
             )
         finally:
-            self._recorded.set()
+            self._recorded.set()  # whatever ended it, nothing more will be recorded
             # Learning runs after RunFinished: a new run may have started meanwhile.
             if self.session is session:
                 self.session = None
