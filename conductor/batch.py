@@ -143,6 +143,10 @@ class BatchRunner:
         self.tally.done_before = self.tally.done
         return waiting
 
+    def stopping(self) -> bool:
+        """Whether the batch was stopped (a sink may then stop waiting on a lock)."""
+        return self._stop.is_set()
+
     def stop(self, reason: str) -> None:
         """Start no more items and cancel those in flight (they will run again)."""
         with self._lock:

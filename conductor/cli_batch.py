@@ -167,15 +167,19 @@ def _run(
             make_scorer(spec, setup.sandbox_name, settings), {"batch_id": folder.batch_id},
         )  # fmt: skip
         progress = _Progress(enabled=not args.json and sys.stdout.isatty())
+        index = IndexSink(folder.path / "runs")
         runner = BatchRunner(
             plan,
             setup.make_session,
             concurrency=concurrency,
-            sinks=(IndexSink(folder.path / "runs"),),
+            sinks=(index,),
             on_record=progress.update,
             retry_errors=args.retry_errors,
             session_no=session.number,
         )
+        # A stopped batch does not wait for runs.db held locked by another program: the
+        # transcripts have the runs, and the next start brings runs.db up to date.
+        index.index.give_up = runner.stopping
         todo = runner.pending()
         print(
             f"batch {folder.batch_id}: {len(items)} items, {runner.tally.done} finished "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -64,6 +65,10 @@ class Session:
     # Why the session cancelled its own run (a sink's reader went away), if it did.
     stopped_by: str | None = None
     _dead: set[int] = field(default_factory=set, repr=False)
+    _cut_off: bool = field(default=False, repr=False)  # ended by an exception, not the loop
+    # A cancel asked for this run, kept until it ends: the loop clears its own flag when
+    # it starts, and a cancel that came before that (a signal, Esc) was lost.
+    _cancel_asked: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
         self.conductor = Conductor(
@@ -71,13 +76,15 @@ class Session:
         )
 
     def cancel(self) -> None:
+        """Stop the run in flight at its next step, or the next run at its first one."""
         assert self.conductor is not None
+        self._cancel_asked.set()
         self.conductor.cancel()
 
     @property
     def cancelled(self) -> bool:
         assert self.conductor is not None
-        return self.conductor._cancel.is_set()
+        return self._cancel_asked.is_set() or self.conductor._cancel.is_set()
 
     def solve(
         self,
@@ -96,6 +103,11 @@ class Session:
         ledger = self.ledger = UsageLedger()
         self.stopped_by = None
         self._dead = set()
+        self._cut_off = False
+        if self.index is not None:
+            # A stopped run does not wait for runs.db held locked by another program:
+            # its transcript is the record, and runs.db catches up later.
+            self.index.give_up = self._stopping
         finished: RunFinished | None = None
         started_at = time.monotonic()
         self.phase = "running"
@@ -104,6 +116,8 @@ class Session:
                 question, run_id=run_id, task=task, target=target, tags=tags, ledger=ledger
             ):
                 if isinstance(event, RunStarted):
+                    if self._cancel_asked.is_set():
+                        self.conductor.cancel()  # asked before the loop cleared its flag
                     writer = TranscriptWriter(directory / f"{event.run_id}.jsonl")
                     if self.index is not None:
                         self.index.attach(event.run_id, writer.path)
@@ -119,6 +133,7 @@ class Session:
                     self._deliver(item, writer, sinks)
                     yield item
         except BaseException as exc:
+            self._cut_off = True
             if finished is None and events:
                 # Cut off before the loop could say how the run ended: say it here.
                 status = "error" if isinstance(exc, Exception) else "interrupted"
@@ -138,8 +153,12 @@ class Session:
             raise
         finally:
             self.phase = "idle"
+            self._cancel_asked.clear()
             if writer is not None:
                 writer.close()
+
+    def _stopping(self) -> bool:
+        return self._cut_off or self.cancelled
 
     def _after(self, events: list[Event], ledger: UsageLedger) -> list[Event]:
         produced: list[Event] = []

@@ -102,8 +102,9 @@ class Completion:
 
     @property
     def truncated(self) -> bool:
-        """The reply was cut at the output-token limit (Anthropic and OpenAI names)."""
-        return self.stop_reason in ("max_tokens", "length")
+        """The reply was cut at the output-token limit (Anthropic and OpenAI names), or
+        because the context window was full (Anthropic's name): it may end mid-call."""
+        return self.stop_reason in CUT_STOP_REASONS
 
     @property
     def stopped(self) -> bool:
@@ -112,6 +113,8 @@ class Completion:
 
 
 STOPPED_PREFIX = "stopped:"
+# Stop reasons of a reply cut before its end by a length limit.
+CUT_STOP_REASONS = frozenset({"max_tokens", "length", "model_context_window_exceeded"})
 
 
 class StreamStopped(Exception):

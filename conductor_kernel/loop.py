@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from conductor_kernel import prompts
 from conductor_kernel.events import (
@@ -284,8 +283,7 @@ class Conductor:
                 for i, c in enumerate(calls)
             ]
             if len(jobs) > 1 and self.config.parallel_experts:
-                with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
-                    return [f.result() for f in [pool.submit(j) for j in jobs]]
+                return run_concurrently(jobs, limit=8)
             return [j() for j in jobs]
 
         outcomes: list[ExpertOutcome] = []
@@ -351,3 +349,41 @@ class Conductor:
         if state.guard.limit is not None:  # a stream was stopped at it already
             return state.guard.limit
         return state.guard.over_limit(state.run_id)
+
+
+def run_concurrently(jobs: Sequence[Callable[[], T]], *, limit: int) -> list[T]:
+    """Each job's result, in order, at most `limit` at once; the first failure (in job
+    order) is raised once every job has ended.
+
+    Daemon threads, not a ThreadPoolExecutor: the interpreter joins an executor's
+    threads at exit, so a run stopped while its experts waited (on a stalled server, a
+    retry's back-off, a program in the sandbox) held the process open until they
+    returned, after the user was told the run had stopped and was saved.
+    """
+    results: list[Any] = [None] * len(jobs)
+    errors: dict[int, BaseException] = {}
+    order = iter(range(len(jobs)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                i = next(order, None)
+            if i is None:
+                return
+            try:
+                results[i] = jobs[i]()
+            except BaseException as exc:
+                errors[i] = exc
+
+    threads = [
+        threading.Thread(target=work, daemon=True, name=f"conductor-expert-{n}")
+        for n in range(min(limit, len(jobs)))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[min(errors)]
+    return cast(list[T], results)

@@ -28,12 +28,45 @@ MigrationFn = Callable[[sqlite_utils.Database], None]
 T = TypeVar("T")
 log = logging.getLogger("conductor")
 
-# How often a write retries BEGIN IMMEDIATE while other processes hold the write lock.
-WRITE_ATTEMPTS = 12
+# How long a write waits in all while other processes hold the write lock...
+WRITE_WAIT_S = 360.0
+# ...in slices this long inside SQLite. Python runs a signal's handler only between C
+# calls: with SQLite's whole busy timeout (30 s) in one call, a Ctrl-C during a wait on
+# a locked database was not even seen until the call gave up.
+BUSY_SLICE_MS = 250
+
+
+# How long opening a database waits for another program's write lock to migrate it.
+OPEN_WAIT_S = 30.0
 
 
 class DatabaseError(UserFacingError):
     """A database file that is corrupt, foreign or locked; the message names it."""
+
+
+def _applied(conn: sqlite3.Connection) -> set[str]:
+    """The migrations recorded as applied (none in a new database)."""
+    try:
+        return {row[0] for row in conn.execute("select name from _migrations")}
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return set()
+        raise
+
+
+def begin_immediate(conn: sqlite3.Connection, *, wait_s: float) -> None:
+    """BEGIN IMMEDIATE, waiting up to `wait_s` for other writers in BUSY_SLICE_MS slices
+    (a signal is handled between them); then SQLite's busy error is raised."""
+    deadline = time.monotonic() + wait_s
+    with _busy_timeout(conn, BUSY_SLICE_MS):
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.01)
 
 
 class Migrations:
@@ -61,8 +94,12 @@ class Migrations:
         conn.isolation_level = None
         applied: list[str] = []
         try:
+            # Read first: a database that is up to date needs no write lock, so it opens
+            # while another program holds that lock (`conductor runs list` waited 30 s
+            # and failed); a pending step is checked again under the lock.
+            done = _applied(conn)
             for fn in self._steps:
-                if self._apply_one(db, fn):
+                if fn.__name__ not in done and self._apply_one(db, fn):
                     applied.append(fn.__name__)
         finally:
             conn.isolation_level = previous
@@ -70,7 +107,7 @@ class Migrations:
 
     def _apply_one(self, db: sqlite_utils.Database, fn: MigrationFn) -> bool:
         conn = db.conn
-        conn.execute("BEGIN IMMEDIATE")
+        begin_immediate(conn, wait_s=OPEN_WAIT_S)
         try:
             conn.execute(
                 "create table if not exists _migrations "
@@ -245,6 +282,8 @@ def write_transaction(
     *,
     path: Path,
     busy_error: type[DatabaseError] = DatabaseError,
+    give_up: Callable[[], bool] | None = None,
+    hint: str = "close it and run again",
 ) -> T:
     """Run `fn(conn)` in one BEGIN IMMEDIATE transaction, retrying while others write.
 
@@ -252,16 +291,19 @@ def write_transaction(
     cannot upgrade to a write under WAL, and then SQLite's busy timeout never applies.
     `conn` must be in autocommit mode (`isolation_level = None`). Anything `fn` raises
     rolls the transaction back; a busy error inside it is retried like a busy BEGIN.
+    The wait is cut in slices (a signal is handled between them); it ends with
+    `busy_error` after WRITE_WAIT_S, or as soon as `give_up()` says so.
     """
-    delay = 0.02
-    for attempt in range(WRITE_ATTEMPTS):
-        with lock:
+    deadline = time.monotonic() + WRITE_WAIT_S
+    delay = 0.01
+    while True:
+        with lock, _busy_timeout(conn, BUSY_SLICE_MS):
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 if not is_busy(exc):
                     raise
-                log.debug("%s busy (attempt %d): %s", path.name, attempt + 1, exc)
+                log.debug("%s busy: %s", path.name, exc)
             else:
                 try:
                     result = fn(conn)
@@ -273,9 +315,24 @@ def write_transaction(
                     if not (isinstance(exc, sqlite3.OperationalError) and is_busy(exc)):
                         raise
                     log.debug("%s busy inside a write: %s", path.name, exc)
+        stopped = give_up is not None and give_up()
+        if stopped or time.monotonic() >= deadline:
+            waited = "not waiting: the run was stopped" if stopped else f"{WRITE_WAIT_S:g} s"
+            raise busy_error(
+                f"{path} is locked by another program, which may hold it open in a "
+                f"transaction ({waited}); {hint}."
+            )
         time.sleep(delay * (1 + random.random()))
-        delay = min(delay * 2, 1.0)
-    raise busy_error(
-        f"{path} stayed locked by other writers through {WRITE_ATTEMPTS} tries. "
-        "Another program may hold it open in a transaction; close it and run again."
-    )
+        delay = min(delay * 2, 0.25)
+
+
+@contextlib.contextmanager
+def _busy_timeout(conn: sqlite3.Connection, milliseconds: int) -> Iterator[None]:
+    """SQLite's busy timeout set to `milliseconds` while inside (the connection's own
+    value, which its reads wait by, comes back on the way out)."""
+    row = conn.execute("PRAGMA busy_timeout").fetchone()
+    conn.execute(f"PRAGMA busy_timeout={int(milliseconds)}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={int(row[0]) if row else 30000}")

@@ -51,17 +51,21 @@ def warm() -> None:
 
 
 def estimate_tokens(text: str, *, wait: bool = True) -> int:
-    """Tokens in `text` by a real tokenizer (or 4 characters a token without one).
-    With `wait=False` a tokenizer still loading is not waited for (a cancel must be
-    quick): the character estimate stands in."""
+    """Tokens in `text` by a real tokenizer (or 4 characters a token without one, or for
+    text it refuses: an estimate must never fail the run). With `wait=False` a tokenizer
+    still loading is not waited for (a cancel must be quick): the character estimate
+    stands in."""
     if not text:
         return 0
     warm()
     if wait:
         _loaded.wait()
-    if _encoding is None:
-        return (len(text) + 3) // 4
-    return len(_encoding.encode(text))
+    if _encoding is not None:
+        try:
+            return len(_encoding.encode(text))
+        except ValueError:
+            pass  # "Input too long to encode safely": a long run without spaces, megabytes
+    return (len(text) + 3) // 4
 
 
 _warned: set[str] = set()

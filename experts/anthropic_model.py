@@ -33,9 +33,13 @@ from experts.retry import (
     Failure,
     MalformedReply,
     StreamBroken,
+    StreamCut,
     call_with_retries,
     explain_failure,
     failure_from_sdk,
+    reading,
+    reply_shape,
+    reply_text,
     transport_errors,
 )
 from experts.streams import attach_closer
@@ -165,30 +169,33 @@ class AnthropicModel:
     def _from_reply(self, reply: Any, prompt: str) -> Completion:
         if not isinstance(reply, anthropic.types.Message):
             raise MalformedReply(f"it began {str(reply)[:80]!r}")
-        text = "".join(b.text for b in reply.content if b.type == "text")
-        u = reply.usage
-        if u is None or not (u.input_tokens or u.output_tokens):
-            warn_no_usage(self.base_url)
-            usage = estimated_usage(prompt, text)
-        else:
-            usage = _usage(
-                u.input_tokens,
-                u.output_tokens,
-                u.cache_read_input_tokens,
-                u.cache_creation_input_tokens,
-            )
-        return Completion(text, usage, reply.model, reply.stop_reason or "")
+        with reply_shape("a reply"):
+            text = "".join(reply_text(b.text) for b in reply.content if b.type == "text")
+            u = reply.usage
+            if u is None or not (u.input_tokens or u.output_tokens):
+                warn_no_usage(self.base_url)
+                usage = estimated_usage(prompt, text)
+            else:
+                usage = _usage(
+                    u.input_tokens,
+                    u.output_tokens,
+                    u.cache_read_input_tokens,
+                    u.cache_creation_input_tokens,
+                )
+            return Completion(text, usage, str(reply.model), str(reply.stop_reason or ""))
 
     def _stream(self, params: dict[str, Any], on_text: TextCallback, prompt: str) -> Completion:
         pieces: list[str] = []
         start: Any = None
         delta_usage: Any = None
-        stop_reason = ""
+        stop_reason = model = ""
         try:
             raw = self._client.messages.with_raw_response.create(**params, stream=True)
             if "json" in raw.headers.get("content-type", ""):
                 # Some gateways answer a streamed request with one plain JSON reply.
-                reply = anthropic.types.Message.model_validate(json.loads(raw.http_response.read()))
+                body = raw.http_response.read()
+                with reply_shape("a reply"):
+                    reply = anthropic.types.Message.model_validate(json.loads(body))
                 completion = self._from_reply(reply, prompt)
                 if completion.text:
                     try:
@@ -199,17 +206,22 @@ class AnthropicModel:
             detach = attach_closer(on_text, raw.http_response)
             try:
                 with raw.parse() as events:  # leaving it closes the connection
-                    for event in events:
-                        if event.type == "message_start":
-                            start = event.message
-                        elif (
-                            event.type == "content_block_delta" and event.delta.type == "text_delta"
-                        ):
-                            pieces.append(event.delta.text)
-                            on_text(event.delta.text)
-                        elif event.type == "message_delta":
-                            delta_usage = event.usage
-                            stop_reason = event.delta.stop_reason or stop_reason
+                    for event in reading(events):
+                        text = None
+                        with reply_shape("an event"):
+                            if event.type == "message_start":
+                                start, model = event.message, str(event.message.model)
+                            elif (
+                                event.type == "content_block_delta"
+                                and event.delta.type == "text_delta"
+                            ):
+                                text = reply_text(event.delta.text)
+                            elif event.type == "message_delta":
+                                delta_usage = event.usage
+                                stop_reason = str(event.delta.stop_reason or stop_reason)
+                        if text is not None:
+                            pieces.append(text)
+                            on_text(text)
             finally:
                 detach()
         except StreamStopped as stop:
@@ -226,18 +238,28 @@ class AnthropicModel:
             return self._stopped(pieces, prompt, start, closed_by_us)
         if start is None:
             raise MalformedReply("it held no message_start event")
+        if not stop_reason:
+            # It ended in good order without saying how the reply ended: cut part-way.
+            cut = "the stream ended before the reply's stop reason"
+            if pieces:
+                raise StreamBroken(f"after {sum(map(len, pieces))} characters: {cut}")
+            raise StreamCut(cut)
         first, last = start.usage, delta_usage
-        if not (_pick(last, first, "input_tokens") or _pick(last, first, "output_tokens")):
+        with reply_shape("its usage"):
+            counts = [
+                _pick(last, first, name)
+                for name in (
+                    "input_tokens",
+                    "output_tokens",
+                    "cache_read_input_tokens",
+                    "cache_creation_input_tokens",
+                )
+            ]
+        text = "".join(pieces)
+        if not (counts[0] or counts[1]):
             warn_no_usage(self.base_url)
-            text = "".join(pieces)
-            return Completion(text, estimated_usage(prompt, text), start.model, stop_reason)
-        usage = _usage(
-            _pick(last, first, "input_tokens"),
-            _pick(last, first, "output_tokens"),
-            _pick(last, first, "cache_read_input_tokens"),
-            _pick(last, first, "cache_creation_input_tokens"),
-        )
-        return Completion("".join(pieces), usage, start.model, stop_reason)
+            return Completion(text, estimated_usage(prompt, text), model, stop_reason)
+        return Completion(text, _usage(*counts), model, stop_reason)
 
     def _stopped(self, pieces: list[str], prompt: str, start: Any, reason: str) -> Completion:
         """What a stream stopped part-way returned: the prompt's tokens if the server
@@ -270,7 +292,7 @@ def _pick(later: Any, earlier: Any, field: str) -> int:
 
 def _usage(uncached: int, output: int, read: int | None, write: int | None) -> Usage:
     # Anthropic reports the uncached remainder as input_tokens; ours is the whole prompt.
-    read, write = read or 0, write or 0
+    uncached, output, read, write = int(uncached), int(output), int(read or 0), int(write or 0)
     return Usage(
         input_tokens=uncached + read + write,
         output_tokens=output,

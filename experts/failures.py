@@ -8,12 +8,15 @@ from it whether to try again; `explain_failure` words the message the user sees.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import importlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 FailureKind = Literal[
     "rate_limit",  # 429
@@ -190,6 +193,48 @@ class StreamBroken(Exception):
     repeat that text, so the call fails instead."""
 
 
+class StreamCut(Exception):
+    """A stream that ended in good order before saying how the reply ended (no stop
+    reason): a proxy or a dying server closed it part-way. Its text may end mid-answer,
+    so it is never taken as a reply; before any text it is retried like a dropped
+    connection (after text, providers raise `StreamBroken`)."""
+
+
+def reading(events: Iterable[T]) -> Iterator[T]:
+    """The events of a reply stream, as the SDK reads them; an error the SDK raises while
+    reading one that is neither the API's nor the network's (a body that is not UTF-8,
+    JSON of a shape it cannot take) is the reply's fault: `MalformedReply`."""
+    iterator = iter(events)
+    while True:
+        with reply_shape("an event"):
+            try:
+                event = next(iterator)
+            except StopIteration:
+                return
+        yield event
+
+
+@contextlib.contextmanager
+def reply_shape(what: str) -> Iterator[None]:
+    """Reading `what` of a reply: fields missing or of another type (an event whose
+    `delta` is null, a number where text belongs, a list for an object) and bytes that
+    do not decode make it a `MalformedReply`, never a raw `TypeError` or
+    `UnicodeDecodeError` that ends the run with a traceback."""
+    try:
+        yield
+    except (AttributeError, TypeError, LookupError, ValueError) as exc:
+        raise MalformedReply(f"{what} the API never sends: {type(exc).__name__}: {exc}") from exc
+
+
+def reply_text(value: object) -> str:
+    """A piece of reply text, which must be a string (or absent)."""
+    if value is None:
+        raise TypeError("text is null")
+    if not isinstance(value, str):
+        raise TypeError(f"text is a {type(value).__name__}")
+    return value
+
+
 def failure_from_sdk(exc: BaseException, sdk: Any) -> Failure | None:
     """Describe an exception from the `anthropic` or `openai` SDK (same error shapes);
     None for anything that is not a provider failure (a bug: let it raise)."""
@@ -197,6 +242,8 @@ def failure_from_sdk(exc: BaseException, sdk: Any) -> Failure | None:
         return Failure("broken_stream", detail=str(exc))
     if isinstance(exc, MalformedReply):
         return Failure("malformed", detail=str(exc))
+    if isinstance(exc, StreamCut):
+        return Failure("connection", detail=str(exc))
     if isinstance(exc, ValueError) and exc.__class__.__name__ == "JSONDecodeError":
         return Failure("malformed", detail=f"it began {getattr(exc, 'doc', '')[:60]!r}")
     if isinstance(exc, sdk.APIResponseValidationError):
@@ -219,6 +266,9 @@ def failure_from_sdk(exc: BaseException, sdk: Any) -> Failure | None:
     if isinstance(exc, transport_errors()):
         # Raised bare by some SDK streams when the connection drops mid-reply.
         return _connection_failure(exc)
+    if isinstance(exc, _http_errors("DecodingError")):
+        # A body whose content-encoding does not decode (a gateway's broken gzip).
+        return Failure("malformed", detail=f"its body could not be decoded: {exc}")
     return None
 
 
@@ -292,10 +342,15 @@ def transport_errors(*also: type[BaseException]) -> tuple[type[BaseException], .
 
     `also` are put first, so `except transport_errors(sdk.APIError)` catches both.
     """
-    found: list[type[BaseException]] = list(also)
-    for name in ("httpx2", "httpx"):
+    return (*also, *_http_errors("TransportError"))
+
+
+def _http_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The HTTP libraries' exception class `name`, from each one installed."""
+    found: list[type[BaseException]] = []
+    for library in ("httpx2", "httpx"):
         try:
-            found.append(importlib.import_module(name).TransportError)
+            found.append(getattr(importlib.import_module(library), name))
         except (ImportError, AttributeError):
             continue
     return tuple(found)

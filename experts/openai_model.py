@@ -36,9 +36,13 @@ from experts.retry import (
     Failure,
     MalformedReply,
     StreamBroken,
+    StreamCut,
     call_with_retries,
     explain_failure,
     failure_from_sdk,
+    reading,
+    reply_shape,
+    reply_text,
     transport_errors,
 )
 from experts.streams import attach_closer, stop_reason
@@ -155,14 +159,15 @@ class OpenAIModel:
     def _from_reply(self, reply: Any, prompt: str) -> Completion:
         if not isinstance(reply, ChatCompletion) or not reply.choices:
             raise MalformedReply(f"it began {str(reply)[:80]!r}")
-        choice = reply.choices[0]
-        text = choice.message.content or ""
-        return Completion(
-            text,
-            self._usage(reply.usage, prompt, text),
-            reply.model or self.model,
-            choice.finish_reason or "",
-        )
+        with reply_shape("a reply"):
+            choice = reply.choices[0]
+            text = reply_text(choice.message.content or "")
+            return Completion(
+                text,
+                self._usage(reply.usage, prompt, text),
+                str(reply.model or self.model),
+                str(choice.finish_reason or ""),
+            )
 
     def _stream(self, params: dict[str, Any], on_text: TextCallback, prompt: str) -> Completion:
         pieces: list[str] = []
@@ -174,7 +179,9 @@ class OpenAIModel:
             )
             if "json" in raw.headers.get("content-type", ""):
                 # Some gateways answer a streamed request with one plain JSON reply.
-                reply = ChatCompletion.model_validate(json.loads(raw.http_response.read()))
+                body = raw.http_response.read()
+                with reply_shape("a reply"):
+                    reply = ChatCompletion.model_validate(json.loads(body))
                 completion = self._from_reply(reply, prompt)
                 if completion.text:
                     _deliver(on_text, completion.text)
@@ -183,16 +190,20 @@ class OpenAIModel:
             detach = attach_closer(on_text, raw.http_response)
             try:
                 with stream:  # leaving it closes the connection: the server stops generating
-                    for chunk in stream:
+                    for chunk in reading(stream):
                         chunks += 1
-                        model = chunk.model or model
-                        if chunk.usage is not None:
-                            usage_seen = chunk.usage
-                        for choice in chunk.choices[:1]:
-                            finish = choice.finish_reason or finish
-                            if choice.delta and choice.delta.content:
-                                pieces.append(choice.delta.content)
-                                on_text(choice.delta.content)
+                        text = None
+                        with reply_shape("a chunk"):
+                            model = str(chunk.model or model)
+                            if chunk.usage is not None:
+                                usage_seen = chunk.usage
+                            for choice in chunk.choices[:1]:
+                                finish = str(choice.finish_reason or finish)
+                                if choice.delta and choice.delta.content is not None:
+                                    text = reply_text(choice.delta.content) or None
+                        if text is not None:
+                            pieces.append(text)
+                            on_text(text)
             finally:
                 detach()
         except StreamStopped as stop:
@@ -209,8 +220,16 @@ class OpenAIModel:
             return self._stopped(pieces, prompt, model, closed_by_us)
         if chunks == 0:
             raise MalformedReply("it held no completion chunks")
+        if not finish:
+            # It ended in good order without saying how the reply ended: cut part-way.
+            cut = "the stream ended before the reply's finish reason"
+            if pieces:
+                raise StreamBroken(f"after {sum(map(len, pieces))} characters: {cut}")
+            raise StreamCut(cut)
         text = "".join(pieces)
-        return Completion(text, self._usage(usage_seen, prompt, text), model or self.model, finish)
+        with reply_shape("its usage"):
+            usage = self._usage(usage_seen, prompt, text)
+        return Completion(text, usage, model or self.model, finish)
 
     def _stopped(self, pieces: list[str], prompt: str, model: str, reason: str) -> Completion:
         """What a stream stopped part-way returned; its usage never came: estimated."""
@@ -247,8 +266,8 @@ def _usage(usage: Any) -> Usage:
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) or 0
     return Usage(
-        input_tokens=usage.prompt_tokens or 0,
-        output_tokens=usage.completion_tokens or 0,
-        cache_read_tokens=cached,
+        input_tokens=int(usage.prompt_tokens or 0),
+        output_tokens=int(usage.completion_tokens or 0),
+        cache_read_tokens=int(cached),
         calls=1,
     )

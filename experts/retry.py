@@ -29,10 +29,14 @@ from experts.failures import (
     FailureKind,
     MalformedReply,
     StreamBroken,
+    StreamCut,
     explain_failure,
     explain_unreachable,
     failure_from_sdk,
     parse_retry_after,
+    reading,
+    reply_shape,
+    reply_text,
     transport_errors,
 )
 
@@ -45,11 +49,15 @@ __all__ = [
     "FailureKind",
     "MalformedReply",
     "StreamBroken",
+    "StreamCut",
     "call_with_retries",
     "explain_failure",
     "explain_unreachable",
     "failure_from_sdk",
     "parse_retry_after",
+    "reading",
+    "reply_shape",
+    "reply_text",
     "transport_errors",
 ]
 

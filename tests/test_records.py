@@ -362,3 +362,34 @@ def test_a_batch_items_usage_includes_its_learning(tmp_path: Path) -> None:
     assert record["learning_usage"]["calls"] == learning_calls
     assert record["usage"]["calls"] == 1 + learning_calls
     assert record["usage"]["cost_usd"] == pytest.approx(0.1 * (1 + learning_calls))
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_runs_db_deleted_or_replaced_mid_run_still_gets_the_run(tmp_path: Path, how: str) -> None:
+    """Someone deletes runs.db (or a rebuild puts a new one in its place) while a run is
+    going: the run's writes went to the old file, still open, and the run was missing
+    from the runs.db every later command reads, until a `conductor runs reindex`."""
+    import os
+
+    db = tmp_path / "runs.db"
+
+    def meta(messages: object) -> str:
+        if len(messages) == 1:  # round 1: pull the file from under the running process
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(db) + suffix).unlink(missing_ok=True)
+            if how == "replaced":
+                RunIndex(db).close()
+        return 'Expert Checker:\n"""\nIs 6*7 42?\n"""' if len(messages) == 1 else ANSWER
+
+    session = Session(
+        ScriptedModel(meta, lambda name, instruction: "yes"),
+        config=RunConfig(python=False),
+        runs_path=tmp_path / "runs",
+        index=RunIndex(db),
+    )
+    finished = list(session.solve("What is 6 times 7?"))[-1]
+    assert isinstance(finished, RunFinished) and finished.status == "answered"
+    assert os.path.exists(db)
+    row = RunIndex(db).get(finished.run_id)
+    assert row is not None and row["status"] == "answered" and row["final_answer"] == "42"
+    assert row["path"] == str(tmp_path / "runs" / f"{finished.run_id}.jsonl")

@@ -127,6 +127,26 @@ REBUILD_HINT = (
 )
 
 
+# What to do when runs.db stayed locked and a run's entry could not be written.
+BUSY_HINT = (
+    "the run's transcript has it all, and `conductor runs reindex` (or the next run, for "
+    "a run left marked running) brings runs.db up to date once the other program is done"
+)
+
+
+def _never() -> bool:
+    return False
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at `path` (device and inode), None if none is."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 class RunRecord(TypedDict):
     """One row of `runs`: a run as indexed (the transcript at `path` is its record)."""
 
@@ -199,15 +219,22 @@ class RunIndex:
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path else default_path()
-        with creation_lock(self.path):
-            self.db = open_database(self.path, migrations, expect_tables={"runs"})
-        self.conn = self.db.conn
-        self.conn.isolation_level = None  # transactions are explicit: see write()
         self._lock = threading.RLock()
+        self._open()
         self._paths: dict[str, str] = {}
         self._host = socket.gethostname()
         self._pid = os.getpid()
         self._pid_started = process_started(self._pid)
+        # Whether a write should stop waiting for a lock another program holds (the
+        # session sets it: once its run is stopped, runs.db catches up later).
+        self.give_up: Callable[[], bool] = _never
+
+    def _open(self) -> None:
+        with creation_lock(self.path):
+            self.db = open_database(self.path, migrations, expect_tables={"runs"})
+        self.conn = self.db.conn
+        self.conn.isolation_level = None  # transactions are explicit: see write()
+        self._file = _identity(self.path)
 
     def close(self) -> None:
         with self._lock:
@@ -216,18 +243,55 @@ class RunIndex:
     # -- writing ------------------------------------------------------------------------
     def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in one immediate transaction, retrying while others write."""
+        self._follow_the_file()
         return write_transaction(
-            self.conn, self._lock, fn, path=Path(self.path), busy_error=DatabaseError
+            self.conn,
+            self._lock,
+            fn,
+            path=Path(self.path),
+            busy_error=DatabaseError,
+            give_up=self.give_up,
+            hint=BUSY_HINT,
         )
+
+    def _follow_the_file(self) -> None:
+        """Open runs.db again if it was deleted or replaced while open: writes to the
+        old file (still open, no longer at its path) were lost to every other reader."""
+        if _identity(self.path) == self._file:
+            return
+        with self._lock:
+            if _identity(self.path) == self._file:
+                return
+            log.warning(
+                "%s was deleted or replaced while this process had it open; "
+                "its runs go into the new one",
+                self.path,
+            )
+            self.conn.close()
+            self._open()
 
     def _update(self, run_id: str, values: dict[str, Any]) -> None:
         values = {k: _storable(v) for k, v in values.items()}
         columns = ", ".join(f"[{k}] = ?" for k in values)
-        self.write(
-            lambda c: c.execute(
-                f"update runs set {columns} where run_id = ?", [*values.values(), run_id]
+        changed = self.write(
+            lambda c: (
+                c.execute(
+                    f"update runs set {columns} where run_id = ?", [*values.values(), run_id]
+                ).rowcount
             )
         )
+        if not changed and self._restore(run_id):
+            self.write(
+                lambda c: c.execute(
+                    f"update runs set {columns} where run_id = ?", [*values.values(), run_id]
+                )
+            )
+
+    def _restore(self, run_id: str) -> bool:
+        """Index a live run whose row is gone (runs.db was deleted or replaced while it
+        ran) from its transcript, which has every event so far; False if not live."""
+        path = self._paths.get(run_id)
+        return path is not None and self.add_transcript(path, live=True) is not None
 
     def attach(self, run_id: str, transcript_path: Path | str) -> None:
         self._paths[run_id] = str(transcript_path)
@@ -290,27 +354,37 @@ class RunIndex:
 
     def record_learning(self, run_id: str, usage: Usage) -> None:
         """Learning's model calls, made after the run finished, beside the run's own."""
-        self.write(
-            lambda c: c.execute(
-                "update runs set learning_input_tokens = coalesce(learning_input_tokens, 0) + ?,"
-                " learning_output_tokens = coalesce(learning_output_tokens, 0) + ?,"
-                " learning_cost_usd = coalesce(learning_cost_usd, 0) + ? where run_id = ?",
-                (usage.input_tokens, usage.output_tokens, usage.cost_usd, run_id),
+        changed = self.write(
+            lambda c: (
+                c.execute(
+                    "update runs set learning_input_tokens = coalesce(learning_input_tokens, 0) + ?,"
+                    " learning_output_tokens = coalesce(learning_output_tokens, 0) + ?,"
+                    " learning_cost_usd = coalesce(learning_cost_usd, 0) + ? where run_id = ?",
+                    (usage.input_tokens, usage.output_tokens, usage.cost_usd, run_id),
+                ).rowcount
             )
         )
+        if not changed:
+            self._restore(run_id)  # the transcript's notes_written carry this usage too
 
     # -- rebuilding and repairing -------------------------------------------------------
-    def add_transcript(self, path: Path | str, source: str | None = None) -> str | None:
+    def add_transcript(
+        self, path: Path | str, source: str | None = None, *, live: bool = False
+    ) -> str | None:
         """Index one transcript file; returns its run id (None if it has no start).
 
         The source (live, published...) is the run's own `tags["source"]` unless given.
+        A `live` run is this process's, still going: `running` until it finishes.
         """
         transcript = read_transcript(path)
         started = transcript.started
         if started is None:
             return None
         source = source or str(started.tags.get("source", "live"))
-        self.record_start(started, str(path), source=source)
+        self.record_start(started, str(path), source=source, live=live)
+        answers = [e for e in transcript.events if isinstance(e, FinalAnswer)]
+        if live and answers:
+            self._update(started.run_id, {"final_answer": answers[-1].answer})
         if transcript.finished is not None:
             self.record_finish(transcript.finished)
             learning = Usage()
@@ -319,7 +393,7 @@ class RunIndex:
                     learning += event.usage
             if learning.calls:
                 self.record_learning(started.run_id, learning)
-        else:
+        elif not live:
             self._update(started.run_id, {"status": "incomplete"})
         return started.run_id
 

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import RenderableType
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
@@ -129,6 +130,20 @@ class ConductorApp(App[None]):
             self.open_run(self.run_to_open)
 
     # -- starting runs --------------------------------------------------------
+    def exit(
+        self, result: None = None, return_code: int = 0, message: RenderableType | None = None
+    ) -> None:
+        """Close the app (ctrl+q, a stop signal): the run in flight is stopped first."""
+        if self.solve_screen is not None:
+            self.solve_screen.closing()
+        super().exit(result, return_code, message)
+
+    def stop_runs(self) -> bool:
+        """Stop the run in flight, if any, and wait until its end is recorded (False if
+        it was not within the wait: the next start repairs it, as after kill -9)."""
+        screen = self.solve_screen
+        return screen.stop_for_exit() if screen is not None else True
+
     def make_session(self) -> Session:
         """A session for the current settings; raises `UserFacingError` with what to do."""
         return self.session_factory(self.settings)

@@ -34,6 +34,9 @@ class Fault:
     message: str = ""  # the error message in the body (default: names the injected fault)
     stream_error: str | None = None  # after `cut_after` events, this error type in-stream
     reset: bool = False  # abort the connection (TCP reset) before answering
+    ends_cleanly: bool = False  # after `cut_after` events, end the body in good order
+    insert: bytes | None = None  # after `cut_after` events, these bytes; the stream goes on
+    text: str | None = None  # what a cut or odd stream streams (default: FILLER)
 
     @classmethod
     def rate_limit(cls, retry_after: float | None = 1.0, *, in_ms: bool = False) -> Fault:
@@ -74,12 +77,29 @@ class Fault:
     def connection_reset(cls) -> Fault:
         return cls(0, reset=True)
 
+    @classmethod
+    def ends_early(cls, after_events: int = 4, text: str | None = None) -> Fault:
+        """A stream that ends in good order part-way, before saying how the reply ended
+        (no stop reason, no error): a proxy that closes its upstream's reply cleanly."""
+        return cls(200, cut_after=after_events, ends_cleanly=True, text=text)
+
+    @classmethod
+    def odd_event(cls, data: bytes, after_events: int = 4, text: str | None = None) -> Fault:
+        """A stream with one event the API never sends (`data`, sent as it is: bytes that
+        are not UTF-8, JSON of another shape) after `after_events` events; the reply then
+        goes on to its normal end."""
+        return cls(200, cut_after=after_events, insert=data, text=text)
+
     @property
     def name(self) -> str:
         if self.reset:
             return "reset"
         if self.stream_error is not None:
             return f"stream_error:{self.stream_error}"
+        if self.ends_cleanly:
+            return "ends_early"
+        if self.insert is not None:
+            return "odd_event"
         if self.raw_body is not None:
             return "malformed"
         if self.delay_s:

@@ -294,9 +294,11 @@ class _Handler(BaseHTTPRequestHandler):
                     owner,
                     api,
                     body,
-                    Reply(FILLER),
+                    Reply(FILLER if answer.text is None else answer.text),
                     cut_after=answer.cut_after,
                     stream_error=answer.stream_error,
+                    ends_cleanly=answer.ends_cleanly,
+                    insert=answer.insert,
                 )
                 return
             else:
@@ -326,6 +328,8 @@ class _Handler(BaseHTTPRequestHandler):
         reply: Reply,
         cut_after: int | None = None,
         stream_error: str | None = None,
+        ends_cleanly: bool = False,
+        insert: bytes | None = None,
     ) -> None:
         total, read, write = owner._cached_tokens(api, body)
         text, stop = fmt.apply_max_tokens(api, body, reply)
@@ -352,9 +356,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         preamble = 3 if api == "anthropic" else 1  # events before the first text piece
         for sent, event in enumerate(events):
-            if cut_after is not None and sent >= cut_after:
+            if insert is not None:
+                if sent == cut_after:
+                    self._write_chunk(insert)  # an odd event, then the reply goes on
+            elif cut_after is not None and sent >= cut_after:
                 if stream_error is not None:  # an error event, then an orderly end
                     self._write_chunk(fmt.stream_error_event(api, stream_error).encode())
+                if stream_error is not None or ends_cleanly:
                     self._write_chunk(b"")
                     return
                 self.close_connection = True  # no final chunk: the client sees a cut stream

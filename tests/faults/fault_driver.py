@@ -5,8 +5,8 @@ Run as `python fault_driver.py solve QUESTION ...` (any `conductor` arguments). 
 round 2 Expert Python (whose program runs in the real subprocess sandbox), round 3
 answers; learning then makes its own model calls. When the run reaches the stage named
 by $FAULT_STAGE (before_model, mid_stream, expert, sandbox, learning), the driver writes
-$FAULT_MARK and waits until $FAULT_RELEASE exists (30 s at most), so the test can send a
-signal (or close a pipe) exactly there. At the sandbox stage nothing is held: the
+$FAULT_MARK and waits until $FAULT_RELEASE exists (at most $FAULT_HOLD_S seconds, default
+30), so the test can send a signal (or close a pipe) exactly there. At the sandbox stage nothing is held: the
 program really runs in the sandbox (for 4 s) when the mark is written. Nothing else is faked: the CLI, the session, the
 transcript writer, runs.db, the notebook and the printer are the real ones.
 """
@@ -31,6 +31,11 @@ _reached: set[str] = set()
 _lock = threading.Lock()
 
 ROUND_1 = 'Expert Mathematician:\n"""\nWhat is 6 times 7?\n"""'
+# With $FAULT_PARALLEL, round 1 calls two experts at once (the first is held at `expert`).
+if os.environ.get("FAULT_PARALLEL"):
+    ROUND_1 += '\n\nExpert Checker:\n"""\nWhat is 7 times 6?\n"""'
+# How long a stage is held at most when the test never releases it.
+HOLD_S = float(os.environ.get("FAULT_HOLD_S", "30"))
 ROUND_2 = 'Expert Python:\n"""\nPrint 6 times 7.\n"""'
 ROUND_3 = '>> FINAL ANSWER:\n"""\n42\n"""'
 PROGRAM = "```python\nprint(6 * 7)\n```\nPlease run this code!"
@@ -51,7 +56,7 @@ def reach(stage: str) -> None:
             return
         _reached.add(stage)
     MARK.write_text(stage)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HOLD_S
     while not RELEASE.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
 

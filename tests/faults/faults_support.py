@@ -99,13 +99,18 @@ def env_for(home: Path, work: Path, stage: str = "") -> dict[str, str]:
 
 
 def start(
-    home: Path, work: Path, args: list[str], stage: str = "", sandbox: str = "subprocess"
+    home: Path,
+    work: Path,
+    args: list[str],
+    stage: str = "",
+    sandbox: str = "subprocess",
+    env: dict[str, str] | None = None,
 ) -> Driven:
     work.mkdir(parents=True, exist_ok=True)
     stderr_path = work / "stderr"
     proc = subprocess.Popen(
         [sys.executable, str(DRIVER), *args],
-        env={**env_for(home, work, stage), "FAULT_SANDBOX": sandbox},
+        env={**env_for(home, work, stage), "FAULT_SANDBOX": sandbox, **(env or {})},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=stderr_path.open("wb"),
@@ -119,8 +124,9 @@ def solve(
     stage: str = "",
     question: str = "What is 6*7?",
     sandbox: str = "subprocess",
+    env: dict[str, str] | None = None,
 ) -> Driven:
-    return start(home, work, ["solve", question, *RUN_ARGS], stage, sandbox)
+    return start(home, work, ["solve", question, *RUN_ARGS], stage, sandbox, env)
 
 
 def apply_fault(driven: Driven, fault: str) -> None:

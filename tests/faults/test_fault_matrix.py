@@ -200,3 +200,23 @@ def test_a_stop_during_a_docker_sandbox_run(
     # The program was still running: its run is not in the record as if it had finished.
     assert "sandbox_exec" not in {e.kind for e in transcript.events}
     assert index_row(home, finished.run_id)["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("fault", ["SIGINT", "SIGTERM"])
+def test_a_stop_during_parallel_expert_calls_ends_the_command_at_once(
+    tmp_path: Path, fault: str
+) -> None:
+    """Two experts in flight, one held far longer than the test waits: the run ends
+    recorded and the process exits (it used to wait for the held call at exit)."""
+    home = tmp_path / "home"
+    hold = {"FAULT_PARALLEL": "1", "FAULT_HOLD_S": "600"}
+    driven = solve(home, tmp_path / "work", "expert", env=hold)
+    driven.wait_for_stage()
+    apply_fault(driven, fault)
+    code = driven.finish(timeout=60)  # only a hang takes this long
+
+    assert code == EXIT[fault] and "Traceback" not in driven.stderr, driven.stderr
+    finished, after = ending(only_transcript(home))
+    assert finished.status == "interrupted" and after == []
+    assert index_row(home, finished.run_id)["status"] == "interrupted"
+    assert finished.usage.calls == len(driven.calls())  # the meta turn and the free expert

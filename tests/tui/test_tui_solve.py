@@ -99,6 +99,51 @@ async def test_escape_interrupts_and_the_transcript_keeps_what_happened() -> Non
     assert RunIndex().get(screen.last_run_id)["status"] == "interrupted"
 
 
+async def test_quitting_during_a_run_ends_it_interrupted_before_the_app_is_gone() -> None:
+    gate = threading.Event()
+
+    def slow_meta(messages):
+        gate.wait(60)  # a model still generating when the user quits
+        return GAME24_TURNS[-1]
+
+    app = ConductorApp(make_settings(), session_factory=scripted_factory(slow_meta))
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await ask(pilot, "a question that takes long")
+            screen = app.screen
+            await wait_for(pilot, lambda: len(screen.query(TurnBlock)) == 1)
+            await pilot.press("ctrl+q")
+        # The app has gone; the run it had in flight is already recorded as stopped.
+        transcript = read_transcript(runs_dir() / f"{screen.last_run_id}.jsonl")
+        assert transcript.finished is not None and transcript.finished.status == "interrupted"
+        assert RunIndex().get(screen.last_run_id)["status"] == "interrupted"
+    finally:
+        gate.set()
+
+
+async def test_quitting_while_the_session_starts_records_nothing_and_waits_for_nothing() -> None:
+    started = threading.Event()
+    release = threading.Event()
+    make = scripted_factory(GAME24_TURNS[-1:])
+
+    def slow_start(settings):
+        started.set()
+        release.wait(60)  # a sandbox that takes long to start
+        return make(settings)
+
+    app = ConductorApp(make_settings(), session_factory=slow_start)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await ask(pilot, "asked while the sandbox starts")
+            await wait_for(pilot, lambda: started.is_set())
+            await pilot.press("ctrl+q")
+        assert app.stop_runs(), "leaving waited for a run that never began"
+    finally:
+        release.set()
+    runs = runs_dir()
+    assert not runs.exists() or not list(runs.glob("*.jsonl"))  # no run began
+
+
 async def test_a_replayed_published_run_streams_to_its_recorded_answer(shared_dir) -> None:
     from conductor.replay import question_of, replay_config
     from conductor.replay_model import ReplayModel

@@ -1,7 +1,12 @@
 """Solve: type a question, watch the run live, Esc to interrupt.
 
-`Session.solve` is a blocking generator, so it is iterated in a thread worker; each
+`Session.solve` is a blocking generator, so it is iterated in a thread of its own; each
 event is posted to the screen as a message and drawn by the shared renderers in order.
+
+Leaving the app (ctrl+q, a stop signal, a closed terminal) stops the run in flight
+first: it ends `interrupted`, recorded, before the process goes. The thread is a daemon,
+not a Textual worker, whose threads the event loop joins on the way out: a run (or its
+learning) left going kept the process alive, unseen, until it ended by itself.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import MountError
 from textual.widgets import Collapsible, Input, Static
 
 from conductor_kernel.errors import ModelUnreachable, UserFacingError
@@ -24,6 +30,9 @@ from tui.widgets.run_view import RunView
 from tui.widgets.status_bar import StatusBar
 
 OFFER_DEMO = "Press F6 to use the offline demo model instead, then Enter to ask again."
+# On the way out, how long a stopped run may take to record its end. A cancel ends a run
+# within a fraction of a second; only a hung sink (a locked runs.db) waits this long.
+STOP_WAIT_S = 30.0
 
 
 @dataclass
@@ -123,7 +132,10 @@ class SolveScreen(Screen[None]):
         # seconds to start): set by a thread, taken by the next run.
         self._next = _Prepared()
         self._stop_before_start = threading.Event()
-        self._closing = False
+        self._leaving = False
+        # Set while no run is in flight, and once a run's end is recorded.
+        self._recorded = threading.Event()
+        self._recorded.set()
 
     def compose(self) -> ComposeResult:
         yield Static(id="notice")
@@ -152,7 +164,7 @@ class SolveScreen(Screen[None]):
             prepared.error = f"The session could not start: {type(exc).__name__}: {exc}"
         finally:
             prepared.done.set()
-            if prepared is not self._next or self._closing:
+            if prepared is not self._next or self._leaving:
                 prepared.discard()  # the settings changed meanwhile, or the app is closing
 
     def settings_changed(self) -> None:
@@ -165,10 +177,25 @@ class SolveScreen(Screen[None]):
         self.prepare_session()
 
     def on_unmount(self) -> None:
-        self._closing = True
-        self._stop_before_start.set()
+        self.stop_for_exit()
         if self._next.done.is_set():
             self._next.discard()
+
+    def closing(self) -> None:
+        """The app is closing: stop the run in flight (it ends `interrupted`) and draw
+        nothing more."""
+        self._leaving = True
+        self._stop_before_start.set()
+        session = self.session
+        if session is not None:
+            session.cancel()
+
+    def stop_for_exit(self, wait_s: float = STOP_WAIT_S) -> bool:
+        """Stop the run in flight and wait until its end is recorded (True), or until
+        `wait_s` has passed. Learning after the end is not waited for: it is dropped
+        with the process, like a Ctrl-C during learning in `conductor solve`."""
+        self.closing()
+        return self._recorded.wait(wait_s)
 
     @work(thread=True, exclusive=True, group="probe")
     def probe_sandbox(self) -> None:
@@ -199,8 +226,19 @@ class SolveScreen(Screen[None]):
         bar.begin("starting" if self._next.session is None else "running")
         self.run_question(question)
 
-    @work(thread=True, exclusive=True, group="solve")
     def run_question(self, question: str) -> None:
+        self._recorded.clear()  # here, not in the thread: leaving now waits for it
+        threading.Thread(
+            target=self._run_question, args=(question,), name="conductor-solve", daemon=True
+        ).start()
+
+    def _run_question(self, question: str) -> None:
+        try:
+            self._solve(question)
+        finally:
+            self._recorded.set()
+
+    def _solve(self, question: str) -> None:
         prepared = self._next
         while not prepared.done.wait(0.05):
             if self._stop_before_start.is_set():
@@ -210,12 +248,16 @@ class SolveScreen(Screen[None]):
         self._next = _Prepared()
         if prepared.session is None:
             self.post_message(self.Problem(prepared.error or "The session could not start."))
-            self.app.call_from_thread(self.prepare_session)
+            self._prepare_next()
             return
         session = prepared.session
         self.session = session
+        if self._leaving:  # the app began to close while the session was handed over
+            session.cancel()
         try:
             for event in session.solve(question):
+                if isinstance(event, RunFinished):
+                    self._recorded.set()  # written to the transcript and runs.db
                 self.post_message(self.EventArrived(event))
         except ModelUnreachable as exc:
             self.post_message(self.Problem(str(exc), offer_demo=True))
@@ -226,23 +268,38 @@ class SolveScreen(Screen[None]):
                 self.Problem(f"The run failed ({exc}); its transcript keeps what happened.")
             )
         finally:
+            self._recorded.set()  # whatever ended it, nothing more will be recorded
             # Learning runs after RunFinished: a new run may have started meanwhile.
             if self.session is session:
                 self.session = None
             if session.sandbox is not None:
                 session.sandbox.close()
             if not self._stop_before_start.is_set():
-                self.app.call_from_thread(self.prepare_session)
+                self._prepare_next()
+
+    def _prepare_next(self) -> None:
+        """Start the next run's session from the run's thread (the app may be closing)."""
+        try:
+            self.app.call_from_thread(self.prepare_session)
+        except RuntimeError:
+            pass  # the app's loop has stopped: there is no next run
 
     async def on_solve_screen_event_arrived(self, message: EventArrived) -> None:
+        if self._leaving:
+            return  # the app is closing: its widgets are going, the transcript has it all
         event = message.event
         view = self.query_one("#live", RunView)
-        if isinstance(event, RunStarted):
-            await view.clear()
-            self.last_run_id = event.run_id
-        self.events_seen += 1
-        self.query_one("#status-bar", StatusBar).observe(event)
-        await view.add(event)
+        try:
+            if isinstance(event, RunStarted):
+                await view.clear()
+                self.last_run_id = event.run_id
+            self.events_seen += 1
+            self.query_one("#status-bar", StatusBar).observe(event)
+            await view.add(event)
+        except MountError:
+            if not self._leaving:
+                raise
+            return  # the app began to close (a signal) while this event was drawn
         if isinstance(event, RunFinished):
             self.running, self.finished = False, event
 
