@@ -10,11 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from equipment.wire_server import WireServer
 from support import docker_reason, meta_prompting_dir, skip_or_fail
+
+if TYPE_CHECKING:  # imported where used: this conftest also runs alone (test_skip_summary)
+    from equipment.wire_server import WireServer
 
 
 @pytest.fixture(autouse=True)
@@ -62,6 +65,8 @@ def wire(monkeypatch: pytest.MonkeyPatch) -> Iterator[WireServer]:
     """A wire server the CLI's `openai:` models talk to (via OPENAI_BASE_URL); it answers
     batch items as `batch_support.consult_then_answer` (tests/test_batch_*.py, tests/ray)."""
     from batch_support import consult_then_answer
+
+    from equipment.wire_server import WireServer
 
     with WireServer(responder=consult_then_answer) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
