@@ -25,14 +25,12 @@ import datetime as dt
 import json
 import logging
 import os
-import re
 import socket
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, TypeVar, cast
+from typing import Any, TypeVar
 
 import sqlite_utils
 
@@ -49,7 +47,6 @@ from conductor_kernel.home import home_dir
 from conductor_kernel.interfaces import Usage
 from conductor_kernel.migrations import (
     DatabaseError,
-    Migrations,
     creation_lock,
     is_busy,
     open_database,
@@ -58,63 +55,18 @@ from conductor_kernel.migrations import (
 )
 from transcripts.reader import read_transcript
 from transcripts.repair import finish_transcript, process_alive, process_started
+from transcripts.runs_schema import (
+    FILTER_COLUMNS,
+    RunFilter,
+    RunRecord,
+    as_record,
+    migrations,
+    runs_table,
+    storable,
+)
 
 log = logging.getLogger("conductor.index")
 T = TypeVar("T")
-
-migrations = Migrations("runs")
-
-
-def _runs(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
-    """The `runs` table (`db["runs"]` is typed `Table | View`; here it is always a table)."""
-    table = db["runs"]
-    assert isinstance(table, sqlite_utils.db.Table), "runs.db: `runs` is a view, not a table"
-    return table
-
-
-@migrations
-def m001_runs(db: sqlite_utils.Database) -> None:
-    _runs(db).create(
-        {
-            "run_id": str,
-            "path": str,
-            "started_at": float,
-            "question": str,
-            "task": str,
-            "target": str,
-            "model": str,
-            "status": str,
-            "final_answer": str,
-            "rounds": int,
-            "input_tokens": int,
-            "output_tokens": int,
-            "cost_usd": float,
-            "duration_s": float,
-            "expert_calls": int,
-            "sandbox_runs": int,
-            "source": str,
-            "tags": str,
-        },
-        pk="run_id",
-    )
-    _runs(db).create_index(["started_at"])
-    _runs(db).create_index(["task"])
-    _runs(db).enable_fts(["question", "final_answer"], create_triggers=True, tokenize="porter")
-
-
-@migrations
-def m002_owner_and_learning(db: sqlite_utils.Database) -> None:
-    """Who is running a run (to repair it if that process dies) and what learning cost."""
-    for column, kind in (
-        ("host", str),
-        ("pid", int),
-        ("pid_started", str),
-        ("learning_input_tokens", int),
-        ("learning_output_tokens", int),
-        ("learning_cost_usd", float),
-    ):
-        _runs(db).add_column(column, kind)
-    _runs(db).create_index(["status"])
 
 
 def default_path() -> Path:
@@ -145,73 +97,6 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return stat.st_dev, stat.st_ino
-
-
-class RunRecord(TypedDict):
-    """One row of `runs`: a run as indexed (the transcript at `path` is its record)."""
-
-    run_id: str
-    path: str  # "" when the run was recorded without a transcript file
-    started_at: float
-    question: str
-    task: str
-    target: str | None
-    model: str
-    status: str  # running, answered, ... (incomplete or interrupted when cut short)
-    final_answer: str | None
-    source: str  # live, published, ...
-    tags: str  # JSON object
-    # What the run took: None until it has finished.
-    rounds: int | None
-    input_tokens: int | None
-    output_tokens: int | None
-    cost_usd: float | None
-    duration_s: float | None
-    expert_calls: int | None
-    sandbox_runs: int | None
-    # The process that ran it (live runs only), to repair the run if it died.
-    host: str | None
-    pid: int | None
-    pid_started: str | None
-    # What learning from it cost: None until the notebook learned from it.
-    learning_input_tokens: int | None
-    learning_output_tokens: int | None
-    learning_cost_usd: float | None
-    rowid: NotRequired[int]  # search results carry it too (sqlite-utils selects it)
-
-
-def _record(row: dict[str, Any]) -> RunRecord:
-    # The schema above (m001, m002) gives every row these columns; sqlite-utils can only
-    # type a row as a dict.
-    return cast(RunRecord, row)
-
-
-# The columns a listing can be filtered on, and whose values `distinct_values` lists.
-# Their names go into SQL as written, so no other name may.
-FILTER_COLUMNS = ("task", "status", "model")
-
-
-@dataclass(frozen=True)
-class RunFilter:
-    """Which runs a listing holds; a field left None does not narrow it."""
-
-    task: str | None = None
-    status: str | None = None
-    model: str | None = None
-    since: float | None = None  # started at or after this time (seconds since the epoch)
-
-    def sql(self) -> tuple[str | None, dict[str, object]]:
-        """A WHERE clause with named parameters (None when nothing narrows), and them."""
-        where, params = [], {}
-        for column in FILTER_COLUMNS:
-            value = getattr(self, column)
-            if value:
-                where.append(f"[{column}] = :{column}")
-                params[column] = value
-        if self.since is not None:
-            where.append("started_at >= :since")
-            params["since"] = self.since
-        return (" and ".join(where) or None), params
 
 
 class RunIndex:
@@ -271,7 +156,7 @@ class RunIndex:
             self._open()
 
     def _update(self, run_id: str, values: dict[str, Any]) -> None:
-        values = {k: _storable(v) for k, v in values.items()}
+        values = {k: storable(v) for k, v in values.items()}
         columns = ", ".join(f"[{k}] = ?" for k in values)
         changed = self.write(
             lambda c: (
@@ -324,7 +209,7 @@ class RunIndex:
             "pid": self._pid if live else None,
             "pid_started": self._pid_started if live else None,
         }
-        row = {k: _storable(v) for k, v in row.items()}
+        row = {k: storable(v) for k, v in row.items()}
         columns = ", ".join(f"[{k}]" for k in row)
         marks = ", ".join("?" for _ in row)
         updates = ", ".join(f"[{k}] = excluded.[{k}]" for k in row if k != "run_id")
@@ -449,7 +334,7 @@ class RunIndex:
         """The runs table, for this thread alone; a locked or damaged file raises
         `DatabaseError` with what to do."""
         with self._lock, read_errors(self.path, repair=REBUILD_HINT):
-            yield _runs(self.db)
+            yield runs_table(self.db)
 
     def get(self, run_id: str) -> RunRecord | None:
         """The run with this id, or the one run whose id starts with it."""
@@ -457,7 +342,7 @@ class RunIndex:
             rows = list(
                 runs.rows_where("run_id = ? or run_id like ?", [run_id, run_id + "%"], limit=2)
             )
-        return _record(rows[0]) if len(rows) == 1 else None
+        return as_record(rows[0]) if len(rows) == 1 else None
 
     def list(
         self, *, limit: int = 50, task: str | None = None, status: str | None = None
@@ -478,7 +363,7 @@ class RunIndex:
         order = "started_at" if oldest_first else "started_at desc"
         with self._reading() as runs:
             rows = runs.rows_where(where, params, order_by=order, limit=limit)
-            return [_record(row) for row in rows]
+            return [as_record(row) for row in rows]
 
     def search(
         self, query: str, *, filters: RunFilter | None = None, limit: int = 50
@@ -492,7 +377,7 @@ class RunIndex:
         with self._reading() as runs:
             try:
                 rows = runs.search(query, where=where, where_args=params, limit=limit)
-                return [_record(row) for row in rows]
+                return [as_record(row) for row in rows]
             except sqlite3.OperationalError as exc:
                 if is_busy(exc):
                     raise  # _reading says the file is locked
@@ -527,14 +412,3 @@ class RunIndex:
                     side.rename(Path(str(moved) + suffix))
             index = cls(path)
         return index, index.rebuild(runs_dir), moved
-
-
-def _storable(value: Any) -> Any:
-    """`value` as SQLite takes it: a lone surrogate (no UTF-8 form) becomes U+FFFD. The
-    transcript keeps the exact text; runs.db is only its index."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    return value
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")

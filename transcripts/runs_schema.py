@@ -1,0 +1,147 @@
+"""The shape of `runs.db`: its numbered migrations and the typed rows it holds.
+
+`transcripts.index.RunIndex` owns every query on the file; this module only says what
+the file is, so the index module stays about reading and writing it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, NotRequired, TypedDict, cast
+
+import sqlite_utils
+
+from conductor_kernel.migrations import Migrations
+
+migrations = Migrations("runs")
+
+
+def runs_table(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
+    """The `runs` table (`db["runs"]` is typed `Table | View`; here it is always a table)."""
+    table = db["runs"]
+    assert isinstance(table, sqlite_utils.db.Table), "runs.db: `runs` is a view, not a table"
+    return table
+
+
+@migrations
+def m001_runs(db: sqlite_utils.Database) -> None:
+    runs_table(db).create(
+        {
+            "run_id": str,
+            "path": str,
+            "started_at": float,
+            "question": str,
+            "task": str,
+            "target": str,
+            "model": str,
+            "status": str,
+            "final_answer": str,
+            "rounds": int,
+            "input_tokens": int,
+            "output_tokens": int,
+            "cost_usd": float,
+            "duration_s": float,
+            "expert_calls": int,
+            "sandbox_runs": int,
+            "source": str,
+            "tags": str,
+        },
+        pk="run_id",
+    )
+    runs_table(db).create_index(["started_at"])
+    runs_table(db).create_index(["task"])
+    runs_table(db).enable_fts(["question", "final_answer"], create_triggers=True, tokenize="porter")
+
+
+@migrations
+def m002_owner_and_learning(db: sqlite_utils.Database) -> None:
+    """Who is running a run (to repair it if that process dies) and what learning cost."""
+    for column, kind in (
+        ("host", str),
+        ("pid", int),
+        ("pid_started", str),
+        ("learning_input_tokens", int),
+        ("learning_output_tokens", int),
+        ("learning_cost_usd", float),
+    ):
+        runs_table(db).add_column(column, kind)
+    runs_table(db).create_index(["status"])
+
+
+class RunRecord(TypedDict):
+    """One row of `runs`: a run as indexed (the transcript at `path` is its record)."""
+
+    run_id: str
+    path: str  # "" when the run was recorded without a transcript file
+    started_at: float
+    question: str
+    task: str
+    target: str | None
+    model: str
+    status: str  # running, answered, ... (incomplete or interrupted when cut short)
+    final_answer: str | None
+    source: str  # live, published, ...
+    tags: str  # JSON object
+    # What the run took: None until it has finished.
+    rounds: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    duration_s: float | None
+    expert_calls: int | None
+    sandbox_runs: int | None
+    # The process that ran it (live runs only), to repair the run if it died.
+    host: str | None
+    pid: int | None
+    pid_started: str | None
+    # What learning from it cost: None until the notebook learned from it.
+    learning_input_tokens: int | None
+    learning_output_tokens: int | None
+    learning_cost_usd: float | None
+    rowid: NotRequired[int]  # search results carry it too (sqlite-utils selects it)
+
+
+def as_record(row: dict[str, Any]) -> RunRecord:
+    # The schema above (m001, m002) gives every row these columns; sqlite-utils can only
+    # type a row as a dict.
+    return cast(RunRecord, row)
+
+
+# The columns a listing can be filtered on, and whose values `distinct_values` lists.
+# Their names go into SQL as written, so no other name may.
+FILTER_COLUMNS = ("task", "status", "model")
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a listing holds; a field left None does not narrow it."""
+
+    task: str | None = None
+    status: str | None = None
+    model: str | None = None
+    since: float | None = None  # started at or after this time (seconds since the epoch)
+
+    def sql(self) -> tuple[str | None, dict[str, object]]:
+        """A WHERE clause with named parameters (None when nothing narrows), and them."""
+        where, params = [], {}
+        for column in FILTER_COLUMNS:
+            value = getattr(self, column)
+            if value:
+                where.append(f"[{column}] = :{column}")
+                params[column] = value
+        if self.since is not None:
+            where.append("started_at >= :since")
+            params["since"] = self.since
+        return (" and ".join(where) or None), params
+
+
+def storable(value: Any) -> Any:
+    """`value` as SQLite takes it: a lone surrogate (no UTF-8 form) becomes U+FFFD. The
+    transcript keeps the exact text; runs.db is only its index."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
