@@ -45,6 +45,9 @@ def _encoding() -> Any:
         return None
 
 
+# Cached: rendering counts each note twice (does it fit, then what it used), and the
+# same notes, headers and lines come back recall after recall.
+@functools.lru_cache(maxsize=4096)
 def count_tokens(text: str) -> int:
     """Tokens `text` takes (cl100k, offline), with a margin for other tokenizers."""
     encoding = _encoding()

@@ -14,6 +14,7 @@ exactly our terms.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -134,9 +135,15 @@ def is_shape(term: str) -> bool:
 
 
 def question_terms(text: str) -> set[str]:
-    """Every term of a question: its words and its shape."""
+    """Every term of a question: its words and its shape (a fresh set the caller owns)."""
+    return set(_question_terms(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _question_terms(text: str) -> frozenset[str]:
+    # Recall reads a question's terms twice (types, then kin), learning once more.
     found = words(text)
-    return set(found) | set(shape_terms(text, found))
+    return frozenset(found) | frozenset(shape_terms(text, found))
 
 
 def content_terms(text: str) -> set[str]:
