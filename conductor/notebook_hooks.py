@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from conductor_kernel.events import Event, Recall
 from conductor_kernel.interfaces import ChatModel, Sandbox
 from conductor_kernel.ledger import UsageLedger
-from lessons.learn import LearnOptions, learn_from_run, model_can_reflect
+from lessons.learn import LearnOptions, model_can_reflect, write_or_skip
+from lessons.prepare import prepare_run
 from lessons.recall import RecallOptions, recall
 from lessons.store import Notebook
 
@@ -89,8 +90,15 @@ class NotebookHooks:
         """
         model = self._model(ledger, "learning")
         options = learning_options(self.learn_options, sandbox, cancelled)
-        written = learn_from_run(self.book, events, model=model, options=options)
-        return [written] if written is not None else []
+        prepared = prepare_run(self.book, events, model=model, options=options)
+        if prepared is None:
+            return []
+        if cancelled is not None and cancelled():
+            # Stopped while learning (a batch's first Ctrl-C, Esc in the TUI): the run
+            # stands as recorded, and nothing is learned from it, as the CLI promises.
+            log.info("run %s: stopped while learning; nothing written", prepared.run_id)
+            return []
+        return [write_or_skip(self.book, prepared, model=model, options=options)]
 
     def attach(self, session: Session, *, recall: bool = True, learn: bool = True) -> None:
         if recall:

@@ -67,6 +67,17 @@ def learn_from_run(
     prepared = prepare_run(book, events, model=model, options=options)
     if prepared is None:
         return None
+    return write_or_skip(book, prepared, model=model, options=options)
+
+
+def write_or_skip(
+    book: Notebook,
+    prepared: PreparedRun,
+    *,
+    model: ChatModel | None = None,
+    options: LearnOptions | None = None,
+) -> NotesWritten:
+    """Write a prepared run; when that run was already learned, say so instead."""
     written = write_prepared(book, prepared, model=model, options=options)
     if written is not None:
         return written

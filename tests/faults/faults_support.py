@@ -162,7 +162,11 @@ def index_row(home: Path, run_id: str) -> dict:
 
 
 def learned_runs(home: Path) -> set[str]:
-    path = home / "notebook.db"
+    return learned_runs_in(home / "notebook.db")
+
+
+def learned_runs_in(path: Path) -> set[str]:
+    """The runs a notebook file has learned from (none if there is no such file)."""
     if not path.exists():
         return set()
     conn = sqlite3.connect(path)

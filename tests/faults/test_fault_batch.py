@@ -18,6 +18,7 @@ from faults_support import (
     apply_fault,
     ending,
     index_row,
+    learned_runs_in,
     start,
     transcripts,
 )
@@ -87,3 +88,30 @@ def test_a_stop_during_a_batch_item_is_recorded_and_resumed(tmp_path: Path, faul
     repaired = next(t for t in transcripts(home) if t.started.run_id == run_id)
     assert repaired.finished is not None
     assert repaired.events[: len(item_run.events)] == item_run.events
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["SIGINT", "SIGTERM"])
+def test_a_stop_while_a_batch_item_learns_keeps_its_answer_and_learns_nothing(
+    tmp_path: Path, fault: str
+) -> None:
+    home = tmp_path / "home"
+    task_file = tmp_path / "items.jsonl"
+    task_file.write_text("".join(json.dumps(item) + "\n" for item in ITEMS))
+    driven = start(home, tmp_path / "work", batch_args(task_file), stage="learning")
+    driven.wait_for_stage()
+    apply_fault(driven, fault)
+    driven.release.touch()  # the learning call in flight returns; learning then sees the stop
+    code = driven.finish()
+
+    assert "Traceback" not in driven.stderr, driven.stderr
+    assert code == EXIT[fault], (code, driven.stderr)
+    (item_run,) = transcripts(home)
+    finished, after = ending(item_run)
+    assert finished.status == "answered"
+    assert "notes_written" not in after
+    learned = set()
+    for book in home.rglob("*.db"):
+        if book.name != "runs.db":
+            learned |= learned_runs_in(book)
+    assert finished.run_id not in learned

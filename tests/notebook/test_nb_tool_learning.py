@@ -291,7 +291,7 @@ def test_a_sandbox_that_fails_while_learning_costs_the_run_nothing(tmp_path: Pat
     assert written.tool_testing.startswith("stopped: the sandbox failed (RuntimeError")
 
 
-def test_cancelling_the_session_while_learning_stops_the_tests(tmp_path: Path) -> None:
+def test_cancelling_the_session_while_learning_stops_the_tests_and_writes_nothing(tmp_path: Path) -> None:
     holder: list[Session] = []
 
     def cancel_in_the_first_test(n: int, _timeout: float) -> ExecResult | None:
@@ -308,9 +308,12 @@ def test_cancelling_the_session_while_learning_stops_the_tests(tmp_path: Path) -
     finally:
         box.close()
     assert len(box.timeouts) == 2  # no test started after the cancel
-    written = written_of(events)
-    assert list(written.tools.values()) == [[1, 1]]
-    assert written.tool_testing.endswith("stopped: the run's session was cancelled")
+    # Stopped while learning: the run stands as answered, and nothing is learned from it.
+    assert not [e for e in events if isinstance(e, NotesWritten)]
+    (finished,) = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.status == "answered"
+    learned = book.read("select 1 from distilled_runs where run_id = ?", (finished.run_id,))
+    assert learned == []
 
 
 def test_ctrl_c_while_testing_a_tool_stops_learning_and_keeps_the_run(tmp_path: Path) -> None:
