@@ -21,7 +21,15 @@ from conductor_kernel.events import (
     SandboxExec,
     TextDelta,
 )
-from conductor_kernel.interfaces import ChatModel, ExecResult, Message, ModelError, Sandbox, Usage
+from conductor_kernel.interfaces import (
+    ChatModel,
+    ExecResult,
+    Message,
+    ModelError,
+    Sandbox,
+    Usage,
+    cut_cause,
+)
 from conductor_kernel.output import cap_text
 from conductor_kernel.protocol import RUN_MARKER, ExpertCall, extract_code
 from conductor_kernel.run_config import RunConfig
@@ -123,7 +131,7 @@ def call_expert(
     output = cap_text(reply, ctx.config.expert_reply_cap_chars)
     if completion.truncated:
         output = f"{output}\n\n" + prompts.EXPERT_TRUNCATED.format(
-            limit=ctx.config.expert_max_tokens
+            cause=cut_cause(completion.stop_reason, ctx.config.expert_max_tokens)
         )
     runs = 0
     if completion.stopped:

@@ -102,8 +102,8 @@ class Completion:
 
     @property
     def truncated(self) -> bool:
-        """The reply was cut at the output-token limit (Anthropic and OpenAI names), or
-        because the context window was full (Anthropic's name): it may end mid-call."""
+        """The reply ended before the model finished it (an output limit, a full context
+        window, a content filter, a paused turn, a refusal): it may end mid-call."""
         return self.stop_reason in CUT_STOP_REASONS
 
     @property
@@ -113,8 +113,22 @@ class Completion:
 
 
 STOPPED_PREFIX = "stopped:"
-# Stop reasons of a reply cut before its end by a length limit.
-CUT_STOP_REASONS = frozenset({"max_tokens", "length", "model_context_window_exceeded"})
+# Stop reasons of a reply that ended before the model finished it, and what cut it
+# (Anthropic's and OpenAI's names). Such a reply may end mid-call or mid-answer.
+CUT_STOP_REASONS: dict[str, str] = {
+    "max_tokens": "the output limit ({limit} tokens)",
+    "length": "the output limit ({limit} tokens)",
+    "model_context_window_exceeded": "the model's context window",
+    "content_filter": "the provider's content filter",
+    "pause_turn": "the provider pausing the turn",
+    "refusal": "the provider's refusal classifier",
+}
+
+
+def cut_cause(stop_reason: str, limit: int | None) -> str:
+    """What cut a reply short, in words for the model and the transcript."""
+    cause = CUT_STOP_REASONS.get(stop_reason, "the provider ({reason})")
+    return cause.format(limit=limit if limit is not None else "?", reason=stop_reason)
 
 
 class StreamStopped(Exception):

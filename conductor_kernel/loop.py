@@ -33,7 +33,14 @@ from conductor_kernel.events import (
     new_id,
 )
 from conductor_kernel.expert_call import ExpertContext, ExpertOutcome, call_expert
-from conductor_kernel.interfaces import ChatModel, Completion, Message, Sandbox, Usage
+from conductor_kernel.interfaces import (
+    ChatModel,
+    Completion,
+    Message,
+    Sandbox,
+    Usage,
+    cut_cause,
+)
 from conductor_kernel.ledger import UsageLedger
 from conductor_kernel.protocol import ParsedTurn, parse_turn
 from conductor_kernel.run_config import RunConfig
@@ -209,7 +216,9 @@ class Conductor:
             header = prompts.ROUND_HEADER.format(round=round_no + 1)
             if completion.truncated:
                 # Never act on a cut turn: its last call or answer may be half-written.
-                message = prompts.TRUNCATED.format(limit=cfg.meta_max_tokens)
+                message = prompts.TRUNCATED.format(
+                    cause=cut_cause(completion.stop_reason, cfg.meta_max_tokens)
+                )
                 yield Observation(
                     parent_id=turn.id, run_id=state.run_id, reason="truncated", message=message
                 )

@@ -118,9 +118,9 @@ def meta_first_message(question: str, *, python: bool, max_rounds: int, recall: 
 
 
 TRUNCATED = (
-    "Your last message was cut off at the output limit ({limit} tokens) before it ended, "
-    "so nothing in it was run or taken as an answer. Send a shorter message: one expert "
-    "call, or your final answer."
+    "Your last message was cut off by {cause} before it ended, "
+    "so nothing in it was run or taken as an answer. Send it again (shorter, if it was "
+    "long): one expert call, or your final answer."
 )
 
 EMPTY_REPLY = (
@@ -128,6 +128,6 @@ EMPTY_REPLY = (
     "was nothing to act on. "
 )
 
-EXPERT_TRUNCATED = "(This reply was cut off at the output limit of {limit} tokens.)"
+EXPERT_TRUNCATED = "(This reply was cut off by {cause}.)"
 
 EXPERT_FAILED = "The expert could not answer: {error}"

@@ -143,7 +143,28 @@ def test_a_meta_turn_cut_at_max_tokens_is_never_dispatched(provider: str, tmp_pa
     assert not [e for e in transcript.events if e.kind == "expert_call_started"]
     notes = [e for e in transcript.events if e.kind == "observation"]
     assert [n.reason for n in notes] == ["truncated"]
-    assert "cut off at the output limit" in server.requests[1].raw.decode()
+    assert "cut off by the output limit" in server.requests[1].raw.decode()
+    assert transcript.finished is not None and transcript.finished.status == "answered"
+
+
+@pytest.mark.parametrize(
+    ("provider", "stop", "cause"),
+    [
+        ("openai", "content_filter", "the provider's content filter"),
+        ("anthropic", "refusal", "the provider's refusal classifier"),
+        ("anthropic", "pause_turn", "the provider pausing the turn"),
+    ],
+)
+def test_a_turn_cut_for_another_reason_is_never_dispatched_and_the_cause_named(
+    provider: str, stop: str, cause: str, tmp_path: Path
+) -> None:
+    cut = '>> FINAL ANSWER:\n"""\n(4 + 5'
+    with WireServer([Reply(cut, stop_reason=stop), ANSWER]) as server:
+        _, transcript = solve(provider, server, tmp_path)
+    turns = [e for e in transcript.events if e.kind == "meta_turn_finished"]
+    assert turns[0].truncated and turns[0].stop_reason == stop
+    assert not [e for e in transcript.events if e.kind == "final_answer" and "(4 + 5" in e.answer]
+    assert f"cut off by {cause}" in server.requests[1].raw.decode()
     assert transcript.finished is not None and transcript.finished.status == "answered"
 
 
@@ -157,7 +178,7 @@ def test_an_expert_cut_at_max_tokens_is_marked_and_the_meta_model_told(
         _, transcript = solve(provider, server, tmp_path)
     call = next(e for e in transcript.events if e.kind == "expert_call_finished")
     assert call.truncated and call.stop_reason == stop
-    assert "cut off at the output limit of 4096 tokens" in call.output
+    assert "cut off by the output limit (4096 tokens)" in call.output
     assert transcript.finished is not None and transcript.finished.usage.calls == 3
 
 

@@ -63,7 +63,7 @@ def test_a_full_solve_records_usage_caching_and_truncation_as_the_server_reports
     assert all(t.truncated and t.stop_reason in ("length", "max_tokens") for t in turns)
     assert [o.reason for o in kinds(transcript, "observation")] == ["truncated"] * 3
     starts = kinds(transcript, "meta_turn_started")
-    assert "cut off at the output limit (48 tokens)" in starts[1].user_message
+    assert "cut off by the output limit (48 tokens)" in starts[1].user_message
     # Usage is what the server counted: its own output-token counter moved by exactly
     # the recorded output tokens, and later turns read the shared prefix from its cache.
     assert finished.usage.output_tokens == 3 * 48
