@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from conductor.wording import plural, tool_tests_line
+from conductor.wording import plural, tool_tests_line, verification_words
 from conductor_kernel.display import visible, visible_line
 from conductor_kernel.events import (
     ErrorEvent,
@@ -141,7 +141,7 @@ def _finished(e: RunFinished) -> Any:
 
 def _notes(e: NotesWritten) -> Any:
     line = (
-        f"  notebook: {plural(len(e.note_ids), 'note')} written ({e.verification}), "
+        f"  notebook: {plural(len(e.note_ids), 'note')} written ({verification_words(e.verification)}), "
         f"{plural(e.skipped, 'duplicate')} skipped"
     )
     tools = tool_tests_line(e.tools, e.tool_testing)

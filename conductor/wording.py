@@ -20,3 +20,20 @@ def tool_tests_line(tools: dict[str, list[int]], status: str) -> str:
     elif "; stopped" in status:
         parts.append("testing " + status.split("; ", 1)[1])
     return "; ".join(parts)
+
+
+# How a run's answer was checked, as NotesWritten.verification names it, in words.
+VERIFICATION_WORDS = {
+    "target": "checked against the known answer",
+    "checker": "checked by the task's scorer",
+    "tool": "reproduced by a tested tool",
+    "independent": "reproduced independently",
+    "sandbox-check": "checked by a program in the sandbox",
+    "none": "not verified",
+    "": "not verified",
+}
+
+
+def verification_words(level: str | None) -> str:
+    """`not verified` rather than `none`; an unknown level is shown as it is."""
+    return VERIFICATION_WORDS.get(level or "", level or "")

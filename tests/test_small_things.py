@@ -99,3 +99,12 @@ def test_notebook_list_never_cuts_keys_or_ids_at_80_columns() -> None:
     assert "…" not in done.stdout
     assert "END" in done.stdout and "very" in done.stdout
     assert all(len(line) <= 80 for line in done.stdout.splitlines())
+
+
+def test_a_runs_verification_is_said_in_words() -> None:
+    from conductor.wording import verification_words
+
+    assert verification_words("none") == "not verified"
+    assert verification_words(None) == "not verified"
+    assert verification_words("target") == "checked against the known answer"
+    assert verification_words("new-level") == "new-level"  # a newer record, shown as it is

@@ -17,7 +17,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from conductor.printer import exec_status, usage_line
-from conductor.wording import plural, tool_tests_line
+from conductor.wording import plural, tool_tests_line, verification_words
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -191,7 +191,7 @@ async def _finished(r: RunRenderer, e: RunFinished) -> None:
 async def _notes_written(r: RunRenderer, e: NotesWritten) -> None:
     text = (
         f"notebook: {plural(len(e.note_ids), 'note')} written "
-        f"({e.verification or 'unverified'}), {e.merged} merged, "
+        f"({verification_words(e.verification)}), {e.merged} merged, "
         f"{plural(e.skipped, 'duplicate')} skipped"
     )
     await r.mount(EventLine(text, "notes"))
