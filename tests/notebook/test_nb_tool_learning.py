@@ -291,7 +291,9 @@ def test_a_sandbox_that_fails_while_learning_costs_the_run_nothing(tmp_path: Pat
     assert written.tool_testing.startswith("stopped: the sandbox failed (RuntimeError")
 
 
-def test_cancelling_the_session_while_learning_stops_the_tests_and_writes_nothing(tmp_path: Path) -> None:
+def test_cancelling_the_session_while_learning_stops_the_tests_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
     holder: list[Session] = []
 
     def cancel_in_the_first_test(n: int, _timeout: float) -> ExecResult | None:
