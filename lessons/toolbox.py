@@ -209,17 +209,23 @@ def _test_questions(book: Notebook, stored: StoredTool, limit: int) -> list[dict
     for row in rows:
         if row["run_id"] in tried or (source and row["run_id"] == source["source_run"]):
             continue
-        judge = judge_for(row["task"] or stored.task)
-        checkable = judge is not None and not judge.needs_target
-        known = usable_target(row["target"], judge) is not None or row["outcome"] in (
-            "correct",
-            "verified",
-        )
-        if (checkable or known) and reads(stored.tool, row["question"]) is not None:
+        if testable(row, stored.tool, stored.task):
             out.append(dict(row))
         if len(out) >= limit:
             break
     return out
+
+
+def testable(row: dict[str, Any], tool: Tool, task: str) -> bool:
+    """Whether a stored question can test the tool: its answer is known or the task's
+    scorer checks one without it, and the tool can read the question."""
+    judge = judge_for(row["task"] or task)
+    checkable = judge is not None and not judge.needs_target
+    known = usable_target(row["target"], judge) is not None or row["outcome"] in (
+        "correct",
+        "verified",
+    )
+    return (checkable or known) and reads(tool, row["question"]) is not None
 
 
 def judge_answer(row: dict[str, Any], task: str, answer: str, sandbox: Sandbox | None) -> bool:
@@ -238,39 +244,20 @@ def judge_answer(row: dict[str, Any], task: str, answer: str, sandbox: Sandbox |
 
 def retest_tool(book: Notebook, stored: StoredTool, sandbox: Sandbox, *, limit: int) -> StoredTool:
     """Run the tool on up to `limit` new questions of its kind; store what it scored."""
-    passes, tried, words = 0, [], set(stored.tool.vocabulary)
+    tried, passed, words = [], [], set(stored.tool.vocabulary)
     for row in _test_questions(book, stored, limit):
         tried.append(row["run_id"])
         answer = run_tool(stored.tool, row["question"], sandbox)
         if answer is not None and judge_answer(row, stored.task, answer, sandbox):
-            passes += 1
+            passed.append(row["run_id"])
             spans = reads(stored.tool, row["question"]) or []
             words |= set(outside_words(core_input(row["question"]), spans))
     if not tried:
         return stored
-
-    def write(conn: sqlite3.Connection) -> None:
-        row = conn.execute(
-            "select tested_on, spec from tools where note_id = ?", (stored.note_id,)
-        ).fetchone()
-        tool = Tool.from_json(row[1])
-        tool.vocabulary = sorted(set(tool.vocabulary) | words)
-        conn.execute(
-            "update tools set tests = tests + ?, passes = passes + ?, tested_on = ?, spec = ?, "
-            "updated_at = ? where note_id = ?",
-            (
-                len(tried),
-                passes,
-                json.dumps(json.loads(row[0]) + tried),
-                tool.to_json(),
-                time.time(),
-                stored.note_id,
-            ),
-        )
-
-    book.write(write)
-    stored.tests += len(tried)
-    stored.passes += passes
+    result = {"tested_on": tried, "passed_on": passed, "words": sorted(words)}
+    stored.passes, stored.tests = book.write(
+        lambda conn: record_tests(conn, stored.note_id, result)
+    )
     stored.tool.vocabulary = sorted(words)
     return stored
 

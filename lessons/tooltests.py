@@ -27,9 +27,8 @@ from conductor_kernel.interfaces import Sandbox
 from lessons.distill import NoteDraft
 from lessons.problems import core_input, same_question
 from lessons.store import Notebook
-from lessons.toolbox import TEST_TIMEOUT_S, TESTS_PER_TOOL, judge_answer
+from lessons.toolbox import TEST_TIMEOUT_S, TESTS_PER_TOOL, judge_answer, testable
 from lessons.tools import Tool, answer_from, outside_words, program_for, reads
-from lessons.verify import judge_for, usable_target
 
 log = logging.getLogger("conductor.notebook")
 
@@ -203,13 +202,7 @@ def _questions(
     for row in rows:
         if row["run_id"] in skip or same_question(row["question"], question):
             continue
-        judge = judge_for(row["task"] or task)
-        checkable = judge is not None and not judge.needs_target
-        known = usable_target(row["target"], judge) is not None or row["outcome"] in (
-            "correct",
-            "verified",
-        )
-        if (checkable or known) and reads(tool, row["question"]) is not None:
+        if testable(row, tool, task):
             out.append(dict(row))
             if len(out) >= limit:
                 break
