@@ -158,19 +158,13 @@ class RunIndex:
     def _update(self, run_id: str, values: dict[str, Any]) -> None:
         values = {k: storable(v) for k, v in values.items()}
         columns = ", ".join(f"[{k}] = ?" for k in values)
-        changed = self.write(
-            lambda c: (
-                c.execute(
-                    f"update runs set {columns} where run_id = ?", [*values.values(), run_id]
-                ).rowcount
-            )
-        )
-        if not changed and self._restore(run_id):
-            self.write(
-                lambda c: c.execute(
-                    f"update runs set {columns} where run_id = ?", [*values.values(), run_id]
-                )
-            )
+
+        def update(c: sqlite3.Connection) -> int:
+            sql = f"update runs set {columns} where run_id = ?"
+            return c.execute(sql, [*values.values(), run_id]).rowcount
+
+        if not self.write(update) and self._restore(run_id):
+            self.write(update)  # the row is back, from the transcript: update it now
 
     def _restore(self, run_id: str) -> bool:
         """Index a live run whose row is gone (runs.db was deleted or replaced while it
