@@ -33,13 +33,13 @@ from experts.retry import (
     Failure,
     MalformedReply,
     StreamBroken,
-    StreamCut,
     call_with_retries,
     explain_failure,
     failure_from_sdk,
     reading,
     reply_shape,
     reply_text,
+    require_ending,
     transport_errors,
 )
 from experts.streams import attach_closer
@@ -238,12 +238,7 @@ class AnthropicModel:
             return self._stopped(pieces, prompt, start, closed_by_us)
         if start is None:
             raise MalformedReply("it held no message_start event")
-        if not stop_reason:
-            # It ended in good order without saying how the reply ended: cut part-way.
-            cut = "the stream ended before the reply's stop reason"
-            if pieces:
-                raise StreamBroken(f"after {sum(map(len, pieces))} characters: {cut}")
-            raise StreamCut(cut)
+        require_ending(stop_reason, pieces, "stop reason")
         first, last = start.usage, delta_usage
         with reply_shape("its usage"):
             counts = [

@@ -200,6 +200,18 @@ class StreamCut(Exception):
     connection (after text, providers raise `StreamBroken`)."""
 
 
+def require_ending(stop_reason: str, pieces: list[str], field: str) -> None:
+    """A stream that ended in good order must have said how the reply ended (its
+    `field`); one that did not was cut part-way: `StreamCut` before any text (retried),
+    `StreamBroken` after (its text may end mid-answer)."""
+    if stop_reason:
+        return
+    cut = f"the stream ended before the reply's {field}"
+    if pieces:
+        raise StreamBroken(f"after {sum(map(len, pieces))} characters: {cut}")
+    raise StreamCut(cut)
+
+
 def reading(events: Iterable[T]) -> Iterator[T]:
     """The events of a reply stream, as the SDK reads them; an error the SDK raises while
     reading one that is neither the API's nor the network's (a body that is not UTF-8,

@@ -36,13 +36,13 @@ from experts.retry import (
     Failure,
     MalformedReply,
     StreamBroken,
-    StreamCut,
     call_with_retries,
     explain_failure,
     failure_from_sdk,
     reading,
     reply_shape,
     reply_text,
+    require_ending,
     transport_errors,
 )
 from experts.streams import attach_closer, stop_reason
@@ -220,12 +220,7 @@ class OpenAIModel:
             return self._stopped(pieces, prompt, model, closed_by_us)
         if chunks == 0:
             raise MalformedReply("it held no completion chunks")
-        if not finish:
-            # It ended in good order without saying how the reply ended: cut part-way.
-            cut = "the stream ended before the reply's finish reason"
-            if pieces:
-                raise StreamBroken(f"after {sum(map(len, pieces))} characters: {cut}")
-            raise StreamCut(cut)
+        require_ending(finish, pieces, "finish reason")
         text = "".join(pieces)
         with reply_shape("its usage"):
             usage = self._usage(usage_seen, prompt, text)

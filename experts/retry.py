@@ -37,6 +37,7 @@ from experts.failures import (
     reading,
     reply_shape,
     reply_text,
+    require_ending,
     transport_errors,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "reading",
     "reply_shape",
     "reply_text",
+    "require_ending",
     "transport_errors",
 ]
 
