@@ -95,19 +95,14 @@ def run_process(
                 proc.wait(timeout=max(deadline - time.monotonic(), 0))
             except subprocess.TimeoutExpired:
                 timed_out = True
-    except BaseException:
-        # Stopped from outside (Ctrl-C raises here): the code must not outlive the wait.
+    finally:
+        # Also when stopped from outside (Ctrl-C raises in the wait): the code must not
+        # outlive it.
         _kill_group(proc)
         sel.close()
-        proc.wait()
+        returncode = proc.wait()
         for stream in (proc.stdout, proc.stderr):
             stream.close()
-        raise
-    _kill_group(proc)
-    sel.close()
-    returncode = proc.wait()
-    for stream in (proc.stdout, proc.stderr):
-        stream.close()
     return ExecResult(
         stdout=out.text(),
         stderr=err.text(),
