@@ -13,6 +13,10 @@ measured in the same run, then recall latency.
 - kin: MGSM learned in one language, asked in another (ES as the pivot, both
   directions, all ten): the same problem's note ranked first (>= 0.8), beside plain
   bm25 over past questions, shape-only matching and a random note.
+- paraphrase: the English rewordings of each MGSM problem in the published runs' first
+  expert instructions (ES and FR, with and without Python): one run set's learned,
+  another's asked; the same problem's note first, beside the same baselines. With
+  `paraphrase-semantic` and `kin-semantic`, the same with the semantic index fused in.
 - near-miss: ten variant tasks of our own (bench/support/nb_variants.py): the share of their
   questions shown the old task's tool, code or pitfall (<= 0.1), beside bm25 and the
   old task's own questions (so "shown nothing" is not how it passes).
@@ -86,7 +90,7 @@ def main() -> int:
     parser.add_argument(
         "--only",
         default="verified,tools,kin,near,latency",
-        help="sections, comma-separated; kin-semantic (slow) needs the semantic extra",
+        help="sections, comma-separated; kin-semantic and paraphrase-semantic need the semantic extra",
     )
     parser.add_argument("--keep", help="keep the notebooks in this directory")
     args = parser.parse_args()
@@ -115,6 +119,8 @@ def main() -> int:
             ("tools", lambda: f.tool_accuracy(data, workdir, sandbox)),
             ("kin", lambda: f.kin(data, workdir)),
             ("kin-semantic", lambda: f.kin(data, workdir, semantic=True)),
+            ("paraphrase", lambda: f.paraphrase(data, workdir)),
+            ("paraphrase-semantic", lambda: f.paraphrase(data, workdir, semantic=True)),
             ("near", lambda: f.near_miss(data, workdir)),
         ):
             if name in only:
@@ -181,9 +187,9 @@ def print_tools(result: dict[str, Any]) -> None:
     console.print(table)
 
 
-def print_kin(result: dict[str, Any]) -> None:
+def print_kin(result: dict[str, Any], title: str = "Translated kin") -> None:
     table = _table(
-        "Translated kin: same problem's note first",
+        f"{title}: same problem's note first",
         ["learned -> asked", "questions", "ours", "bm25", "shape only", "random"],
     )
     total: dict[str, int] = {}
@@ -217,7 +223,9 @@ PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "verified": print_verified,
     "tools": print_tools,
     "kin": print_kin,
-    "kin-semantic": print_kin,
+    "kin-semantic": lambda r: print_kin(r, "Translated kin, semantic index on"),
+    "paraphrase": lambda r: print_kin(r, "English paraphrases"),
+    "paraphrase-semantic": lambda r: print_kin(r, "English paraphrases, semantic index on"),
     "near": print_near,
 }
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from conductor_kernel.events import Event, NotesWritten
 from conductor_kernel.interfaces import ChatModel, Usage
+from lessons import semantic
 from lessons.agreement import upgrade_runs
 from lessons.distill import NoteDraft
 from lessons.induction import induce_if_due
@@ -119,6 +120,7 @@ def write_prepared(
                     "insert or ignore into note_vectors (note_id, vec) values (?, ?)",
                     (note_id, vector),
                 )
+                semantic.claim_vectors(conn)
             if draft.kind == "tool" and draft.skeleton in prepared.tools:
                 tool = Tool.from_json(prepared.tools[draft.skeleton])
                 store_tool(conn, note_id, type_id, prepared.task, tool)

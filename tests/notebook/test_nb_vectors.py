@@ -3,7 +3,7 @@
 - the int8 scan with exact re-ranking returns the same notes, in the same order, with
   the same cosines as a float32 scan of every vector;
 - the in-memory index is topped up when vectors are written;
-- the ONNX graph reproduces the numpy forward pass;
+- vectors of another encoder, of the wrong size, or missing are made again;
 - a question is embedded once for recall and learning.
 """
 
@@ -18,7 +18,7 @@ from lessons.store import Notebook
 
 np = pytest.importorskip("numpy")
 
-from lessons import encoders, semantic  # noqa: E402
+from lessons import semantic  # noqa: E402
 
 DIM = semantic.DIMENSIONS
 
@@ -118,22 +118,6 @@ needs_model = pytest.mark.skipif(
 
 
 @needs_model
-@pytest.mark.skipif(not encoders.onnx_available(), reason="onnxruntime is not installed")
-def test_the_onnx_graph_reproduces_the_numpy_forward_pass() -> None:
-    reference, fast = encoders.NumpyEncoder(), encoders.OnnxEncoder(threads=1)
-    texts = [
-        "How many eggs does Janet sell at the market each day?",
-        "Sort the following words alphabetically: List: zebra apple mango",
-        "x",
-        "ジャネットのアヒルは1日に16個の卵を産みます。" * 30,  # past MAX_TOKENS: cut
-    ]
-    for text in texts:
-        a, b = reference.embed(text), fast.embed(text)
-        assert a.dtype == b.dtype == np.float32 and a.shape == b.shape == (DIM,)
-        assert float(np.abs(a - b).max()) < 1e-5
-
-
-@needs_model
 def test_a_question_is_embedded_once_for_recall_and_for_learning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -159,4 +143,53 @@ def test_a_question_is_embedded_once_for_recall_and_for_learning(
     stored = book.read_one("select vec from note_vectors")["vec"]
     assert stored == real.embed(question).tobytes()
     semantic.forget()
+    book.close()
+
+
+@needs_model
+def test_an_older_notebook_gets_vectors_of_this_encoder_when_the_index_opens(
+    tmp_path: Path,
+) -> None:
+    """Notes learned with the index off, a vector of the wrong size (the encoder before
+    this one made 384) and a notebook whose vectors another encoder made: each question
+    is embedded again, once, and found."""
+    from lessons.learn import LearnOptions, learn_from_run
+    from lessons.published import example_events
+    from lessons.recall import RecallOptions, recall
+
+    questions = {
+        "r0": "A farmer keeps hens that lay a dozen eggs daily; she sells them all. How much "
+        "money does she make in a week at two dollars each?",
+        "r1": "A train leaves the station at noon and travels west at sixty miles per hour.",
+        "r2": "Sort the following words alphabetically: List: pear apple fig",
+    }
+    path = tmp_path / "nb.db"
+    book = Notebook(path)
+    for run, question in questions.items():
+        learn_from_run(book, example_events(run, question, "1"), options=LearnOptions())
+    assert book.read_one("select count(*) c from note_vectors")["c"] == 0  # learned lexically
+    note_of = {r["source_run"]: r["id"] for r in book.read("select id, source_run from notes")}
+    book.write(lambda conn: conn.execute(
+        "insert into note_vectors (note_id, vec) values (?, ?)", (note_of["r1"], bytes(384 * 4))
+    ))  # fmt: skip
+    assert semantic.index_every_example(book) == 3
+    assert semantic.index_every_example(book) == 0  # once
+    for run, question in questions.items():
+        stored = book.read_one("select vec from note_vectors where note_id = ?", (note_of[run],))
+        assert stored["vec"] == semantic.vector_blob(question)
+
+    # Another encoder's vectors, same size: all dropped and made again by this one.
+    book.write(lambda conn: conn.execute("update note_vectors set vec = ?", (bytes(DIM * 4),)))
+    book.write(lambda conn: conn.execute(
+        "update notebook_meta set value = 'another-encoder' where key = 'vector_encoder'"
+    ))  # fmt: skip
+    book.close()
+    book = Notebook(path)  # a new process: the index opens afresh
+    asked = "Eggs from her chickens, twelve every day, are all sold by a farmer at $2 apiece: her weekly income?"
+    shown = recall(book, asked, options=RecallOptions(semantic=True)).shown
+    assert shown and shown[0].note["source_run"] == "r0"
+    rows = book.read("select vec from note_vectors")
+    assert len(rows) == 3 and all(r["vec"] != bytes(DIM * 4) for r in rows)
+    meta = book.read_one("select value from notebook_meta where key = 'vector_encoder'")
+    assert meta["value"] == semantic.encoder().name
     book.close()
