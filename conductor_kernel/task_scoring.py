@@ -46,6 +46,16 @@ class TaskJudge:
         return question
 
 
+@dataclass(frozen=True)
+class RecognisedTask:
+    """A question asked without a task that is surely an instance of one: the task's
+    judge, the input its scorer reads, and the known answer the question fixes, if any."""
+
+    judge: TaskJudge
+    task_input: str
+    target: str | None
+
+
 class TaskScoring(Protocol):
     """What the notebook asks of the task scorers."""
 
@@ -72,6 +82,10 @@ class TaskScoring(Protocol):
         """The number an answer commits to, as the numeric scorer reads it."""
         ...
 
+    def recognise(self, question: str) -> RecognisedTask | None:
+        """The task a question asked without one surely is (interactive runs), or None."""
+        ...
+
 
 class _NoScoring:
     """Nothing installed: no task is known, nothing is judged by a scorer."""
@@ -93,6 +107,9 @@ class _NoScoring:
         return ()
 
     def claimed_number(self, answer: str, question: str) -> Fraction | None:
+        return None
+
+    def recognise(self, question: str) -> RecognisedTask | None:
         return None
 
 

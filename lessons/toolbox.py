@@ -23,7 +23,7 @@ from lessons.distill import NoteDraft
 from lessons.problems import core_input, same_question
 from lessons.store import Notebook
 from lessons.tools import Tool, answer_from, applies, make_tool, outside_words, program_for, reads
-from lessons.verify import judge_for, scorer_verdict, usable_target
+from lessons.verify import judge_for, recognised_task, scorer_verdict, usable_target
 
 log = logging.getLogger("conductor.notebook")
 
@@ -220,7 +220,10 @@ def testable(row: dict[str, Any], tool: Tool, task: str) -> bool:
     """Whether a stored question can test the tool: its answer is known or the task's
     scorer checks one without it, and the tool can read the question."""
     judge = judge_for(row["task"] or task)
-    checkable = judge is not None and not judge.needs_target
+    # A question asked without a task that is surely a built-in one is checkable too.
+    checkable = (judge is None and recognised_task(row["question"]) is not None) or (
+        judge is not None and not judge.needs_target
+    )
     known = usable_target(row["target"], judge) is not None or row["outcome"] in (
         "correct",
         "verified",
@@ -232,6 +235,12 @@ def judge_answer(row: dict[str, Any], task: str, answer: str, sandbox: Sandbox |
     """Whether a tool's answer to a stored question is right, by the task's scorer."""
     judge = judge_for(row["task"] or task)
     target = usable_target(row["target"], judge)
+    recognised = recognised_task(row["question"]) if judge is None and target is None else None
+    if recognised is not None:  # its scorer, not the one stored answer of many
+        verdict = scorer_verdict(
+            recognised.judge, recognised.task_input, answer, recognised.target, sandbox=sandbox
+        )
+        return bool(verdict)
     if judge is not None:
         known = target
         if known is None and judge.needs_target and row["outcome"] in ("correct", "verified"):

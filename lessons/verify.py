@@ -39,7 +39,7 @@ from conductor_kernel.events import (
     SandboxExec,
 )
 from conductor_kernel.interfaces import Sandbox
-from conductor_kernel.task_scoring import TaskJudge, task_scoring
+from conductor_kernel.task_scoring import RecognisedTask, TaskJudge, task_scoring
 
 log = logging.getLogger("conductor.notebook")
 
@@ -109,6 +109,11 @@ def output_contains(output: str, answer: str) -> bool:
 def judge_for(task: str) -> TaskJudge | None:
     """The judge of a task name (built-in or a scorer's name), None when unknown."""
     return task_scoring().judge_for(task)
+
+
+def recognised_task(question: str) -> RecognisedTask | None:
+    """The built-in task a question asked without one surely is (solve, the TUI)."""
+    return task_scoring().recognise(question)
 
 
 _CHOICE_TARGET = re.compile(r"^\(?[A-Za-z]\)$")
@@ -213,13 +218,30 @@ def verify_run(
         status = finished.status if finished is not None else "unfinished"
         return Verification("target" if target else "none", "unanswered", f"no answer ({status})")
     question = started.question if started is not None else ""
+    recognised = None
+    if judge is None and target is None and (started is None or not started.target):
+        # Asked without a task (solve, the TUI): a question that surely is a built-in
+        # task's is judged by its scorer, the known answer being what the question fixes.
+        recognised = recognised_task(question)
+        if recognised is not None:
+            judge, question, target = recognised.judge, recognised.task_input, recognised.target
     if judge is not None:
         verdict = scorer_verdict(judge, question, answer, target, sandbox=sandbox)
         if verdict is not None:
-            level = "checker" if target is None else "target"
+            level = "checker" if target is None or recognised is not None else "target"
+            words = EVIDENCE_WORDS[level]
+            if recognised is not None:
+                words = f"recognised as {judge.name} from the question; its scorer accepted it"
             if verdict:
-                return Verification(level, "correct", EVIDENCE_WORDS[level])
-            why = f"the known answer is {target!r}" if target else "the task's checker failed it"
+                return Verification(level, "correct", words)
+            if recognised is not None:
+                why = f"recognised as {judge.name}; " + (
+                    f"the question's answer is {target!r}" if target else "its checker failed it"
+                )
+            else:
+                why = (
+                    f"the known answer is {target!r}" if target else "the task's checker failed it"
+                )
             return Verification(level, "wrong", why)
     if reproduced:
         return Verification("tool", "verified", EVIDENCE_WORDS["tool"])

@@ -11,10 +11,11 @@ from fractions import Fraction
 
 from conductor.scoring import SCORERS, score, scorer_module
 from conductor.scoring.numeric import claimed_number
+from conductor.scoring.recognise import recognise
 from conductor.taskfile import TaskItem
 from conductor.tasks import BUILTIN, UnknownTaskError, get_spec
 from conductor_kernel.interfaces import Sandbox
-from conductor_kernel.task_scoring import TaskJudge
+from conductor_kernel.task_scoring import RecognisedTask, TaskJudge
 
 log = logging.getLogger("conductor.notebook")
 
@@ -55,3 +56,10 @@ class BuiltinTaskScoring:
 
     def claimed_number(self, answer: str, question: str) -> Fraction | None:
         return claimed_number(answer, question)
+
+    def recognise(self, question: str) -> RecognisedTask | None:
+        found = recognise(question)
+        judge = self.judge_for(found.task) if found is not None else None
+        if found is None or judge is None:
+            return None
+        return RecognisedTask(judge, found.task_input, found.target)

@@ -72,6 +72,9 @@ def test_without_a_target_only_independent_evidence_verifies() -> None:
     wrong = verify_run(run_events("r2", question, "pear apple", target="apple pear",
                                   task="word_sorting"))  # fmt: skip
     assert (wrong.level, wrong.outcome) == ("target", "wrong")
+    # Asked without a task, this question is recognised as word sorting and judged
+    # (tests/test_recognise_task.py); one no scorer can judge needs independent evidence.
+    question = "Put these two fruit names as a dictionary lists them: pear apple"
     # A program that printed the answer is not evidence: it is where the answer came from.
     printed = verify_run(run_events("r3", question, "apple pear", code="print('apple pear')"))
     assert (printed.level, printed.outcome) == ("none", "unverified")
