@@ -57,6 +57,10 @@ class RayBatchRunner(BatchRunner):
         self.pool = pool
         self.learning = learning
         self.index = index  # an IndexSink over runs.db, fed from the streams
+        if index is not None:
+            # As in a local batch: once stopped, do not wait on runs.db held locked by
+            # another program (the transcripts have the runs; the next start catches up).
+            index.index.give_up = self.stopping
         self.runs_path = plan.folder / "runs"
         self.moved: list[dict[str, Any]] = []
         self.duplicates_dropped = 0

@@ -157,6 +157,29 @@ def test_a_write_that_gives_up_says_what_to_do(tmp_path: Path, hold_lock) -> Non
     assert not released.is_set()
 
 
+def test_a_stopped_ray_batch_does_not_wait_for_a_locked_runs_db(tmp_path: Path, hold_lock) -> None:
+    """The Ray driver's index of runs.db gives up once its batch is stopped, as the
+    local batch's does (no cluster needed: only the driver's side is exercised)."""
+    from conductor.batch import BatchPlan
+    from conductor.batch_ray import RayBatchRunner
+    from conductor.batch_ray_learning import ClusterLearning
+    from conductor.batch_setup import IndexSink
+
+    class Pool:
+        def broadcast(self, *args: object) -> None:
+            pass
+
+    plan = BatchPlan(tmp_path, "t-0123456789ab", "t", [], lambda i: i.input)
+    learning = ClusterLearning("off", notebook=None, folder=tmp_path, recall=False)
+    sink = IndexSink(tmp_path / "runs")
+    runner = RayBatchRunner(plan, pool=Pool(), learning=learning, concurrency=1, index=sink)  # type: ignore[arg-type]
+    released = hold_lock(sink.index.path)
+    runner.stop("the user pressed Ctrl-C")
+    with pytest.raises(DatabaseError, match="reindex"):
+        sink.index.write(lambda c: c.execute("update runs set status = status"))
+    assert not released.is_set(), "the write waited for the lock"
+
+
 @pytest.mark.parametrize("name", ["runs.db", "notebook.db"])
 def test_a_database_that_is_up_to_date_opens_while_another_program_holds_it(
     tmp_path: Path, hold_lock, name: str
