@@ -216,6 +216,12 @@ def _name_by_shared_words(conn: sqlite3.Connection, type_id: str, question: str)
     if len(shared) >= 2:
         name = template_name(question, shared)
         conn.execute("update task_types set name = ? where id = ?", (name, type_id))
+        # The first question's notes were keyed by its form alone; they take the name
+        # too (a key is what lists show; recall searches the notes' terms, not it).
+        conn.execute(
+            "update notes set key = ? where type_id = ? and key like 'new kind:%'",
+            (name, type_id),
+        )
 
 
 def _write_notes(

@@ -49,6 +49,19 @@ def test_a_solved_run_gives_example_code_and_procedure(book: Notebook) -> None:
     assert "scorer accepted" in kinds["example"]["text"]
 
 
+def test_when_a_second_question_names_the_type_the_first_ones_notes_take_the_name(
+    book: Notebook,
+) -> None:
+    learn_from_run(book, sort_run("r1", ["pear", "apple", "fig"]))
+    assert all(n["key"].startswith("new kind:") for n in notes(book))
+    learn_from_run(book, sort_run("r2", ["kiwi", "banana", "cherry"]))
+    kind = book.read_one("select name from task_types")
+    assert not kind["name"].startswith("new kind:")
+    keys = {n["key"] for n in notes(book)}
+    assert kind["name"] in keys  # the first question's notes
+    assert not any(k.startswith("new kind:") for k in keys)  # a list would show it
+
+
 def test_the_same_run_is_learned_once(book: Notebook) -> None:
     first = learn_from_run(book, sort_run("r1", ["pear", "apple"]))
     again = learn_from_run(book, sort_run("r1", ["pear", "apple"]))
