@@ -8,6 +8,7 @@ under CONDUCTOR_REQUIRE_SHARED=1 / CONDUCTOR_REQUIRE_DOCKER=1 (as CI sets them).
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,18 @@ from support import docker_reason, meta_prompting_dir, skip_or_fail
 
 if TYPE_CHECKING:  # imported where used: this conftest also runs alone (test_skip_summary)
     from equipment.wire_server import WireServer
+
+
+@pytest.fixture(autouse=True)
+def stop_signal_handlers_restored() -> Iterator[None]:
+    """A test that leaves a handler for Ctrl-C, SIGTERM or SIGHUP behind (a command it
+    ran in-process, a library it started) must not change how later tests are stopped."""
+    numbers = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    saved = {number: signal.getsignal(number) for number in numbers}
+    yield
+    for number, handler in saved.items():
+        if handler is not None and signal.getsignal(number) is not handler:
+            signal.signal(number, handler)
 
 
 @pytest.fixture(autouse=True)
