@@ -254,7 +254,8 @@ def index_every_example(book: Any) -> int:
         book.write(lambda conn, rows=rows: conn.executemany(
             "insert or replace into note_vectors (note_id, vec) values (?, ?)", rows
         ))  # fmt: skip
-    book.write(lambda conn: claim_vectors(conn, replace=True))
+    if todo or row is None or str(row["value"]) != NAME:  # nothing changed: no write
+        book.write(lambda conn: claim_vectors(conn, replace=True))
     return len(todo)
 
 

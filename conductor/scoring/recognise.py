@@ -40,16 +40,17 @@ _COMMON = _wordset(
     "reach obtain solve answer final result one single each all number numbers "
     "following below given list words word expression value exactly once"
 )
-_GAME24 = _wordset(
+# What each task may be asked with: the common words and its own.
+_GAME24 = _COMMON | _wordset(
     "game puzzle four whole combine arithmetic operations operators basic equal equals "
     "equaling total so that yields yield gives twenty addition subtraction multiplication "
     "division parentheses brackets"
 )
-_SORTING = _wordset(
+_SORTING = _COMMON | _wordset(
     "sort sorted sorting order ordered put arrange alphabetically alphabetical "
     "alphabetic alphabetize alphabetise ascending"
 )
-_ARITHMETIC = _wordset(
+_ARITHMETIC = _COMMON | _wordset(
     "work out compute calculate evaluate simplify arithmetic equal equals result "
     "resulting integer respect usual operations parentheses signs negative"
 )
@@ -86,10 +87,6 @@ def recognise(question: str) -> Recognised | None:
     return None
 
 
-def _vocabulary(extra: frozenset[str]) -> frozenset[str]:
-    return _COMMON | extra
-
-
 def _words_allowed(text: str, allowed: frozenset[str]) -> bool:
     return all(word in allowed for word in _WORD.findall(text.lower()))
 
@@ -106,9 +103,7 @@ def _game24(text: str, described: bool) -> Recognised | None:
         return None
     if not all(1 <= int(n) <= 100 for n in given):
         return None
-    words_only = re.sub(r"\d+", " ", text)
-    allowed = _vocabulary(_GAME24)
-    if not _words_allowed(words_only, allowed):
+    if not _words_allowed(re.sub(r"\d+", " ", text), _GAME24):
         return None
     return Recognised("GameOf24", " ".join(given), None)
 
@@ -132,7 +127,7 @@ def _word_sorting(text: str, described: bool) -> Recognised | None:
     if not described and not said & {"sort", "sorted", "alphabetically", "alphabetical", "alphabetize",
                    "alphabetise"}:  # fmt: skip
         return None
-    if not _words_allowed(instruction, _vocabulary(_SORTING)):
+    if not _words_allowed(instruction, _SORTING):
         return None
     return Recognised("word_sorting", " ".join(listed), " ".join(sorted(listed)))
 
@@ -150,7 +145,7 @@ def _arithmetic(text: str, described: bool) -> Recognised | None:
         return None
     if not re.search(r"\d\s*[-+*×−]\s*[-−(]?\s*\d|\)\s*[-+*×−]", tail):
         return None  # a lone number is not an expression
-    if not _words_allowed(head, _vocabulary(_ARITHMETIC)):
+    if not _words_allowed(head, _ARITHMETIC):
         return None
     expression = tail.rstrip("?= \n").translate(str.maketrans("−×", "-*"))
     value = _exact_value(expression)
