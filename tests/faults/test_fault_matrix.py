@@ -127,6 +127,7 @@ def test_a_closed_terminal_ends_the_run_recorded(tmp_path: Path, stage: str) -> 
     import fcntl
     import os
     import pty
+    import select
     import subprocess
     import sys
     import termios
@@ -143,7 +144,8 @@ def test_a_closed_terminal_ends_the_run_recorded(tmp_path: Path, stage: str) -> 
 
     proc = subprocess.Popen(
         [sys.executable, str(DRIVER), "solve", "What is 6*7?", *RUN_ARGS],
-        env=env_for(home, work, stage),
+        # Held far longer than any wait here: the stage cannot pass before the hang-up.
+        env={**env_for(home, work, stage), "FAULT_HOLD_S": "600"},
         stdin=slave,
         stdout=slave,
         stderr=slave,
@@ -154,11 +156,12 @@ def test_a_closed_terminal_ends_the_run_recorded(tmp_path: Path, stage: str) -> 
     deadline = time.monotonic() + 30
     while not (work / "mark").exists():  # drain the terminal so the child never blocks
         assert proc.poll() is None and time.monotonic() < deadline
-        try:
-            os.read(master, 65536)
-        except OSError:
-            pass
-        time.sleep(0.02)
+        # Never a blocking read: a child quiet at the stage would hold this loop past it.
+        if select.select([master], [], [], 0.02)[0]:
+            try:
+                os.read(master, 65536)
+            except OSError:
+                pass
     os.close(master)  # the terminal window closes: the kernel hangs the session up
     assert proc.wait(timeout=30) == EXIT["SIGHUP"]
     transcript = only_transcript(home)
