@@ -65,6 +65,18 @@ def particulars(
     `known_only`: only terms some learned question had (for finding kin across
     languages, where most of a question's words were never seen).
     """
+    return [t for t, _ in rarest(book, terms, template, known_only=known_only, most=most)]
+
+
+def rarest(
+    book: Notebook,
+    terms: set[str],
+    template: set[str],
+    *,
+    known_only: bool = False,
+    most: int = MAX_PARTICULARS,
+) -> list[tuple[str, int]]:
+    """`particulars`, each with the number of learned questions that had it."""
     own = [t for t in terms if not is_shape(t) and t not in template][:SQL_TERMS_MAX]
     if not own:
         return []
@@ -75,7 +87,7 @@ def particulars(
     ceiling = max(50, min(COMMON_MOST, book.questions_seen() * COMMON_SHARE))
     own = [t for t in own if df.get(t, 0) <= ceiling and (df.get(t, 0) or not known_only)]
     own.sort(key=lambda t: (df.get(t, 0), t.isdigit(), -len(t)))
-    return own[:most]
+    return [(t, df.get(t, 0)) for t in own[:most]]
 
 
 def candidates_for(

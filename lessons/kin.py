@@ -8,9 +8,10 @@ cosine of the questions' sentence vectors above a floor adds to the same strengt
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
-from lessons.candidates import ScoredNote, particulars, trust
+from lessons.candidates import ScoredNote, rarest, trust
 from lessons.problems import core_input, number_terms
 from lessons.store import Notebook
 from lessons.terms import index_token, question_terms
@@ -20,6 +21,9 @@ KIN_MIN_JACCARD = 0.4
 SEMANTIC_FLOOR = 0.6
 SEMANTIC_NEAREST = 10
 KIN_SEARCHED = 6  # the rarest terms searched for (numbers and words alike)
+_NUMBER_TOKEN = re.compile(r"(?<!\S)num_\S+")
+KIN_POOL = 30  # notes compared with the question
+KIN_POSTINGS = 400  # the newest notes read per searched term
 
 
 def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> list[ScoredNote]:
@@ -27,9 +31,10 @@ def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> 
     (they survive translation), then its rarer words (names survive in many scripts)."""
     numbers = set(number_terms(question))
     terms = question_terms(question)
-    rare = particulars(
+    with_df = rarest(
         book, terms | {n[4:] for n in numbers}, set(), known_only=True, most=KIN_SEARCHED + 6
     )
+    rare = [t for t, _ in with_df]
     words = {index_token(t) for t in rare if not t.isdigit()}
     # Search by the rarer numbers only (a common one would walk much of the index);
     # all of them count in the comparison below.
@@ -41,22 +46,19 @@ def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> 
         found = _semantic_kin(book, question)
     if not searched:
         return _kin_scored(found)
-    query = " OR ".join(f'"{t}"' for t in sorted(searched))
-    rows = [
-        dict(row)
-        for row in book.read(
-            "select n.* from notes_fts join notes n on n.seq = notes_fts.rowid "
-            "where notes_fts match ? and n.retired = 0 and n.kind = 'example' "
-            "order by notes_fts.rank limit 30",
-            (query,),
-        )
-    ]
-    have_of = {r["id"]: set(r["terms"].split()) for r in rows}
-    weight = _number_weights(book, numbers.union(*have_of.values()) if rows else numbers)
-    weight_rare = math.log((book.questions_seen() + 1) / 3) + 0.1  # in at most 2 problems
+    total = book.questions_seen() + 1
+    rarity = {}
+    for term, df in with_df:
+        token = f"num_{term}" if f"num_{term}" in numbers else index_token(term)
+        rarity[token] = math.log(total / (df + 1)) + 0.1
+    rows = _pool(book, searched, rarity)
+    numbers_of = {r["id"]: set(_NUMBER_TOKEN.findall(r["terms"])) for r in rows}
+    weight = _number_weights(book, numbers.union(*numbers_of.values()))
+    weight_rare = math.log(total / 3) + 0.1  # in at most 2 problems
+    strengths: dict[int, float] = {}
     for note in rows:
-        have = have_of[note["id"]]
-        have_numbers = {t for t in have if t.startswith("num_")}
+        have = set(note["terms"].split())
+        have_numbers = numbers_of[note["id"]]
         shared_numbers = numbers & have_numbers
         shared_words = len(words & have)
         # Two shared features, or one quantity that hardly any learned problem has.
@@ -68,9 +70,54 @@ def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> 
             1e-9, sum(weight[t] for t in numbers | have_numbers)
         )
         strength = jaccard + 0.5 * shared_words / max(1, min(len(words), 8))
-        before = found.get(note["id"], (note, 0.0))[1]  # the semantic part, fused
-        found[note["id"]] = (note, strength + before)
+        if strength >= KIN_MIN_JACCARD or note["id"] in found:
+            strengths[note["seq"]] = strength
+    if strengths:  # whole rows only for the few that can be kin, in the pool's order
+        marks = ",".join("?" * len(strengths))
+        whole = {r["seq"]: dict(r) for r in book.read(
+            f"select * from notes where seq in ({marks})", list(strengths)
+        )}  # fmt: skip
+        for seq, strength in strengths.items():
+            kin = whole.get(seq)
+            if kin is None:  # deleted since the pool was read
+                continue
+            before = found.get(kin["id"], (kin, 0.0))[1]  # the semantic part, fused
+            found[kin["id"]] = (kin, strength + before)
     return _kin_scored(found)
+
+
+def _pool(book: Notebook, searched: list[str], rarity: dict[str, float]) -> list[dict[str, Any]]:
+    """The example notes that hold the most of the searched terms, the rarest counting
+    most: the notes kin compares with the question (their ids and terms only).
+
+    Each term's postings are read on their own and summed here. FTS5's bm25 over the
+    terms' union reads every match's length from another table first, which cost more
+    than everything else in recall; kin only compares sets of terms anyway.
+    """
+    weight: dict[int, float] = {}
+    for term in searched:
+        adds = rarity.get(term, 1.0)
+        for seq in book.read_column(
+            "select rowid from notes_fts where notes_fts match ? order by rowid desc limit ?",
+            (f'"{term}"', KIN_POSTINGS),
+        ):
+            weight[seq] = weight.get(seq, 0.0) + adds
+    ranked = sorted(weight, key=lambda seq: (-weight[seq], -seq))
+    rows: list[dict[str, Any]] = []
+    # Other kinds of note carry their question's terms too: read on until the pool has
+    # KIN_POOL examples (each note read is a seek in `notes`, hence the batches).
+    for start in range(0, len(ranked), KIN_POOL):
+        batch = ranked[start : start + KIN_POOL]
+        marks = ",".join("?" * len(batch))
+        rows += [dict(r) for r in book.read(
+            f"select seq, id, terms from notes where seq in ({marks}) "
+            "and retired = 0 and kind = 'example'",
+            batch,
+        )]  # fmt: skip
+        if len(rows) >= KIN_POOL:
+            break
+    rows.sort(key=lambda r: (-weight[r["seq"]], -r["seq"]))
+    return rows[:KIN_POOL]
 
 
 def _number_weights(book: Notebook, number_tokens: set[str]) -> dict[str, float]:

@@ -204,6 +204,11 @@ class Notebook:
             columns = [c[0] for c in cursor.description or []]
             return [_row(columns, row) for row in cursor.fetchall()]
 
+    def read_column(self, sql: str, params: Any = ()) -> list[Any]:
+        """The first column of every row (no row dicts: for long lists of ids)."""
+        with self._lock:
+            return [row[0] for row in self.conn.execute(sql, params).fetchall()]
+
     def read_one(self, sql: str, params: Any = ()) -> Row | None:
         rows = self.read(sql, params)
         return rows[0] if rows else None

@@ -10,7 +10,7 @@ from nb_support import run_events
 from lessons.learn import LearnOptions, learn_from_run
 from lessons.problems import core_input, problem_numbers, same_question
 from lessons.published import example_events
-from lessons.recall import recall
+from lessons.recall import RecallOptions, recall
 from lessons.render import count_tokens
 from lessons.store import Notebook
 
@@ -89,3 +89,22 @@ def test_the_budget_counts_real_tokens() -> None:
     # cl100k spends far more than a token per four characters on Telugu.
     assert count_tokens(telugu) > 2 * len(telugu) // 4
     assert count_tokens("hello world") >= 2
+
+
+def test_kin_is_found_behind_many_newer_notes_of_other_kinds(tmp_path: Path) -> None:
+    """Every note carries its question's terms; the example must not be crowded out."""
+    from lessons.distill import NoteDraft
+    from lessons.notes import Provenance, add_note
+
+    book = Notebook(tmp_path / "nb.db")
+    question = "Janet's ducks lay 16 eggs per day. She eats 3 and bakes with 4. How many left?"
+    learn_from_run(book, example_events("en-0", question, "9"))
+    source = Provenance("later", question, "", None, "none", "unverified")
+    # Newer notes of other kinds made from the same problem, more than any one read.
+    book.write(lambda conn: [
+        add_note(conn, None, NoteDraft("insight", f"Observation number {i} about eggs."), source)
+        for i in range(150)
+    ])  # fmt: skip
+    asked = "Los patos de Janet ponen 16 huevos por día. Come 3 y hornea con 4. ¿Cuántos quedan?"
+    shown = recall(book, asked, options=RecallOptions(types=0)).shown
+    assert [s.note["source_run"] for s in shown if s.note["kind"] == "example"] == ["en-0"]
