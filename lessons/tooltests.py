@@ -130,7 +130,10 @@ def run_tool_tests(
     if not needed:
         return results, f"skipped: its tools already have {TESTS_PER_TOOL} tests"
     if runs == 0:
-        return results, stopped or "skipped: no stored question of its kind to test on"
+        # A tool is never tested on the questions it was made from (it would pass them).
+        return results, stopped or (
+            "skipped: no stored question of its kind that it was not made from or tested on"
+        )
     summary = f"tested {len(results)} tool(s) on {runs} question(s): {passes} passed"
     return results, summary + (f"; {stopped}" if stopped else "")
 

@@ -111,6 +111,26 @@ def test_without_a_sandbox_learning_leaves_the_tool_untested_as_before(tmp_path:
     assert written.tool_testing == "skipped: no sandbox"
 
 
+def test_a_tool_is_not_tested_on_the_question_it_was_made_from(tmp_path: Path) -> None:
+    book = Notebook(tmp_path / "nb.db")
+    box = Box()
+    try:
+        first = learn_from_run(
+            book, sort_run("first", ["kiwi", "fig"]), options=LearnOptions(sandbox=box)
+        )
+        # The same program again: it joins the stored tool, whose only question is its own.
+        again = learn_from_run(
+            book, sort_run("again", ["pear", "date"]), options=LearnOptions(sandbox=box)
+        )
+    finally:
+        box.close()
+    assert first is not None and again is not None
+    (tool,) = tools_of(book)
+    assert tool.tests == 0 and box.timeouts == []
+    expected = "skipped: no stored question of its kind that it was not made from or tested on"
+    assert first.tool_testing == again.tool_testing == expected
+
+
 def test_a_wrong_tool_is_measured_wrong_and_the_right_one_comes_first(tmp_path: Path) -> None:
     book = Notebook(tmp_path / "nb.db")
     by_eye(book, 4)
