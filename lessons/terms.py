@@ -31,6 +31,7 @@ _NO_SPACE_SCRIPTS = frozenset(
     {"cjk", "kana", "thai", "lao", "khmer", "myanmar", "hangul", "tibetan"}
 )
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_ASCII_WORD_RE = re.compile(r"[0-9a-z_]+")
 # Symbol classes that say something about a question's form.
 _SYMBOL_CLASSES = (
     ("paren", "()"),
@@ -90,6 +91,13 @@ def _split_word(word: str) -> list[str]:
 
 def words(text: str) -> list[str]:
     """The text's word terms in order (with repeats)."""
+    if text.isascii():  # the same terms, without a Unicode lookup per character
+        return _ASCII_WORD_RE.findall(text.lower())
+    return unicode_words(text)
+
+
+def unicode_words(text: str) -> list[str]:
+    """`words` for text in any script."""
     text = unicodedata.normalize("NFKC", text).lower()
     out: list[str] = []
     current: list[str] = []
@@ -111,20 +119,24 @@ def _bucket(value: int, edges: tuple[int, ...]) -> int:
 
 def shape_terms(text: str, word_terms: list[str] | None = None) -> list[str]:
     """Terms describing the text's form: length, counts, script, symbol classes."""
-    letters = [c for c in text if c.isalpha()]
-    digits = sum(c.isdigit() for c in text)
+    digits = sum(map(str.isdigit, text))
     numbers = len(_NUMBER_RE.findall(text))
     word_terms = words(text) if word_terms is None else word_terms
     word_count = sum(1 for w in word_terms if not w.isdigit())
-    scripts = Counter(script_of(c) for c in letters)
-    script = scripts.most_common(1)[0][0] if scripts else "none"
+    if text.isascii():  # every ASCII letter is Latin
+        letters = sum(map(str.isalpha, text))
+        script = "latin" if letters else "none"
+    else:
+        scripts = Counter(script_of(c) for c in text if c.isalpha())
+        letters = scripts.total()
+        script = scripts.most_common(1)[0][0] if scripts else "none"
     out = [
         f"~len{int(math.log2(len(text) + 1))}",
         f"~nums{_bucket(numbers, (0, 1, 2, 3, 4, 8, 16))}",
         f"~words{_bucket(word_count, (0, 3, 10, 30, 100))}",
         f"~script{script}",
     ]
-    if digits > len(letters):
+    if digits > letters:
         out.append("~digitheavy")
     out.extend(f"~sym{name}" for name, chars in _SYMBOL_CLASSES if any(c in text for c in chars))
     return out

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import string
+
+from hypothesis import given
+from hypothesis import strategies as st
 from nb_support import run_events
 
 from conductor_kernel.events import ExpertCallFinished, ExpertCallStarted
-from lessons.terms import index_token, is_shape, question_terms, words
+from lessons.terms import index_token, is_shape, question_terms, script_of, unicode_words, words
 from lessons.verify import judge_for, output_contains, usable_target, verify_run
 
 
@@ -15,6 +19,18 @@ def test_words_fold_case_and_accents_and_pair_no_space_scripts() -> None:
     assert chinese == ["珍妮", "妮特", "特的", "的鸭", "鸭子"]
     # Telugu keeps its vowel signs inside the word instead of splitting at them.
     assert words("గుడ్లు పెడతాయి") == ["గుడ్లు", "పెడతాయి"]
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_ascii_text_gets_the_same_words_by_the_quick_path(text: str) -> None:
+    assert words(text) == unicode_words(text)
+    # The shape's quick path takes every ASCII letter to be Latin.
+    shape = {t for t in question_terms(text) if t.startswith("~script")}
+    assert shape == ({"~scriptlatin"} if any(c.isalpha() for c in text) else {"~scriptnone"})
+
+
+def test_every_ascii_letter_is_latin() -> None:
+    assert {script_of(c) for c in string.ascii_letters} == {"latin"}
 
 
 def test_shape_terms_tell_number_puzzles_from_expressions() -> None:
