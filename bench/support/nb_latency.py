@@ -1,9 +1,11 @@
 """Recall latency on a synthetic notebook (bench/notebook.py --only latency).
 
-At each size: lexical recall p50/p99 over `queries` fresh questions beside one plain
-FTS5 bm25 query; with the semantic extra installed, recall with the semantic index
-(the question's embedding included, never cached between questions) and the embedding
-alone. Wall-clock milliseconds, and the process's CPU milliseconds for the same calls
+The synthetic notebook is grown 1,000 notes to a transaction, as learning writes (one
+transaction of 100k notes would leave them all in the write-ahead log for every timed
+read to look up). At each size: lexical recall p50/p99 over `queries` fresh questions
+beside one plain FTS5 bm25 query; with the semantic extra installed, recall with the
+semantic index (the question's embedding included, never cached between questions) and
+the embedding alone. Wall-clock milliseconds, and the process's CPU milliseconds for the same calls
 (all its threads): on a machine shared with other work the wall clock waits for a
 core, the CPU time much less.
 
