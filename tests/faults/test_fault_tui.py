@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import select
 import signal
 import struct
 import subprocess
@@ -52,11 +53,17 @@ class Terminal:
         )
         os.close(slave)
         self.output = bytearray()
+        self._closing = threading.Event()
+        self._closed = False
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
 
     def _drain(self) -> None:
-        while True:
+        # Never blocked in read(): a close() from another thread does not end a read in
+        # progress, so the terminal would not hang up until the app next wrote something.
+        while not self._closing.is_set():
+            if not select.select([self.master], [], [], 0.02)[0]:
+                continue
             try:
                 data = os.read(self.master, 65536)
             except OSError:
@@ -93,7 +100,7 @@ class Terminal:
         if fault == "quit":
             os.write(self.master, b"\x11")  # ctrl+q
         elif fault == "SIGHUP":
-            os.close(self.master)  # the terminal window closes: the session is hung up
+            self._close()  # the terminal window closes: the session is hung up
         else:
             self.proc.send_signal(getattr(signal, fault))
 
@@ -107,11 +114,15 @@ class Terminal:
             self.proc.wait()
             raise AssertionError(f"the app did not end: {self.text[-6000:]}") from None
         finally:
-            self._reader.join(timeout=5)
-            try:
-                os.close(self.master)
-            except OSError:
-                pass
+            self._reader.join(timeout=5)  # what the app wrote last, up to its end
+            self._close()
+
+    def _close(self) -> None:
+        self._closing.set()
+        self._reader.join(timeout=5)
+        if not self._closed:
+            self._closed = True
+            os.close(self.master)
 
 
 @pytest.mark.parametrize(
