@@ -58,25 +58,14 @@ def particulars(
     *,
     known_only: bool = False,
     most: int = MAX_PARTICULARS,
-) -> list[str]:
-    """The question's own terms worth searching for: the rarest in the notebook first.
+) -> list[tuple[str, int]]:
+    """The question's own terms worth searching for, the rarest in the notebook first,
+    each with the number of learned questions that had it.
 
     Common words would make the full-text search walk most of the index for little.
     `known_only`: only terms some learned question had (for finding kin across
     languages, where most of a question's words were never seen).
     """
-    return [t for t, _ in rarest(book, terms, template, known_only=known_only, most=most)]
-
-
-def rarest(
-    book: Notebook,
-    terms: set[str],
-    template: set[str],
-    *,
-    known_only: bool = False,
-    most: int = MAX_PARTICULARS,
-) -> list[tuple[str, int]]:
-    """`particulars`, each with the number of learned questions that had it."""
     own = [t for t in terms if not is_shape(t) and t not in template][:SQL_TERMS_MAX]
     if not own:
         return []
@@ -98,7 +87,7 @@ def candidates_for(
     )
     template = {r["term"] for r in rows_t}
     complete = all(r["term"] in terms for r in rows_t if r["frequency"] >= FULL_TEMPLATE_SHARE)
-    searched = particulars(book, terms, template)
+    searched = [t for t, _ in particulars(book, terms, template)]
     rows: dict[str, dict[str, Any]] = {}
     if searched:
         query = fts_query(searched, all_of=[type_token(match.type_id)])

@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from lessons.candidates import ScoredNote, rarest, trust
+from lessons.candidates import ScoredNote, particulars, trust
 from lessons.problems import core_input, number_terms
 from lessons.store import Notebook
 from lessons.terms import index_token, question_terms
@@ -31,7 +31,7 @@ def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> 
     (they survive translation), then its rarer words (names survive in many scripts)."""
     numbers = set(number_terms(question))
     terms = question_terms(question)
-    with_df = rarest(
+    with_df = particulars(
         book, terms | {n[4:] for n in numbers}, set(), known_only=True, most=KIN_SEARCHED + 6
     )
     rare = [t for t, _ in with_df]
@@ -50,11 +50,11 @@ def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> 
     rarity = {}
     for term, df in with_df:
         token = f"num_{term}" if f"num_{term}" in numbers else index_token(term)
-        rarity[token] = math.log(total / (df + 1)) + 0.1
+        rarity[token] = _rarity(df, total)
     rows = _pool(book, searched, rarity)
     numbers_of = {r["id"]: set(_NUMBER_TOKEN.findall(r["terms"])) for r in rows}
-    weight = _number_weights(book, numbers.union(*numbers_of.values()))
-    weight_rare = math.log(total / 3) + 0.1  # in at most 2 problems
+    weight = _number_weights(book, numbers.union(*numbers_of.values()), total)
+    weight_rare = _rarity(2, total)  # in at most 2 problems
     strengths: dict[int, float] = {}
     for note in rows:
         have = set(note["terms"].split())
@@ -120,17 +120,21 @@ def _pool(book: Notebook, searched: list[str], rarity: dict[str, float]) -> list
     return rows[:KIN_POOL]
 
 
-def _number_weights(book: Notebook, number_tokens: set[str]) -> dict[str, float]:
-    """Inverse document frequency of each `num_` token among the learned questions."""
-    plain = {t: t[4:].replace("p", ".") for t in number_tokens if t.startswith("num_")}
+def _number_weights(book: Notebook, number_tokens: set[str], total: int) -> dict[str, float]:
+    """The rarity of each `num_` token among the `total - 1` learned questions."""
+    plain = {t: t[4:].replace("p", ".") for t in number_tokens}
     if not plain:
         return {}
     marks = ",".join("?" * len(plain))
     df = {r["term"]: r["df"] for r in book.read(
         f"select term, df from term_df where term in ({marks})", list(set(plain.values()))
     )}  # fmt: skip
-    total = book.questions_seen() + 1
-    return {t: math.log(total / (df.get(p, 0) + 1)) + 0.1 for t, p in plain.items()}
+    return {t: _rarity(df.get(p, 0), total) for t, p in plain.items()}
+
+
+def _rarity(df: int, total: int) -> float:
+    """Inverse document frequency, never zero."""
+    return math.log(total / (df + 1)) + 0.1
 
 
 def _kin_scored(found: dict[str, tuple[dict[str, Any], float]]) -> list[ScoredNote]:

@@ -5,9 +5,9 @@ transaction of 100k notes would leave them all in the write-ahead log for every 
 read to look up). At each size: lexical recall p50/p99 over `queries` fresh questions
 beside one plain FTS5 bm25 query; with the semantic extra installed, recall with the
 semantic index (the question's embedding included, never cached between questions) and
-the embedding alone. Wall-clock milliseconds, and the process's CPU milliseconds for the same calls
-(all its threads): on a machine shared with other work the wall clock waits for a
-core, the CPU time much less.
+the embedding alone. Wall-clock milliseconds, and the process's CPU milliseconds for
+the same calls (all its threads): on a machine shared with other work the wall clock
+waits for a core, the CPU time much less.
 
 The notebook's vectors are random unit vectors (embedding 100k synthetic questions
 would take most of an hour), except that each timed question has NEAR notes planted
