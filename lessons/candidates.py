@@ -75,7 +75,8 @@ def particulars(
     )}  # fmt: skip
     ceiling = max(50, min(COMMON_MOST, book.questions_seen() * COMMON_SHARE))
     own = [t for t in own if df.get(t, 0) <= ceiling and (df.get(t, 0) or not known_only)]
-    own.sort(key=lambda t: (df.get(t, 0), t.isdigit(), -len(t)))
+    # The term itself last: equal terms otherwise kept set order, which changes per process.
+    own.sort(key=lambda t: (df.get(t, 0), t.isdigit(), -len(t), t))
     return [(t, df.get(t, 0)) for t in own[:most]]
 
 

@@ -108,3 +108,26 @@ def test_kin_is_found_behind_many_newer_notes_of_other_kinds(tmp_path: Path) -> 
     asked = "Los patos de Janet ponen 16 huevos por día. Come 3 y hornea con 4. ¿Cuántos quedan?"
     shown = recall(book, asked, options=RecallOptions(types=0)).shown
     assert [s.note["source_run"] for s in shown if s.note["kind"] == "example"] == ["en-0"]
+
+
+def test_the_terms_searched_do_not_depend_on_the_process(tmp_path: Path) -> None:
+    """Terms equally rare come in one order, whatever the process's string hashing."""
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import sys\nfrom lessons.candidates import particulars\nfrom lessons.store import "
+        "Notebook\nbook = Notebook(sys.argv[1])\n"
+        "print(particulars(book, {'plum', 'pear', 'kiwi', 'lime', 'date', 'fig'}, set()))\n"
+    )
+    Notebook(tmp_path / "nb.db").close()
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", program, str(tmp_path / "nb.db")],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True, text=True, check=True,
+        ).stdout
+        for seed in range(6)
+    }  # fmt: skip
+    assert len(seen) == 1, seen
