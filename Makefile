@@ -14,11 +14,11 @@ $(STAMP): pyproject.toml
 
 # The sandbox set-up (Docker image, else bubblewrap) runs first; the TUI says the rest.
 run: $(STAMP)
-	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m conductor.setup_sandbox
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m conductor.cli.setup_sandbox
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/conductor tui
 
 sandbox: $(STAMP)
-	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m conductor.setup_sandbox
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m conductor.cli.setup_sandbox
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

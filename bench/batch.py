@@ -22,7 +22,7 @@ may be among them, and the results file must hold exactly one final line per ite
 
 Then the same batch on Ray, beside one process, in the same run: 400 items of the same 4
 rounds at concurrency 64, first in one process, then with `--ray` on a real two-node
-cluster started on this machine (tests/ray/local_cluster.py: `ray start` twice, one CPU
+cluster started on this machine (tests/conductor/batch/ray/local_cluster.py: `ray start` twice, one CPU
 and an 80 MB object store each, no dashboard). The ideal is 400 x 7 s / 64 = 43.75 s
 for both; the target is again 1.25x. For each row: the runner's wall time, the whole
 process's wall time (Python and, for Ray, the workers' start-up included), and the

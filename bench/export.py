@@ -64,8 +64,8 @@ def screenshots(context, folder: Path, work: Path) -> list[str]:
     sys.path.insert(0, str(REPO / "tests"))
     from export_runs import python_run, write
 
-    from conductor.html.diff_page import write_diff_page
-    from conductor.html.run_page import write_run_html
+    from conductor.export.html.diff_page import write_diff_page
+    from conductor.export.html.run_page import write_run_html
 
     left = python_run()
     right = python_run()
@@ -108,9 +108,9 @@ def main() -> None:
         return
     from playwright.sync_api import sync_playwright
 
-    from conductor.html.run_page import write_run_html
-    from conductor.markdown_export import to_markdown
-    from transcripts.reader import read_transcript
+    from conductor.export.html.run_page import write_run_html
+    from conductor.export.markdown import to_markdown
+    from record.reader import read_transcript
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

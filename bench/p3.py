@@ -25,10 +25,10 @@ sys.path.insert(0, str(REPO))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from conductor.replay import SandboxPool  # noqa: E402
+from conductor.replay.runner import SandboxPool  # noqa: E402
 from conductor.scoring import score  # noqa: E402
 from conductor.scoring.puzzles import SANDBOX_OPTIONS  # noqa: E402
-from conductor.taskfile import TaskItem, read_task_file  # noqa: E402
+from conductor.tasks.files import TaskItem, read_task_file  # noqa: E402
 from sandbox.registry import open_sandbox  # noqa: E402
 from tests.p3_cases import ADVERSARIAL, CONTROL, reference_answers  # noqa: E402
 

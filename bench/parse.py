@@ -25,7 +25,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from conductor_kernel.protocol import parse_turn  # noqa: E402
-from transcripts.published import harness_calls, read_published  # noqa: E402
+from record.published import harness_calls, read_published  # noqa: E402
 
 
 def shared_dir() -> Path:

@@ -24,8 +24,8 @@ sys.path.insert(0, str(REPO))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from conductor.cli_replay import sandbox_factory  # noqa: E402
-from conductor.replay import FileReport, SandboxPool, replay_file  # noqa: E402
+from conductor.cli.replay import sandbox_factory  # noqa: E402
+from conductor.replay.runner import FileReport, SandboxPool, replay_file  # noqa: E402
 
 
 def with_python_files() -> list[Path]:

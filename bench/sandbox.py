@@ -65,9 +65,9 @@ def host_python(code: str) -> str:
 
 
 def make_bwrap() -> tuple[Callable[[str], str] | None, Callable[[], None], str]:
-    if importlib.util.find_spec("sandbox.bwrap_backend") is None:
-        return None, lambda: None, "sandbox.bwrap_backend not present"
-    from sandbox.bwrap_backend import BwrapSandbox
+    if importlib.util.find_spec("sandbox.bwrap.backend") is None:
+        return None, lambda: None, "sandbox.bwrap.backend not present"
+    from sandbox.bwrap.backend import BwrapSandbox
 
     why_not = BwrapSandbox.probe()
     if why_not:
@@ -88,7 +88,7 @@ Cleanup = Callable[[], None]
 
 def docker_methods(skip_cold: bool) -> tuple[dict[str, Callable[[str], str]], Cleanup, str]:
     from sandbox import image
-    from sandbox.docker_backend import ContainerLimits, DockerSandbox, docker_client
+    from sandbox.docker.backend import ContainerLimits, DockerSandbox, docker_client
 
     why_not = DockerSandbox.probe()
     if why_not:

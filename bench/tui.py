@@ -50,7 +50,7 @@ def synthetic_transcript(path: Path, rounds: int = ROUNDS) -> Path:
         SandboxExec,
     )
     from conductor_kernel.interfaces import ExecResult, Usage
-    from transcripts.writer import TranscriptWriter
+    from record.writer import TranscriptWriter
 
     run_id = "bench-2000-rounds"
     prompt = "ROUND {n}:\n\n" + 'Expert Python\'s output:\n"""\n' + "x = 1\n" * 60 + '"""'
@@ -99,7 +99,7 @@ def _pct(values: list[float], q: float) -> float:
 async def measure(path: Path) -> dict[str, float]:
     from conductor.config import load_settings
     from conductor_kernel.events import MetaTurnStarted
-    from transcripts.reader import read_transcript
+    from record.reader import read_transcript
     from tui.app import ConductorApp
     from tui.screens.run_detail import RunDetailScreen
     from tui.widgets.blocks import TurnBlock

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 
 from conductor_kernel.errors import ConfigError
-from conductor_kernel.home import config_path, home_dir, runs_dir
 from conductor_kernel.run_config import RunConfig
+from record.home import config_path, home_dir, runs_dir
 
 __all__ = ["RunConfig", "Settings", "config_path", "home_dir", "load_settings", "runs_dir"]
 

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from conductor_kernel.events import Event, Recall
 from conductor_kernel.interfaces import ChatModel, Sandbox
 from conductor_kernel.ledger import UsageLedger
-from lessons.learn import LearnOptions, model_can_reflect, write_or_skip
-from lessons.prepare import prepare_run
-from lessons.recall import RecallOptions, recall
-from lessons.store import Notebook
+from lessons.read.recall import RecallOptions, recall
+from lessons.storage.store import Notebook
+from lessons.write.learn import LearnOptions, model_can_reflect, write_or_skip
+from lessons.write.prepare import prepare_run
 
 if TYPE_CHECKING:
     from conductor.session import Session

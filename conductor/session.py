@@ -18,14 +18,14 @@ from typing import Any
 
 from conductor.config import Settings
 from conductor_kernel.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
-from conductor_kernel.home import runs_dir
 from conductor_kernel.interfaces import ChatModel, EventSink, Sandbox, Usage
 from conductor_kernel.ledger import UsageLedger
 from conductor_kernel.loop import Conductor
 from conductor_kernel.run_config import RunConfig
+from record.home import runs_dir
+from record.repair import summarise
+from record.writer import TranscriptWriter
 from transcripts.index import RunIndex
-from transcripts.repair import summarise
-from transcripts.writer import TranscriptWriter
 
 log = logging.getLogger("conductor")
 

@@ -183,7 +183,7 @@ def override_dirs() -> list[Path]:
     home = os.environ.get("CONDUCTOR_HOME")
     if home:
         dirs.append(Path(home).expanduser())
-    from conductor_kernel.home import config_path
+    from record.home import config_path
 
     dirs.append(config_path().parent)
     return dirs

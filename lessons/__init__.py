@@ -1,9 +1,9 @@
 """The experience notebook: runs distilled into notes, recalled on later questions.
 
-Modules: schema (tables, migrations), store (opening, safe writes), terms (matching
-terms in any script), verify, runview and distill (run -> notes), tasktypes (kinds of
-question), notes (adding, merging, retiring, counters), learn (the write path), induction
-(a type's experience), recall and render (the read path), hooks (Session integration),
-published (the paper's records as events), transfer (export/import), stats, cli.
+Four parts, one folder each: `write/` (a finished run judged, distilled and written),
+`read/` (recall before round 1, rendered under a token budget), `storage/` (schema,
+migrations, the one connection, the queries the application reads) and `exchange/`
+(export, import, merge). `forms/` holds what both paths know of a question: its terms,
+its problem identity, its task type and the tools made for its form.
 See docs/notebook.md.
 """

@@ -66,7 +66,7 @@ def _console() -> Any:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from sandbox import image
-    from sandbox.docker_backend import daemon_problem, docker_client
+    from sandbox.docker.backend import daemon_problem, docker_client
 
     problem = daemon_problem()
     if problem:

@@ -34,13 +34,13 @@ DEBIAN_PACKAGES = ("python3", "python3-numpy", "python3-sympy")
 SANDBOX_UID = 10001
 WORKDIR = "/work"
 RUNNER_DIR_IN_IMAGE = "/opt/conductor"
-RUNNER_IN_IMAGE = RUNNER_DIR_IN_IMAGE + "/runner.py"
+RUNNER_IN_IMAGE = RUNNER_DIR_IN_IMAGE + "/main.py"
 IMAGE_PATH_ENV = "/usr/local/bin:/usr/bin:/bin"
 
 HERE = Path(__file__).resolve().parent
-RUNNER_SOURCE = HERE / "runner.py"
-# The runner and its companion, copied side by side into RUNNER_DIR_IN_IMAGE.
-RUNNER_FILES = (RUNNER_SOURCE, HERE / "runner_supervise.py", HERE / "runner_child.py")
+RUNNER_SOURCE = HERE / "runner" / "main.py"
+# The runner and its companions (sandbox/runner/), copied side by side into RUNNER_DIR_IN_IMAGE.
+RUNNER_FILES = (RUNNER_SOURCE, HERE / "runner" / "supervise.py", HERE / "runner" / "child.py")
 DOCKERFILE = HERE / "Dockerfile"
 
 # Parts of the debootstrap tree that a sandbox never needs: package caches and lists,

@@ -64,7 +64,7 @@ def _uid_rows(words: list[str], pong: dict) -> list[Protection]:
         Protection(
             "seccomp",
             seccomp_mode == "2",
-            "filter mode (allowlist, sandbox/seccomp_policy.py)"
+            "filter mode (allowlist, sandbox/policy/seccomp.py)"
             if seccomp_mode == "2"
             else f"Seccomp: {seccomp_mode}",
         ),
@@ -72,7 +72,7 @@ def _uid_rows(words: list[str], pong: dict) -> list[Protection]:
 
 
 def docker_report() -> list[Protection]:
-    from sandbox.docker_backend import DockerSandbox
+    from sandbox.docker.backend import DockerSandbox
 
     sandbox = DockerSandbox(pool_size=0)
     try:
@@ -99,8 +99,8 @@ def docker_report() -> list[Protection]:
 
 
 def bwrap_report() -> list[Protection]:
-    from sandbox import cgroups
-    from sandbox.bwrap_backend import BwrapSandbox
+    from sandbox.bwrap.backend import BwrapSandbox
+    from sandbox.policy import cgroups
 
     sandbox = BwrapSandbox(warm=False)
     try:

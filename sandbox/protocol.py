@@ -1,6 +1,6 @@
 """The host's end of the runner protocol: nothing from the sandbox is trusted.
 
-The runner (sandbox/runner.py) answers each request with one length-prefixed JSON
+The runner (sandbox/runner/main.py) answers each request with one length-prefixed JSON
 frame. Whatever arrives is checked before use: a frame announcing more bytes than the
 request can need is refused at its header (never buffered), the body must be a JSON
 object of the expected shape, and at most a few stray frames are skipped. Any breach

@@ -18,8 +18,8 @@ log = logging.getLogger("conductor.sandbox")
 # name -> (module, class). Each class has `probe() -> str | None` (None: usable here;
 # else why not) and a constructor taking keyword options.
 BACKENDS: dict[str, tuple[str, str]] = {
-    "docker": ("sandbox.docker_backend", "DockerSandbox"),
-    "bwrap": ("sandbox.bwrap_backend", "BwrapSandbox"),
+    "docker": ("sandbox.docker.backend", "DockerSandbox"),
+    "bwrap": ("sandbox.bwrap.backend", "BwrapSandbox"),
     "subprocess": ("sandbox.subprocess_backend", "SubprocessSandbox"),
 }
 AUTO_ORDER = ("docker", "bwrap")

@@ -1,4 +1,4 @@
-"""Helpers shared by the batch tests (tests/test_batch_*.py, tests/ray): the wire
+"""Helpers shared by the batch tests (tests/conductor/batch/): the wire
 server's scripted replies, task files, the CLI, results.jsonl and a plan of numbered items.
 
 Models are the real `openai` SDK against the local wire server (tests/equipment/wire_server.py),
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from conductor.batch import BatchPlan
+from conductor.batch.runner import BatchPlan
 from conductor.cli import main
 from conductor.scoring import score
-from conductor.taskfile import TaskItem
+from conductor.tasks.files import TaskItem
 from conductor_kernel import prompts
 from equipment.wire_server import Answer
 

@@ -2,7 +2,7 @@
 it deserves, to find and check every case where our rule and the paper's part.
 
 `python tests/checkmate_variants.py [TASK_FILE]` prints the table docs/scoring.md shows;
-tests/test_checkmate_rule.py asserts it.
+tests/conductor/scoring/test_checkmate_rule.py asserts it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import chess
 
 from conductor.scoring.base import ScoringEnv
 from conductor.scoring.checkmate import ours, paper_rule, position_after
-from conductor.taskfile import TaskItem
+from conductor.tasks.files import TaskItem
 from support import meta_prompting_dir
 
 TASK_FILE = meta_prompting_dir() / "tasks" / "CheckmateInOne.jsonl"

@@ -76,7 +76,7 @@ def require_docker() -> None:
 @pytest.fixture
 def wire(monkeypatch: pytest.MonkeyPatch) -> Iterator[WireServer]:
     """A wire server the CLI's `openai:` models talk to (via OPENAI_BASE_URL); it answers
-    batch items as `batch_support.consult_then_answer` (tests/test_batch_*.py, tests/ray)."""
+    batch items as `batch_support.consult_then_answer` (tests/conductor/batch/)."""
     from batch_support import consult_then_answer
 
     from equipment.wire_server import WireServer

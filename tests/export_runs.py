@@ -7,15 +7,15 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from conductor.replay import question_of, replay_config
-from conductor.replay_model import ReplayModel
+from conductor.replay.runner import question_of, replay_config
 from conductor_kernel.events import Event
 from conductor_kernel.loop import Conductor
+from experts.replay import ReplayModel
 from experts.scripted import ScriptedModel
+from record.published import PublishedRecord, read_published
+from record.writer import TranscriptWriter
 from sandbox.subprocess_backend import SubprocessSandbox
 from transcripts.importer import record_events
-from transcripts.published import PublishedRecord, read_published
-from transcripts.writer import TranscriptWriter
 
 GAME24_TURNS = (
     'I will ask for a program.\n\nExpert Python:\n"""\n'

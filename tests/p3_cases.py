@@ -3,7 +3,7 @@ answers that try to pass without solving (each must score as wrong on any puzzle
 
 from __future__ import annotations
 
-from conductor.taskfile import TaskItem
+from conductor.tasks.files import TaskItem
 
 
 def reference_answers(item: TaskItem) -> list[str]:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from transcripts.published import CODE_HEADER, OUTPUT_HEADER, RUN_MARKER
+from record.published import CODE_HEADER, OUTPUT_HEADER, RUN_MARKER
 
 Q = '"""'
 SYSTEM = 'Answer the question. End with:\n\n>> FINAL ANSWER:\n"""\n[answer]\n"""'

@@ -1,4 +1,4 @@
-"""Helpers for the protocol parser's tests (tests/test_protocol_*.py): the triple quote,
+"""Helpers for the protocol parser's tests (tests/kernel/test_protocol_*.py): the triple quote,
 and hypothesis strategies for expert names and instructions with `render`, which writes
 a well-formed call from them.
 """

@@ -2,7 +2,7 @@
 
 Each published record becomes one event transcript (`runs/<run-id>.jsonl`) indexed in
 `runs.db`, so it can be listed, searched, shown and audited like a run of ours. The
-events say what the original harness did, as `transcripts.published` recovers it:
+events say what the original harness did, as `record.published` recovers it:
 meta turns, the expert calls it dispatched (its name for each, our instruction text),
 the code it ran and the output it reported, nudges, the retry defect, the answer.
 
@@ -30,18 +30,18 @@ from conductor_kernel.events import (
     RunStarted,
     SandboxExec,
 )
-from conductor_kernel.home import runs_dir
 from conductor_kernel.interfaces import ExecResult, Usage
 from conductor_kernel.tokens import rough_tokens as estimate_tokens
-from transcripts.index import RunIndex
-from transcripts.published import (
+from record.home import runs_dir
+from record.published import (
     PublishedRecord,
     PublishedTurn,
     RecordedCall,
     read_published,
     strip_round,
 )
-from transcripts.writer import TranscriptWriter
+from record.writer import TranscriptWriter
+from transcripts.index import RunIndex
 
 MODEL = "gpt-4 (published run)"
 META_TURN_CAP = 16

@@ -42,10 +42,10 @@ from conductor_kernel.events import (
     RunFinished,
     RunStarted,
 )
-from conductor_kernel.fts import SearchSyntaxError
-from conductor_kernel.home import home_dir
 from conductor_kernel.interfaces import Usage
-from conductor_kernel.migrations import (
+from record.fts import SearchSyntaxError
+from record.home import home_dir
+from record.migrations import (
     DatabaseError,
     creation_lock,
     is_busy,
@@ -53,8 +53,8 @@ from conductor_kernel.migrations import (
     read_errors,
     write_transaction,
 )
-from transcripts.reader import read_transcript
-from transcripts.repair import finish_transcript, process_alive, process_started
+from record.reader import read_transcript
+from record.repair import finish_transcript, process_alive, process_started
 from transcripts.runs_schema import (
     FILTER_COLUMNS,
     RunFilter,
@@ -364,7 +364,7 @@ class RunIndex:
     ) -> builtins.list[RunRecord]:
         """Runs whose question or answer match the FTS5 `query`, best first.
 
-        `conductor_kernel.fts.quote_words` turns a user's text into such a query; a query
+        `record.fts.quote_words` turns a user's text into such a query; a query
         that is not valid FTS5 raises `SearchSyntaxError`.
         """
         where, params = (filters or RunFilter()).sql()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from transcripts.outline import CallView, RoundView, RunOutline
+from record.fold import CallView, RoundView, RunOutline
 
 Status = Literal["same", "changed", "only_left", "only_right"]
 _TOKENS = re.compile(r"\s+|\w+|[^\w\s]")

@@ -12,7 +12,7 @@ from typing import Any, NotRequired, TypedDict, cast
 
 import sqlite_utils
 
-from conductor_kernel.migrations import Migrations
+from record.migrations import Migrations
 
 migrations = Migrations("runs")
 

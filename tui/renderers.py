@@ -16,8 +16,8 @@ from rich.text import Text
 from textual.content import Content
 from textual.widget import Widget
 
-from conductor.printer import exec_status, usage_line
-from conductor.wording import plural, tool_tests_line, verification_words
+from conductor.export.terminal import exec_status, usage_line
+from conductor.export.wording import plural, tool_tests_line, verification_words
 from conductor_kernel.events import (
     ErrorEvent,
     Event,

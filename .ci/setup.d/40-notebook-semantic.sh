@@ -1,4 +1,4 @@
-# The notebook's optional semantic index (lessons/semantic.py): the `semantic` extra
+# The notebook's optional semantic index (lessons/read/semantic.py): the `semantic` extra
 # (numpy, threadpoolctl, and wordllama, whose wheel carries its model). Only from the
 # registries; when they cannot be reached, the semantic tests skip and the lexical
 # notebook is tested as always.

@@ -1,5 +1,5 @@
 """The batch benchmark's Ray rows: the same batch in one process and on a real two-node
-Ray cluster on this machine (tests/ray/local_cluster.py), measured in the same run.
+Ray cluster on this machine (tests/conductor/batch/ray/local_cluster.py), measured in the same run.
 Used by bench/batch.py; skipped when Ray is not installed.
 """
 
@@ -30,7 +30,7 @@ def ray_beside_one_process(
     except ImportError:
         console.print("Ray is not installed: no Ray row (pip install 'conductor[ray]')")
         return None
-    sys.path.insert(0, str(REPO / "tests" / "ray"))
+    sys.path.insert(0, str(REPO / "tests" / "conductor" / "batch" / "ray"))
     from local_cluster import LocalCluster
 
     tasks = root / "ray-tasks.jsonl"

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from conductor_kernel.interfaces import Sandbox
-from lessons.learn import LearnOptions, learn_from_run
+from lessons.forms.terms import fts_query, is_shape, question_terms
+from lessons.forms.toolbox import retest_tools, run_tool, tools_of
 from lessons.published import example_events, read_records, record_events
-from lessons.recall import RecallOptions, recall, tool_candidate
-from lessons.store import Notebook
-from lessons.terms import fts_query, is_shape, question_terms
-from lessons.toolbox import retest_tools, run_tool, tools_of
-from lessons.verify import independent_derivations, judge_for, output_contains, scorer_verdict
+from lessons.read.recall import RecallOptions, recall, tool_candidate
+from lessons.storage.store import Notebook
+from lessons.write.learn import LearnOptions, learn_from_run
+from lessons.write.verify import independent_derivations, judge_for, output_contains, scorer_verdict
 
 
 def _load_variants() -> Any:

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from equipment.synthetic_notes import Synth
-from lessons import semantic
-from lessons.learn import LearnOptions, learn_from_run
-from lessons.problems import core_input
+from lessons.forms.problems import core_input
+from lessons.forms.terms import fts_query, question_terms
 from lessons.published import example_events
-from lessons.recall import RecallOptions, recall
-from lessons.store import Notebook
-from lessons.terms import fts_query, question_terms
+from lessons.read import semantic
+from lessons.read.recall import RecallOptions, recall
+from lessons.storage.store import Notebook
+from lessons.write.learn import LearnOptions, learn_from_run
 
 BASELINE_QUERIES = 25
 SEMANTIC_QUERIES = 100

@@ -17,8 +17,8 @@ from conductor_kernel.errors import UserFacingError
 from conductor_kernel.interfaces import Sandbox
 
 if TYPE_CHECKING:
-    from conductor.taskfile import TaskItem
-    from conductor.tasks import TaskSpec
+    from conductor.tasks.files import TaskItem
+    from conductor.tasks.specs import TaskSpec
 
 __all__ = [
     "REQUIRES",
@@ -69,7 +69,7 @@ def _scorer_name(spec_or_name: TaskSpec | str) -> str:
         return spec_or_name.scorer
     if spec_or_name in SCORERS:
         return spec_or_name
-    from conductor.tasks import BUILTIN, UnknownTaskError, get_spec  # tasks imports us
+    from conductor.tasks.specs import BUILTIN, UnknownTaskError, get_spec  # tasks imports us
 
     try:
         return get_spec(spec_or_name).scorer

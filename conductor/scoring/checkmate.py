@@ -28,7 +28,7 @@ from typing import Any
 
 from conductor.scoring import deps
 from conductor.scoring.base import ScoringEnv, Verdict, paper_answer
-from conductor.taskfile import TaskItem
+from conductor.tasks.files import TaskItem
 
 NEEDS_TARGET = False  # legality and mate decide
 REQUIRES = ("chess",)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from conductor.scoring.base import ScoringEnv, Verdict, paper_answer
-from conductor.taskfile import TaskItem
+from conductor.tasks.files import TaskItem
 
 NEEDS_TARGET = True
 _OPTION_LINE = re.compile(r"(?m)^\s*\(([A-Za-z])\)\s*(.+?)\s*$")

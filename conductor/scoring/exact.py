@@ -17,7 +17,7 @@ import re
 
 from conductor.scoring.base import ScoringEnv, Verdict, paper_answer, paper_strip_punctuation
 from conductor.scoring.numbers import format_number, parse_number
-from conductor.taskfile import TaskItem
+from conductor.tasks.files import TaskItem
 
 NEEDS_TARGET = True
 _EDGE_MARKS = "\"'`“”‘’.,;:*"

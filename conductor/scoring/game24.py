@@ -21,7 +21,7 @@ from collections import Counter
 from fractions import Fraction
 
 from conductor.scoring.base import ScoringEnv, Verdict, paper_answer
-from conductor.taskfile import TaskItem
+from conductor.tasks.files import TaskItem
 
 NEEDS_TARGET = False
 GOAL = Fraction(24)

@@ -22,7 +22,7 @@ from fractions import Fraction
 
 from conductor.scoring.base import ScoringEnv, Verdict, paper_answer, paper_strip_punctuation
 from conductor.scoring.numbers import find_numbers, format_number, parse_number
-from conductor.taskfile import TaskItem
+from conductor.tasks.files import TaskItem
 
 NEEDS_TARGET = True
 

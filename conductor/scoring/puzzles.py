@@ -34,7 +34,7 @@ import secrets
 import zlib
 
 from conductor.scoring.base import ScoringEnv, Verdict, paper_answer
-from conductor.taskfile import TaskItem
+from conductor.tasks.files import TaskItem
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.interfaces import ExecResult
 

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from conductor.tasks import BUILTIN
+from conductor.tasks.specs import BUILTIN
 
 _WORD = re.compile(r"[^\W\d_]+")
 

@@ -27,7 +27,7 @@ from itertools import pairwise
 from conductor.scoring import sonnet_paper
 from conductor.scoring.base import ScoringEnv, Verdict, paper_answer
 from conductor.scoring.rhyme import last_word, rhyme
-from conductor.taskfile import TaskItem
+from conductor.tasks.files import TaskItem
 
 NEEDS_TARGET = False
 DEFAULT_SCHEME = "ABAB CDCD EFEF GG"

@@ -12,8 +12,8 @@ from fractions import Fraction
 from conductor.scoring import SCORERS, score, scorer_module
 from conductor.scoring.numeric import claimed_number
 from conductor.scoring.recognise import recognise
-from conductor.taskfile import TaskItem
-from conductor.tasks import BUILTIN, UnknownTaskError, get_spec
+from conductor.tasks.files import TaskItem
+from conductor.tasks.specs import BUILTIN, UnknownTaskError, get_spec
 from conductor_kernel.interfaces import Sandbox
 from conductor_kernel.task_scoring import RecognisedTask, TaskJudge
 

@@ -13,10 +13,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from lessons.learn import LearnOptions, learn_from_run
+from lessons.forms.tasktypes import materialize
 from lessons.published import example_events
-from lessons.store import Notebook
-from lessons.tasktypes import materialize
+from lessons.storage.store import Notebook
+from lessons.write.learn import LearnOptions, learn_from_run
 
 
 class Synth:

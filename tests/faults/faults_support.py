@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conductor_kernel.events import NotesWritten, RunFinished
-from transcripts.reader import Transcript, read_transcript
+from record.reader import Transcript, read_transcript
 
 DRIVER = Path(__file__).with_name("fault_driver.py")
 STAGES = ("before_model", "mid_stream", "expert", "sandbox", "learning")

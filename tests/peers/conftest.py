@@ -27,7 +27,7 @@ from servers import (
     start_llama_server,
 )
 
-from transcripts.reader import Transcript, read_transcript
+from record.reader import Transcript, read_transcript
 
 # Short outputs keep SmolLM2 (about 40 tokens/s here) fast.
 SHORT = {

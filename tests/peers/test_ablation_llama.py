@@ -15,7 +15,7 @@ from pathlib import Path
 from conftest import run_cli, spec
 from servers import LlamaServer
 
-from transcripts.reader import read_transcript
+from record.reader import read_transcript
 
 ITEMS = [
     ["pear", "apple", "fig"], ["kiwi", "yam", "date"], ["lime", "plum", "beet"],

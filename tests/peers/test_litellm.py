@@ -137,7 +137,7 @@ def test_a_server_answering_500_ends_the_run_recorded_and_learning_does_not_retr
     assert "answered 500" in proc.stderr
     home_runs = RunIndex().list(limit=5)
     assert len(home_runs) == 1 and home_runs[0]["status"] == "error"
-    from transcripts.reader import read_transcript
+    from record.reader import read_transcript
 
     transcript = read_transcript(home_runs[0]["path"])
     assert transcript.finished is not None and transcript.finished.status == "error"

@@ -22,8 +22,8 @@ from conductor_kernel.interfaces import Usage
 from conductor_kernel.run_config import RunConfig
 from experts.anthropic_model import AnthropicModel
 from experts.openai_model import OpenAIModel
+from record.reader import read_transcript
 from transcripts.index import RunIndex
-from transcripts.reader import read_transcript
 
 FORMATS = ["openai", "anthropic"]
 LONG = "Write a very long story about a cat who sails around the world, chapter by chapter."

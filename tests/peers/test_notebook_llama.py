@@ -28,10 +28,10 @@ from conductor_kernel.run_config import RunConfig
 from experts.anthropic_model import AnthropicModel
 from experts.openai_model import OpenAIModel
 from experts.scripted import ScriptedModel
-from lessons import prompts
-from lessons.asking import is_placeholder
-from lessons.distill import parse_reflection
-from lessons.store import Notebook
+from lessons.storage.store import Notebook
+from lessons.write import prompts
+from lessons.write.asking import is_placeholder
+from lessons.write.distill import parse_reflection
 from sandbox.subprocess_backend import SubprocessSandbox
 
 SORT = "Sort the following words alphabetically: List: "

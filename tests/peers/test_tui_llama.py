@@ -12,9 +12,9 @@ from conftest import spec
 from servers import LlamaServer
 
 from conductor.config import load_settings
-from conductor_kernel.home import runs_dir
+from record.home import runs_dir
+from record.reader import read_transcript
 from transcripts.index import RunIndex
-from transcripts.reader import read_transcript
 from tui.app import ConductorApp
 from tui.widgets.blocks import TurnBlock
 

@@ -1,4 +1,4 @@
-"""A stand-in for sandbox/runner.py that answers the host with adversarial frames.
+"""A stand-in for sandbox/runner/main.py that answers the host with adversarial frames.
 
 Started inside a real sandbox (Docker or bubblewrap) in place of the runner by
 tests/sandbox/test_protocol_fuzz.py. It answers a ping properly, then treats each run

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import seccomp_policy
-from sandbox.bwrap_backend import BwrapSandbox, Limits
-from sandbox.bwrap_launch import SANDBOX_ENV
+from sandbox.bwrap.backend import BwrapSandbox, Limits
+from sandbox.bwrap.launch import SANDBOX_ENV
+from sandbox.policy import seccomp as seccomp_policy
 from sandbox.registry import open_sandbox
 from support import skip_or_fail
 

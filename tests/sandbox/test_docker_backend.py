@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import image, sweeper
-from sandbox.docker_backend import DockerSandbox, docker_client, minimal_environment
+from sandbox import image
+from sandbox.docker import sweeper
+from sandbox.docker.backend import DockerSandbox, docker_client, minimal_environment
 
 MB = 1024 * 1024
 CANARY = "sk-canary-docker-7f3a"
@@ -326,8 +327,8 @@ def test_cli_exec_runs_stdin_code_on_docker(
 
 
 def test_pool_reports_a_start_failure_instead_of_waiting_on_it(require_docker: None) -> None:
-    from sandbox.docker_backend import ContainerLimits
-    from sandbox.pool import SessionStartError, WarmPool
+    from sandbox.docker.backend import ContainerLimits
+    from sandbox.docker.pool import SessionStartError, WarmPool
 
     def kwargs() -> dict:
         return {**ContainerLimits().create_kwargs("conductor-sandbox:000000000000"), "labels": {}}

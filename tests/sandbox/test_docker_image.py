@@ -36,7 +36,7 @@ def test_tag_changes_when_the_runner_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = image.recipe_hash()
-    edited = tmp_path / "runner.py"
+    edited = tmp_path / "main.py"
     edited.write_bytes(image.RUNNER_SOURCE.read_bytes() + b"\n# changed\n")
     monkeypatch.setattr(image, "RUNNER_SOURCE", edited)
     assert image.recipe_hash() != before
@@ -71,7 +71,7 @@ def test_assembled_tree_adds_user_runner_and_private_workdir(tmp_path: Path) -> 
         assert read("usr/bin/python3") == b"#!fake\n"
         work = members["work"]
         assert work.isdir() and (work.uid, work.mode) == (10001, 0o700)
-        assert members["opt/conductor/runner.py"].uid == 0
+        assert members["opt/conductor/main.py"].uid == 0
 
 
 def test_cached_rootfs_tarball_is_reused_without_debootstrap(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-RUNNER = Path(__file__).resolve().parents[2] / "sandbox" / "runner.py"
+RUNNER = Path(__file__).resolve().parents[2] / "sandbox" / "runner" / "main.py"
 
 
 class RunnerProcess:

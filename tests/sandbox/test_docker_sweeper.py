@@ -7,7 +7,7 @@ import socket
 import subprocess
 import time
 
-from sandbox import sweeper
+from sandbox.docker import sweeper
 
 HOST = socket.gethostname()
 

@@ -122,8 +122,8 @@ def test_hostile_case(case: HostileCase, sandbox: Sandbox, witness: HostWitness)
 
 def _wait_for_container_count(allowed: int) -> list[str]:
     """Our running containers beyond `allowed` (the warm pool plus the run's own)."""
-    from sandbox import sweeper
-    from sandbox.docker_backend import docker_client
+    from sandbox.docker import sweeper
+    from sandbox.docker.backend import docker_client
 
     labels = [f"{sweeper.LABEL}=1", f"{sweeper.OWNER_PID}={os.getpid()}"]
     deadline = time.monotonic() + GRACE_SECONDS

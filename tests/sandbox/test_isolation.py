@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import cgroups
+from sandbox.policy import cgroups
 from sandbox.registry import backend_class, probe
 from support import skip_or_fail
 
@@ -82,7 +82,7 @@ def _processes_named(marker: str) -> list[str]:
 
 
 def test_the_host_kills_a_bwrap_sandbox_by_its_own_handles(bwrap_only: None) -> None:
-    from sandbox.bwrap_backend import BwrapSandbox
+    from sandbox.bwrap.backend import BwrapSandbox
 
     marker = "hijacked" + uuid.uuid4().hex[:8]
     # A "runner" that answers the ping, then leaves survivors in new sessions that
@@ -112,7 +112,7 @@ time.sleep(600)
 
 @pytest.mark.skipif(cgroups.why_none() is not None, reason="no cgroup for sandboxes here")
 def test_a_bwrap_sandbox_is_bounded_as_a_whole(bwrap_only: None) -> None:
-    from sandbox.bwrap_backend import BwrapSandbox, Limits
+    from sandbox.bwrap.backend import BwrapSandbox, Limits
 
     limit = 256 * 1024 * 1024
     box = BwrapSandbox(rootfs="/", limits=Limits(memory_bytes=limit))

@@ -54,11 +54,11 @@ def fuzzed(request: pytest.FixtureRequest) -> Iterator[object]:
             f"sandbox backend {name!r} cannot run here: {reason}", "CONDUCTOR_REQUIRE_DOCKER"
         )
     if name == "docker":
-        from sandbox.docker_backend import DockerSandbox
+        from sandbox.docker.backend import DockerSandbox
 
         box = DockerSandbox(runner_command=["python3", "-I", "-c", FUZZ_RUNNER], grace_s=1.0)
     else:
-        from sandbox.bwrap_backend import BwrapSandbox
+        from sandbox.bwrap.backend import BwrapSandbox
 
         command = ["/usr/bin/python3", "-I", "-c", FUZZ_RUNNER]
         box = BwrapSandbox(rootfs="/", runner_command=command, grace_s=1.0)

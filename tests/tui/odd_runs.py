@@ -21,7 +21,7 @@ from conductor_kernel.events import (
     RunStarted,
     UnknownEvent,
 )
-from conductor_kernel.home import home_dir, runs_dir
+from record.home import home_dir, runs_dir
 from transcripts.index import RunIndex
 
 

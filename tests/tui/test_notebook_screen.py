@@ -15,8 +15,8 @@ from rich.console import Console
 from textual.widgets import DataTable, Input, OptionList
 from tui_helpers import GAME24_TURNS, game24_expert, make_settings, record_run, wait_for
 
-from lessons.store import Notebook, default_path
-from lessons.terms import content_terms, index_text
+from lessons.forms.terms import content_terms, index_text
+from lessons.storage.store import Notebook, default_path
 from tui.app import ConductorApp
 from tui.screens import notebook as notebook_screen
 from tui.screens.notebook import NotebookScreen, query_notes

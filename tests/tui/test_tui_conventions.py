@@ -9,7 +9,7 @@ import pytest
 from textual.binding import Binding
 from tui_helpers import GAME24_TURNS, game24_expert, make_settings, record_run, wait_for
 
-from conductor_kernel.home import home_dir
+from record.home import home_dir
 from tui.app import ConductorApp
 from tui.commands import binding_entries
 from tui.screens.batch import BatchScreen

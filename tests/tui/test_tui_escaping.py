@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from tui_helpers import make_settings, wait_for
 
 from conductor_kernel.display import UNSAFE
-from transcripts.writer import TranscriptWriter
+from record.writer import TranscriptWriter
 from tui.app import ConductorApp
 from tui.screens.run_detail import RunDetailScreen
 from tui.widgets.blocks import ExpertBlock, SandboxBlock

@@ -15,7 +15,7 @@ from odd_runs import write_odd_runs
 from textual.app import App, ComposeResult
 from tui_helpers import make_settings, wait_for
 
-from conductor_kernel.home import runs_dir
+from record.home import runs_dir
 from tui.app import ConductorApp
 from tui.pages import TranscriptPages
 from tui.screens.run_detail import RunDetailScreen, header_text, note_rows

@@ -11,7 +11,7 @@ from test_notebook_screen import seed_notebook
 from tui_helpers import make_settings, wait_for
 
 from conductor_kernel.display import UNSAFE
-from lessons.store import default_path
+from lessons.storage.store import default_path
 from tui.app import ConductorApp
 from tui.screens.notebook import NotebookScreen
 

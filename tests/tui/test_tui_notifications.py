@@ -10,7 +10,7 @@ from hostile_runs import hostile_events
 from tui_helpers import make_settings, wait_for
 
 from conductor_kernel.display import UNSAFE
-from transcripts.writer import TranscriptWriter
+from record.writer import TranscriptWriter
 from tui.app import ConductorApp
 from tui.screens.run_detail import RunDetailScreen
 

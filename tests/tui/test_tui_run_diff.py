@@ -56,6 +56,6 @@ async def test_mark_two_runs_and_see_the_one_changed_reply() -> None:
 
 
 def app_home():
-    from conductor_kernel.home import home_dir
+    from record.home import home_dir
 
     return home_dir()

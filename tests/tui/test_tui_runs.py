@@ -16,7 +16,7 @@ from tui_helpers import (
     wait_for,
 )
 
-from conductor_kernel.home import home_dir
+from record.home import home_dir
 from tui.app import ConductorApp
 from tui.screens.raw_events import RawEventsScreen
 from tui.screens.run_detail import RunDetailScreen

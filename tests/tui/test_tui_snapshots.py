@@ -19,10 +19,10 @@ from tui_helpers import (
 )
 
 from conductor_kernel.events import Event
-from conductor_kernel.home import runs_dir
+from record.home import runs_dir
+from record.reader import read_transcript
+from record.writer import TranscriptWriter
 from transcripts.index import RunIndex
-from transcripts.reader import read_transcript
-from transcripts.writer import TranscriptWriter
 from tui.app import ConductorApp
 from tui.screens.solve import SolveScreen
 

@@ -9,10 +9,10 @@ from tui_helpers import GAME24_TURNS, game24_expert, make_settings, scripted_fac
 
 from conductor.session import Session
 from conductor_kernel.events import TextDelta
-from conductor_kernel.home import runs_dir
+from record.home import runs_dir
+from record.reader import read_transcript
 from sandbox.subprocess_backend import SubprocessSandbox
 from transcripts.index import RunIndex
-from transcripts.reader import read_transcript
 from tui.app import ConductorApp
 from tui.widgets.blocks import BoxedText, ExpertBlock, SandboxBlock, TurnBlock
 
@@ -145,9 +145,9 @@ async def test_quitting_while_the_session_starts_records_nothing_and_waits_for_n
 
 
 async def test_a_replayed_published_run_streams_to_its_recorded_answer(shared_dir) -> None:
-    from conductor.replay import question_of, replay_config
-    from conductor.replay_model import ReplayModel
-    from transcripts.published import read_published
+    from conductor.replay.runner import question_of, replay_config
+    from experts.replay import ReplayModel
+    from record.published import read_published
 
     record = read_published(shared_dir / "transcripts/with-python/GameOf24.jsonl", limit=1).records[
         0

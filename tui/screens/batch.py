@@ -1,6 +1,6 @@
 """Batch: a running or finished batch, per-item status, accuracy so far, tokens, cost, ETA.
 
-It reads the batch's folder (conductor/batch_store.py lays it out: batch.json, results.jsonl,
+It reads the batch's folder (conductor/batch/store.py lays it out: batch.json, results.jsonl,
 runs/) and polls it twice a second, so it watches a batch run by `conductor batch` in
 another terminal as well as one that has ended. Enter on an item opens its run.
 """
@@ -21,8 +21,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
-from conductor.batch_report import ItemRecord, Tally
-from conductor.batch_store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
+from conductor.batch.report import ItemRecord, Tally
+from conductor.batch.store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
 from conductor_kernel.display import visible_line
 from tui.widgets.key_bar import KeyBar
 

@@ -1,7 +1,7 @@
 """Notebook: task types with their experience, notes with provenance; search, retire.
 
-Reads the notebook (`lessons.store.Notebook`, the file the settings name) through
-`lessons.queries`; search goes through its FTS index with the notebook's own term
+Reads the notebook (`lessons.storage.store.Notebook`, the file the settings name) through
+`lessons.storage.queries`; search goes through its FTS index with the notebook's own term
 functions, so the screen finds what recall would. Retiring calls the notebook package;
 the screen writes no SQL and never writes by itself.
 """
@@ -22,15 +22,15 @@ from textual.widgets.option_list import Option
 
 from conductor_kernel.display import visible
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.fts import SearchSyntaxError
-from lessons.queries import (
+from lessons.storage.queries import (
     browse_notes,
     lookup_note,
     lookup_type,
     note_counts_by_type,
     task_types,
 )
-from lessons.store import Notebook, NoteRecord
+from lessons.storage.store import Notebook, NoteRecord
+from record.fts import SearchSyntaxError
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.notebook_detail import NotebookDetail
 
@@ -364,6 +364,6 @@ class NotebookScreen(Screen[None]):
 
 def retire_function() -> Any:
     """The notebook package's retire: flags the note and writes its history row."""
-    from lessons.notes import retire
+    from lessons.storage.notes import retire
 
     return retire

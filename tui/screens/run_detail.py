@@ -20,13 +20,13 @@ from textual.screen import Screen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from conductor.printer import usage_line
-from conductor.wording import plural
+from conductor.export.terminal import usage_line
+from conductor.export.wording import plural
 from conductor_kernel.display import visible, visible_line
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import NotesWritten, Recall
-from conductor_kernel.home import home_dir
-from transcripts.audit import AuditReport, audit_events
+from record.audit import AuditReport, audit_events
+from record.home import home_dir
 from tui.pages import TranscriptPages
 from tui.screens.raw_events import RawEventsScreen
 from tui.widgets.key_bar import KeyBar
@@ -233,7 +233,7 @@ class RunDetailScreen(Screen[None]):
     # -- findings and notes ----------------------------------------------------------
     @work(thread=True, exclusive=True, group="audit")
     def audit(self) -> None:
-        from transcripts.reader import read_transcript
+        from record.reader import read_transcript
 
         try:
             report = audit_events(read_transcript(self.path).events)
@@ -279,8 +279,8 @@ class RunDetailScreen(Screen[None]):
             self.app.push_screen(RawEventsScreen(self.pages.events(self.current)))
 
     def action_export_markdown(self) -> None:
-        from conductor.markdown_export import to_markdown
-        from transcripts.reader import read_transcript
+        from conductor.export.markdown import to_markdown
+        from record.reader import read_transcript
 
         try:
             transcript = read_transcript(self.path)

@@ -1,4 +1,4 @@
-"""Two runs side by side: the terminal diff (conductor/diff_printer.py), in a screen.
+"""Two runs side by side: the terminal diff (conductor/export/diff.py), in a screen.
 
 Opened from the Runs screen (mark two runs with space, then press d). The diff is
 computed in a thread; the screen shows the totals, then one line per same round and
@@ -19,10 +19,10 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from conductor.diff_printer import diff_renderables
+from conductor.export.diff import diff_renderables
 from conductor_kernel.display import visible
-from conductor_kernel.home import home_dir
-from transcripts.outline import outline_file
+from record.fold import outline_file
+from record.home import home_dir
 from transcripts.run_diff import RunDiff, diff_runs
 
 
@@ -88,7 +88,7 @@ class RunDiffScreen(Screen[None]):
         if self.diff is None:
             self.notify("The diff is not ready yet.")
             return
-        from conductor.html.diff_page import diff_html
+        from conductor.export.html.diff_page import diff_html
 
         folder = home_dir() / "exports"
         folder.mkdir(parents=True, exist_ok=True)

@@ -23,8 +23,8 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from conductor_kernel.display import visible
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.fts import quote_words
-from transcripts.audit import audit_events
+from record.audit import audit_events
+from record.fts import quote_words
 from transcripts.index import FILTER_COLUMNS, RunFilter, RunIndex, RunRecord
 from tui.widgets.key_bar import KeyBar
 
@@ -45,7 +45,7 @@ _BADGES: dict[tuple[str, float], str] = {}  # (path, mtime) -> badges, across sc
 
 def badges_for(path: str) -> str:
     """The findings badges of one transcript (cached while the file is unchanged)."""
-    from transcripts.reader import read_transcript
+    from record.reader import read_transcript
 
     file = Path(path)
     if not path or not file.exists():

@@ -1,0 +1,318 @@
+"""What a batch's results add up to: the record shape, running totals, the final report.
+
+The report is computed from results.jsonl alone (every session's records, the latest
+per item), so a report written after a resume covers the whole batch, not just the
+last session. It is written as report.json (one object, `format_version`ed) and as
+report.md, the same figures for people.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import statistics
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypedDict
+
+from conductor_kernel.display import visible_line
+
+log = logging.getLogger("conductor.batch")
+
+REPORT_VERSION = 1
+FAILURE_KINDS = ("error", "limit", "no_answer", "interrupted", "scorer")
+MAX_EXAMPLES = 10
+
+
+class ItemRecord(TypedDict, total=False):
+    """One line of results.jsonl: how one run of one item ended."""
+
+    v: int
+    item_id: str
+    line: int
+    final: bool  # False: interrupted; the item runs again on resume
+    run_id: str | None
+    transcript: str | None  # relative to the batch folder
+    status: str  # answered | no_answer | limit | error | interrupted
+    answer: str | None
+    target: str | None
+    score: dict[str, Any] | None  # ScoreResult.to_dict(), or {"error": ..., "scored": False}
+    rounds: int
+    usage: dict[str, Any]
+    expert_calls: int
+    sandbox_runs: int
+    duration_s: float
+    error: dict[str, str] | None  # {"kind": exception type, "message": ...}
+    recalled: int  # notes shown to the run
+    notes_written: int
+    finished_at: float
+    session: int
+    learning_usage: dict[str, Any]  # what distilling this run into notes cost
+    node: str  # --ray: the worker that ran it
+    moved_from: list[str]  # --ray: workers lost while running it
+
+
+def is_scored(record: ItemRecord) -> bool:
+    score = record.get("score") or {}
+    return bool(score.get("scored")) and "error" not in score
+
+
+def failure_kind(record: ItemRecord) -> str | None:
+    """Which failure column an item counts in; None for an answered, scorable item."""
+    if not record.get("final"):
+        return "interrupted"
+    status = record.get("status")
+    if status in ("error", "limit", "no_answer"):
+        return status
+    if "error" in (record.get("score") or {}):
+        return "scorer"
+    return None
+
+
+@dataclass
+class Tally:
+    """Running totals over the finished items in scope, for the progress display."""
+
+    total: int = 0
+    done: int = 0
+    done_before: int = 0  # finished by earlier sessions
+    scored: int = 0
+    correct: int = 0
+    errors: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, record: ItemRecord) -> None:
+        if not record.get("final"):
+            return
+        self.done += 1
+        if is_scored(record):
+            self.scored += 1
+            self.correct += bool((record.get("score") or {}).get("correct"))
+        self.errors += record.get("status") == "error"
+        usage = record.get("usage") or {}
+        self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        self.cost_usd += float(usage.get("cost_usd", 0.0))
+
+    @property
+    def accuracy(self) -> float | None:
+        return 100.0 * self.correct / self.scored if self.scored else None
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"mean": None, "median": None, "p90": None, "max": None}
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return {
+        "mean": round(statistics.fmean(ordered), 3),
+        "median": round(statistics.median(ordered), 3),
+        "p90": round(p90, 3),
+        "max": round(ordered[-1], 3),
+    }
+
+
+def _percent(part: int, whole: int) -> float | None:
+    return round(100.0 * part / whole, 2) if whole else None
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (Linux reports KiB, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024, 1)
+
+
+def summarize(
+    records: Iterable[ItemRecord],
+    *,
+    total: int,
+    header: dict[str, Any],
+    session: dict[str, Any] | None = None,
+    notebook: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The report object. `records` are the latest per item in scope; `total` is how
+    many items are in scope (finished or not)."""
+    latest = list(records)
+    final = [r for r in latest if r.get("final")]
+    scored = [r for r in final if is_scored(r)]
+    correct = sum(bool((r.get("score") or {}).get("correct")) for r in scored)
+    paper = [r for r in scored if (r.get("score") or {}).get("paper_correct") is not None]
+    paper_correct = sum(bool((r.get("score") or {}).get("paper_correct")) for r in paper)
+    kinds = Counter(k for r in latest if (k := failure_kind(r)) is not None)
+    usage: defaultdict[str, float] = defaultdict(float)  # token counts and cost_usd
+    for r in final:
+        for key, value in (r.get("usage") or {}).items():
+            if isinstance(value, int | float):
+                usage[key] += value
+    examples = [
+        {
+            "item_id": r.get("item_id"),
+            "line": r.get("line"),
+            "kind": failure_kind(r),
+            "message": _failure_message(r),
+        }
+        for r in latest
+        if failure_kind(r) in ("error", "scorer", "interrupted")
+    ][:MAX_EXAMPLES]
+    return {
+        "format_version": REPORT_VERSION,
+        **header,
+        "items": {
+            "total": total,
+            "finished": len(final),
+            "remaining": total - len(final),
+            "scored": len(scored),
+            # No target for a scorer that needs one: neither a grade nor a failure.
+            "unscored": sum(
+                not is_scored(r) and failure_kind(r) not in ("error", "scorer") for r in final
+            ),
+        },
+        "accuracy": {
+            "correct": correct,
+            "scored": len(scored),
+            "percent": _percent(correct, len(scored)),
+            "paper_rule_correct": paper_correct if paper else None,
+            "paper_rule_percent": _percent(paper_correct, len(paper)),
+        },
+        "rounds": _spread([float(r.get("rounds", 0)) for r in final]),
+        "tokens": {
+            "input": int(usage["input_tokens"]),
+            "output": int(usage["output_tokens"]),
+            "cache_read": int(usage["cache_read_tokens"]),
+            "total": int(usage["input_tokens"] + usage["output_tokens"]),
+            "model_calls": int(usage["calls"]),
+        },
+        "cost_usd": round(float(usage["cost_usd"]), 6),
+        "expert_calls": sum(int(r.get("expert_calls", 0)) for r in final),
+        "sandbox_runs": sum(int(r.get("sandbox_runs", 0)) for r in final),
+        "item_seconds": _spread([float(r.get("duration_s", 0.0)) for r in final]),
+        "failures": {kind: kinds.get(kind, 0) for kind in FAILURE_KINDS},
+        "failure_examples": examples,
+        "notebook": notebook,
+        "session": session,
+    }
+
+
+def _failure_message(record: ItemRecord) -> str:
+    if not record.get("final"):
+        return "interrupted; runs again on resume"
+    if record.get("error"):
+        error = record["error"] or {}
+        return f"{error.get('kind')}: {error.get('message')}"
+    return str((record.get("score") or {}).get("error", ""))
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The report for people: key figures, failures, the notebook before and after."""
+    items, acc = report["items"], report["accuracy"]
+    tokens, rounds = report["tokens"], report["rounds"]
+    pct = "n/a" if acc["percent"] is None else f"{acc['percent']:.1f}%"
+    lines = [
+        f"# Batch {report.get('batch_id', '')}",
+        "",
+        f"Task **{report.get('task', '')}** from `{report.get('task_file', '')}`, "
+        f"model `{report.get('model', '')}`.",
+        "",
+        "| figure | value |",
+        "| --- | --- |",
+        f"| items finished | {items['finished']} of {items['total']} "
+        f"({items['remaining']} remaining) |",
+        f"| accuracy | {pct} ({acc['correct']} of {acc['scored']} scored; "
+        f"{items['unscored']} unscored) |",
+    ]
+    if acc["paper_rule_percent"] is not None:
+        lines.append(f"| accuracy by the paper's rule | {acc['paper_rule_percent']:.1f}% |")
+    lines += [
+        f"| rounds (mean / median / max) | {_num(rounds['mean'])} / {_num(rounds['median'])} "
+        f"/ {_num(rounds['max'])} |",
+        f"| tokens (input / output) | {tokens['input']:,} / {tokens['output']:,} "
+        f"({tokens['cache_read']:,} input read from cache) |",
+        f"| cost | ${report['cost_usd']:.4f} |",
+        f"| expert calls / sandbox runs | {report['expert_calls']} / {report['sandbox_runs']} |",
+        f"| seconds per item (median / p90) | {_num(report['item_seconds']['median'])} / "
+        f"{_num(report['item_seconds']['p90'])} |",
+        "",
+        "## Failures",
+        "",
+        "| kind | items |",
+        "| --- | --- |",
+        *(f"| {kind} | {count} |" for kind, count in report["failures"].items()),
+    ]
+    if report["failure_examples"]:
+        lines += ["", "Examples:", ""]
+        # Item ids come from the task file and messages may quote a model or a server.
+        lines += [
+            f"- `{visible_line(str(e['item_id']))}` (line {e['line']}, {e['kind']}): "
+            f"{visible_line(str(e['message']))}"
+            for e in report["failure_examples"]
+        ]
+    lines += ["", "## Notebook", ""]
+    notebook = report.get("notebook")
+    if not notebook:
+        lines.append("Not used by this batch.")
+    else:
+        lines.append(f"`{notebook.get('path', '')}`")
+        lines.append("")
+        for when in ("before", "after"):
+            state = notebook.get(when)
+            text = "unknown (its figures could not be read; see the log)"
+            if isinstance(state, dict):
+                text = ", ".join(f"{k}: {_flat(v)}" for k, v in state.items())
+            lines.append(f"- {when}: {text}")
+    session = report.get("session") or {}
+    if session:
+        lines += [
+            "",
+            "## This session",
+            "",
+            f"Ran {session.get('ran', 0)} items ({session.get('finished', 0)} finished) in "
+            f"{session.get('wall_s', 0):.1f} s at "
+            f"concurrency {session.get('concurrency')}; peak memory "
+            f"{session.get('peak_rss_mb')} MB."
+            + (f" Stopped: {session['stopped']}." if session.get("stopped") else ""),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _flat(value: Any) -> str:
+    """A figure for one line of Markdown: nested counts as `kind 3 / kind 1`."""
+    if isinstance(value, dict):
+        return " / ".join(f"{k} {v}" for k, v in value.items()) or "none"
+    return str(value)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def write_report(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
+    """report.json and report.md in the batch folder, each replaced atomically."""
+    paths = (folder / "report.json", folder / "report.md")
+    texts = (json.dumps(report, indent=2, ensure_ascii=False) + "\n", render_markdown(report))
+    for path, text in zip(paths, texts, strict=True):
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    return paths
+
+
+# The notebook's figures a report shows; the rest (paths, sizes) would only be noise.
+_REPORTED = ("notes", "retired", "task_types", "runs_learned", "recalls", "by_kind")
+
+
+def notebook_state(path: str) -> dict[str, Any] | None:
+    """The notebook's figures (notes, task types, runs learned...), or None when they
+    cannot be read; never fails the batch."""
+    from lessons.storage.stats import notebook_stats
+
+    try:
+        state = notebook_stats(path)
+    except Exception:  # a report must not fail over the notebook's figures
+        log.exception("could not read the notebook's state from %s", path)
+        return None
+    return {key: state[key] for key in _REPORTED if key in state}

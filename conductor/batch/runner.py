@@ -1,0 +1,337 @@
+"""The batch runner: a task file's items through the conductor, concurrently, resumably.
+
+Concurrency is plain threads, not asyncio: `Session.solve` blocks (each run already
+drives its model calls from worker threads of its own), so N worker threads each take
+the next item in file order and run it to the end. The caller builds every item's
+`Session` around one shared meta model and one shared expert model, so all workers
+share one `Backoff`: a rate limit seen by one worker pauses them all.
+
+Every run's outcome is appended to the batch's results.jsonl the moment it ends (see
+batch_store.py). An item is finished once a final line for it is there; an item in
+flight when the process died has none and simply runs again, and one interrupted by
+Ctrl-C or a stop gets a non-final line (reported as interrupted) and runs again too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conductor import interrupts
+from conductor.batch.report import ItemRecord, Tally
+from conductor.batch.store import FORMAT_VERSION, RESULTS_FILE, ResultsLog, is_finished, safe_name
+from conductor.session import Session
+from conductor.tasks.files import TaskItem
+from conductor_kernel.errors import ConfigError, UnknownModelError, UserFacingError
+from conductor_kernel.events import (
+    Event,
+    MetaTurnFinished,
+    NotesWritten,
+    Recall,
+    RunFinished,
+    RunStarted,
+    new_id,
+)
+from conductor_kernel.interfaces import SandboxUnavailable, Usage
+
+log = logging.getLogger("conductor.batch")
+
+# Given the final answer (None: the run gave none), the item, the run's sandbox and the
+# meta model's last turn, a ScoreResult-shaped dict; None leaves the item unscored.
+Scorer = Callable[[str | None, TaskItem, Any, str], dict[str, Any] | None]
+SessionFactory = Callable[[TaskItem], Session]
+
+
+class BatchStopped(UserFacingError):
+    """A failure that would fail every item: the batch stopped, finished items are kept."""
+
+
+def fails_every_item(exc: BaseException) -> bool:
+    """A failure no other item would escape: stop the batch rather than repeat it."""
+    if isinstance(exc, SandboxUnavailable | ConfigError | UnknownModelError):
+        return True
+    # Authentication refused or model unknown at the provider (the SDKs' status errors).
+    status = getattr(exc.__cause__, "status_code", None)
+    return status in (401, 403, 404)
+
+
+@dataclass
+class BatchPlan:
+    """What to run: the items in scope (file order) and how to ask and score each."""
+
+    folder: Path
+    batch_id: str
+    task: str
+    items: list[TaskItem]
+    question: Callable[[TaskItem], str]
+    score: Scorer | None = None
+    tags: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def results(self) -> ResultsLog:
+        return ResultsLog(self.folder / RESULTS_FILE)
+
+
+@dataclass
+class SessionOutcome:
+    """What one invocation of the runner did."""
+
+    ran: int = 0
+    finished: int = 0
+    interrupted: int = 0
+    wall_s: float = 0.0
+    stopped: str | None = None  # why the batch stopped early, if it did
+    user_interrupt: bool = False
+
+
+class BatchRunner:
+    """Runs a plan's unfinished items on `concurrency` worker threads.
+
+    `make_session(item)` builds the item's session (its own sandbox, shared models);
+    the runner closes the sandbox after the run. `on_record` sees every record as it
+    is written, with the updated tally (from worker threads: keep it quick).
+    """
+
+    def __init__(
+        self,
+        plan: BatchPlan,
+        make_session: SessionFactory,
+        *,
+        concurrency: int = 4,
+        sinks: tuple[Any, ...] = (),
+        on_record: Callable[[ItemRecord, Tally], None] | None = None,
+        retry_errors: bool = False,
+        session_no: int = 1,
+    ) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"--concurrency must be 1 or more, not {concurrency}")
+        self.plan = plan
+        self.make_session = make_session
+        self.concurrency = concurrency
+        self.sinks = sinks
+        self.on_record = on_record
+        self.retry_errors = retry_errors
+        self.session_no = session_no
+        self.log = plan.results
+        self.tally = Tally(total=len(plan.items))
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._live: dict[str, Session] = {}
+        self._queue: deque[TaskItem] = deque()
+        self._error_streak = 0
+        self.outcome = SessionOutcome()
+
+    def pending(self) -> list[TaskItem]:
+        """Items in scope with no final record yet, in file order."""
+        done = self.log.read()
+        for problem in self.log.problems:
+            log.warning("%s", problem)
+        self.tally = Tally(total=len(self.plan.items))
+        waiting = []
+        for item in self.plan.items:
+            record = done.get(item.id)
+            if is_finished(record, retry_errors=self.retry_errors):
+                self.tally.add(record)  # type: ignore[arg-type]
+            else:
+                waiting.append(item)
+        self.tally.done_before = self.tally.done
+        return waiting
+
+    def stopping(self) -> bool:
+        """Whether the batch was stopped (a sink may then stop waiting on a lock)."""
+        return self._stop.is_set()
+
+    def stop(self, reason: str) -> None:
+        """Start no more items and cancel those in flight (they will run again)."""
+        with self._lock:
+            if self.outcome.stopped is None:
+                self.outcome.stopped = reason
+            self._stop.set()
+            live = list(self._live.values())
+        for session in live:
+            session.cancel()
+
+    def run(self) -> SessionOutcome:
+        started = time.monotonic()
+        self._queue = deque(self.pending())
+        workers = [
+            threading.Thread(target=self._work, name=f"batch-worker-{n}", daemon=True)
+            for n in range(min(self.concurrency, len(self._queue)))
+        ]
+        for worker in workers:
+            worker.start()
+
+        def on_signal(name: str) -> bool:
+            # A stop signal (interrupts.py) stops the batch gently: items in flight are
+            # cancelled and end recorded as interrupted, so a re-run runs them again.
+            self.outcome.user_interrupt = True
+            self.stop(f"stopped by {name}")
+            return True
+
+        try:
+            with interrupts.graceful(on_signal):
+                for worker in workers:
+                    while worker.is_alive():
+                        worker.join(timeout=0.2)  # short joins keep Ctrl-C deliverable
+        except KeyboardInterrupt:
+            self.outcome.user_interrupt = True
+            self.stop("interrupted by the user")
+            for worker in workers:
+                worker.join(timeout=30)
+        self.outcome.wall_s = time.monotonic() - started
+        return self.outcome
+
+    # -- workers ---------------------------------------------------------------------
+    def _take(self) -> TaskItem | None:
+        with self._lock:
+            if self._stop.is_set() or not self._queue:
+                return None
+            return self._queue.popleft()
+
+    def _work(self) -> None:
+        while (item := self._take()) is not None:
+            try:
+                record = self._run_item(item)
+            except BaseException as exc:  # a bug here must not hang the batch
+                log.exception("item %s: the runner failed", item.id)
+                record = self._base_record(item, None, time.time())
+                record.update({"status": "error", "final": True, "error": _error(exc)})
+            self._finish(record)
+
+    def _run_item(self, item: TaskItem) -> ItemRecord:
+        started = time.time()
+        run_id = f"{self.plan.batch_id[-8:]}-{safe_name(item.id, 48)}-{new_id()[:4]}"
+        record = self._base_record(item, run_id, started)
+        session: Session | None = None
+        failure: BaseException | None = None
+        finished: RunFinished | None = None
+        last_turn = ""
+        try:
+            session = self.make_session(item)
+            with self._lock:
+                self._live[item.id] = session
+            events = session.solve(
+                self.plan.question(item),
+                sinks=self.sinks,
+                run_id=run_id,
+                task=self.plan.task,
+                target=item.target,
+                tags={**self.plan.tags, "item_id": item.id},
+            )
+            for event in events:
+                if self._stop.is_set():
+                    session.cancel()  # a run that started after stop() was called
+                _note(event, record)
+                if isinstance(event, MetaTurnFinished):
+                    last_turn = event.text
+                elif isinstance(event, RunFinished):
+                    finished = event
+        except Exception as exc:
+            failure = exc
+            if fails_every_item(exc):
+                self.stop(f"item {item.id} (line {item.line}) failed: {exc}")
+        try:
+            if finished is not None:
+                record.update(_from_finished(finished))
+                # The item's cost is the run's and its learning's (reported apart too).
+                learning = Usage.from_dict(record.get("learning_usage"))
+                record["usage"] = (finished.usage + learning).to_dict()
+            if failure is not None:
+                record.update({"status": "error", "error": _error(failure)})
+            record["final"] = record["status"] != "interrupted" and not (
+                failure is not None and fails_every_item(failure)
+            )
+            if record["final"] and record["status"] != "error" and self.plan.score:
+                sandbox = session.sandbox if session is not None else None
+                record["score"] = self._score(record.get("answer"), item, sandbox, last_turn)
+        finally:
+            with self._lock:
+                self._live.pop(item.id, None)
+            if session is not None and session.sandbox is not None:
+                session.sandbox.close()
+        record["duration_s"] = round(time.time() - started, 3)
+        return record
+
+    def _score(self, answer: str | None, item: TaskItem, sandbox: Any, output: str) -> Any:
+        assert self.plan.score is not None
+        try:
+            return self.plan.score(answer, item, sandbox, output)
+        except Exception as exc:  # a scorer problem is the scorer's, not the run's
+            log.exception("item %s: the scorer failed", item.id)
+            return {"error": f"{type(exc).__name__}: {exc}", "scored": False}
+
+    def _base_record(self, item: TaskItem, run_id: str | None, started: float) -> ItemRecord:
+        transcript = f"runs/{run_id}.jsonl" if run_id else None
+        return ItemRecord(
+            v=FORMAT_VERSION,
+            item_id=item.id,
+            line=item.line,
+            final=False,
+            run_id=run_id,
+            transcript=transcript,
+            status="error",
+            answer=None,
+            target=item.target,
+            score=None,
+            rounds=0,
+            usage={},
+            expert_calls=0,
+            sandbox_runs=0,
+            duration_s=0.0,
+            error=None,
+            recalled=0,
+            notes_written=0,
+            finished_at=started,
+            session=self.session_no,
+        )
+
+    def _finish(self, record: ItemRecord) -> None:
+        record["finished_at"] = time.time()
+        self.log.append(record)
+        with self._lock:
+            self.outcome.ran += 1
+            self.outcome.finished += bool(record.get("final"))
+            self.outcome.interrupted += not record.get("final")
+            self.tally.add(record)
+            if record.get("final"):
+                self._error_streak = self._error_streak + 1 if record["status"] == "error" else 0
+            streak = self._error_streak
+        limit = max(5, self.concurrency)
+        if streak >= limit:
+            message = (record.get("error") or {}).get("message", "")
+            self.stop(f"the last {streak} items all failed; the latest: {message}")
+        if self.on_record is not None:
+            self.on_record(record, self.tally)
+
+
+def _note(event: Event, record: ItemRecord) -> None:
+    """Fill in what the notebook did for this run, as its events pass."""
+    if isinstance(event, Recall):
+        record["recalled"] = len(event.notes)
+    elif isinstance(event, NotesWritten):
+        record["notes_written"] = record.get("notes_written", 0) + len(event.note_ids)
+        spent = Usage.from_dict(record.get("learning_usage")) + event.usage
+        record["learning_usage"] = spent.to_dict()
+    elif isinstance(event, RunStarted):
+        record["run_id"] = event.run_id
+
+
+def _from_finished(event: RunFinished) -> ItemRecord:
+    return {
+        "status": event.status,
+        "answer": event.final_answer,
+        "rounds": event.rounds,
+        "usage": event.usage.to_dict(),
+        "expert_calls": event.expert_calls,
+        "sandbox_runs": event.sandbox_runs,
+    }
+
+
+def _error(exc: BaseException) -> dict[str, str]:
+    return {"kind": type(exc).__name__, "message": str(exc) or type(exc).__name__}

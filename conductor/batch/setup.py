@@ -1,0 +1,185 @@
+"""How a batch's items become runs: sessions, questions and scoring, live or replayed.
+
+Live: one meta model and one expert model (sharing one `Backoff`) and the notebook's
+hooks serve every item; each item gets a fresh sandbox. Replay: each item's meta model
+and experts are a `ReplayModel` over that item's published record, so nothing leaves
+the machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from conductor.config import Settings
+from conductor.session import Session
+from conductor.tasks.files import TaskFileError, TaskItem
+from conductor.tasks.specs import TaskSpec
+from conductor_kernel.events import Event, RunStarted
+from conductor_kernel.interfaces import Sandbox
+from record.home import home_dir
+
+
+@dataclass
+class BatchSetup:
+    """How each item becomes a session and a question, and what names the batch."""
+
+    make_session: Callable[[TaskItem], Session]
+    question: Callable[[TaskItem], str]
+    model_name: str
+    identity: dict[str, Any]
+    notebook: str | None  # path, when recall or learning is on
+    sandbox_name: str | None
+
+
+def sandbox_opener(settings: Settings) -> tuple[str | None, Callable[[], Sandbox | None]]:
+    """Resolve the backend once (a clear error now, not once per item)."""
+    if not settings.run.python:
+        return None, lambda: None
+    from sandbox.registry import open_sandbox, resolve_name
+
+    name = resolve_name(settings.sandbox)
+    return name, lambda: open_sandbox(name)
+
+
+def live_setup(settings: Settings, spec: TaskSpec, runs: Callable[[], Path]) -> BatchSetup:
+    from conductor.session import build_session
+
+    # A batch learns into a notebook of its own, named for its task, unless told
+    # otherwise (--notebook or the `notebook` setting): gold targets in a batch must
+    # not leak into the notebook a user's own questions are answered from.
+    notebook = settings.notebook or str(home_dir() / "notebooks" / f"batch-{spec.name}.db")
+    settings = replace(settings, notebook=notebook)
+    # Built once without a sandbox: models and notebook hooks are shared by every item.
+    template = build_session(
+        replace(settings, run=replace(settings.run, python=False)),
+        index=False,
+    )
+    meta, expert = template.meta_model, template.expert_model
+    shared = getattr(meta, "backoff", None)
+    if shared is not None and expert is not meta and hasattr(expert, "backoff"):
+        expert.backoff = shared  # type: ignore[union-attr]  # one pause for every worker
+    sandbox_name, open_box = sandbox_opener(settings)
+
+    def make_session(item: TaskItem) -> Session:
+        return Session(
+            meta_model=meta,
+            expert_model=expert,
+            sandbox=open_box(),
+            config=settings.run,
+            runs_path=runs(),
+            recall=template.recall,
+            after_run=template.after_run,
+        )
+
+    uses_notebook = settings.recall or settings.learn
+    return BatchSetup(
+        make_session,
+        lambda item: spec.prompt(item.input),
+        meta.name,
+        {
+            "model": meta.name,
+            "expert_model": getattr(expert, "name", ""),
+            "notebook": str(Path(notebook).resolve()) if uses_notebook else None,
+            "recall": settings.recall,
+            "learn": settings.learn,
+        },
+        notebook if uses_notebook else None,
+        sandbox_name,
+    )
+
+
+def replay_setup(
+    settings: Settings,
+    spec: TaskSpec,
+    items: list[TaskItem],
+    runs: Callable[[], Path],
+    *,
+    on_error: str = "stop",
+    warn: Callable[[str], None] = print,
+) -> tuple[BatchSetup, list[TaskItem]]:
+    """The setup, and the items that are published records (others stop the batch,
+    or with on_error="skip" are left out with a warning)."""
+    from conductor.replay.runner import question_of, replay_config
+    from experts.replay import ReplayModel
+    from record.published import PublishedRecord, parse_record
+
+    records: dict[str, PublishedRecord] = {}
+    for item in items:
+        raw = {**item.metadata, "input": item.input, "target": item.target}
+        try:
+            records[item.id] = parse_record(raw, line=item.line, task=spec.name)
+        except ValueError as exc:
+            problem = f"{item.source}:{item.line}: not a published record ({exc})"
+            if on_error == "skip":
+                warn(f"warning: skipped {problem}")
+                continue
+            raise TaskFileError(
+                f"{problem}; --replay reads transcript files such as "
+                "transcripts/with-python/GameOf24.jsonl (or skip such lines: --on-error skip)"
+            ) from None
+    notice = next((r.notice_round for r in records.values() if r.notice_round), None)
+    sandbox_name, open_box = sandbox_opener(settings)
+
+    def make_session(item: TaskItem) -> Session:
+        record = records[item.id]
+        model = ReplayModel(record)
+        config = replay_config(record.notice_round or notice)
+        config.python = settings.run.python
+        return Session(model, model, open_box(), config, runs_path=runs())
+
+    identity = {"model": "replay", "python": settings.run.python}
+    setup = BatchSetup(
+        make_session, lambda item: question_of(records[item.id]), "replay", identity, None,
+        sandbox_name,
+    )  # fmt: skip
+    return setup, [item for item in items if item.id in records]
+
+
+def make_scorer(spec: TaskSpec, sandbox_name: str | None, settings: Settings) -> Callable[..., Any]:
+    from conductor.scoring import score
+
+    def score_one(answer: str | None, item: TaskItem, sandbox: Sandbox | None, output: str):
+        own = None
+        if spec.scorer == "p3":
+            # Answers run only in a sandbox, and one of its own: it must pass back a
+            # solution's value larger than a run's sandbox keeps (SANDBOX_OPTIONS).
+            from conductor.scoring.puzzles import SANDBOX_OPTIONS
+            from sandbox.registry import open_sandbox
+
+            own = sandbox = open_sandbox(sandbox_name or settings.sandbox, **SANDBOX_OPTIONS)
+        try:
+            result = score(spec, answer, item, output=output or None, sandbox=sandbox)
+        finally:
+            if own is not None:
+                own.close()
+        return result.to_dict()
+
+    return score_one
+
+
+class IndexSink:
+    """Feeds runs.db from many worker threads, one event at a time."""
+
+    def __init__(self, runs_path: Path) -> None:
+        from transcripts.index import RunIndex
+
+        self.index = RunIndex()
+        try:  # runs left `running` by a batch or solve that was killed: interrupted now
+            self.index.repair_abandoned()
+        except Exception:
+            logging.getLogger("conductor.batch").exception("could not repair dead runs")
+        self.runs_path = runs_path
+        self._lock = threading.Lock()
+
+    def handle(self, event: Event) -> None:
+        if event.transient:
+            return
+        with self._lock:
+            if isinstance(event, RunStarted):
+                self.index.attach(event.run_id, self.runs_path / f"{event.run_id}.jsonl")
+            self.index.handle(event)

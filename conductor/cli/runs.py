@@ -1,0 +1,310 @@
+"""`conductor runs list|show|search|export|diff|reindex`: the record of past runs, and
+`conductor batch-report`: a batch as HTML pages."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from conductor_kernel.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from transcripts.index import RunIndex, RunRecord
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    runs = sub.add_parser("runs", help="list, search, show and export recorded runs")
+    rsub = runs.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
+
+    p = rsub.add_parser("list", help="the most recent runs")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--task")
+    p.add_argument("--status")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=run_list)
+
+    p = rsub.add_parser(
+        "search",
+        help="full-text search over questions and answers",
+        description="Find runs whose question or answer holds every word given, as written.",
+    )
+    p.add_argument("query", nargs="+", help="words to find (all of them)")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help='read the query as SQLite FTS5 syntax (AND, OR, NOT, "phrases", prefix*)',
+    )
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=run_search)
+
+    p = rsub.add_parser("show", help="print one run as it happened")
+    p.add_argument("run", help="run id (a unique prefix will do) or a transcript file")
+    p.set_defaults(handler=run_show)
+
+    p = rsub.add_parser("export", help="export one run")
+    p.add_argument("run", help="run id (a unique prefix will do) or a transcript file")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--markdown", action="store_true", help="as Markdown (the default)")
+    fmt.add_argument(
+        "--html",
+        action="store_true",
+        help="as one self-contained HTML page (default file: RUN_ID.html here)",
+    )
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("--notebook", help="read recalled and written notes' evidence from here")
+    p.set_defaults(handler=run_export)
+
+    p = rsub.add_parser("diff", help="two runs side by side, round by round and call by call")
+    p.add_argument("left", help="run id (a unique prefix will do) or a transcript file")
+    p.add_argument("right", help="run id (a unique prefix will do) or a transcript file")
+    p.add_argument(
+        "--html", action="store_true", help="write one HTML page (default: diff-LEFT-RIGHT.html)"
+    )
+    p.add_argument("-o", "--output", help="the HTML file to write (implies --html)")
+    p.set_defaults(handler=run_diff)
+
+    p = rsub.add_parser("reindex", help="rebuild runs.db from the transcript files")
+    p.set_defaults(handler=run_reindex)
+
+    p = sub.add_parser("batch-report", help="a batch as HTML: every item, each linked to its run")
+    p.add_argument("batch", help="batch id (a unique prefix will do) or the batch's folder")
+    p.add_argument("--html", action="store_true", help="write HTML pages (the only format yet)")
+    p.add_argument("-o", "--output", help="folder for the pages (default: BATCH/html)")
+    p.set_defaults(handler=run_batch_report)
+
+    # `runs audit` and `runs import` are the same commands as `conductor audit` / `import`.
+    for name, module in (("audit", "conductor.cli.audit"), ("import", "conductor.cli.imports")):
+        import importlib.util
+
+        if importlib.util.find_spec(module) is not None:
+            attach = getattr(__import__(module, fromlist=["attach"]), "attach", None)
+            if attach is not None:
+                attach(rsub.add_parser(name, help=f"same as `conductor {name}`"))
+
+
+def _index() -> RunIndex:
+    from transcripts.index import RunIndex
+
+    return RunIndex()
+
+
+def transcript_path(ref: str) -> Path:
+    """A transcript file from a path or a run id (or unique prefix)."""
+    path = Path(ref)
+    if path.suffix == ".jsonl" and path.exists():
+        return path
+    row = _index().get(ref)
+    if row is None:
+        from record.home import runs_dir
+
+        # A transcript runs.db could not index (its first line cut or damaged) is still
+        # the run's record: read it, and let the reader say what is wrong with it.
+        unindexed = runs_dir() / f"{ref}.jsonl"
+        if "/" not in ref and unindexed.is_file():
+            return unindexed
+        raise UserFacingError(
+            f"no run matches {ref!r} (or it is ambiguous); `conductor runs list` shows run ids."
+        )
+    return Path(row["path"])
+
+
+def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = None) -> int:
+    """Runs as JSON lines, a wrapped table on a terminal, or plain lines when piped.
+
+    Nothing is cut: on a terminal long text wraps inside its column; piped, each run
+    is one tab-separated line with the whole question and answer.
+    """
+    if as_json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from conductor_kernel.display import visible
+
+    console = console or Console()
+    cells = [_cells(row) for row in rows]
+    if not console.is_terminal:
+        print("\t".join(COLUMNS))
+        for line in cells:
+            print("\t".join(" ".join(visible(c).split()) for c in line))
+        return 0
+    table = Table(expand=True, show_lines=True)
+    for name in COLUMNS[:5]:
+        table.add_column(name, overflow="fold")
+    table.add_column("question → answer", overflow="fold", ratio=1, min_width=20)
+    for cell_row in cells:
+        question, answer = cell_row[5], cell_row[6]
+        text = Text(visible(question))
+        text.append("\n→ " + (visible(answer) or "(no answer)"), style="bold")
+        table.add_row(*(visible(c) for c in cell_row[:5]), text)
+    console.print(table)
+    if not rows:
+        console.print("no runs", style="dim")
+    return 0
+
+
+COLUMNS = ("run", "when", "status", "rounds", "cost", "question", "answer")
+
+
+def _cells(row: RunRecord) -> list[str]:
+    when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
+    return [
+        str(row["run_id"]),
+        when,
+        str(row["status"] or ""),
+        str(row["rounds"] or 0),
+        f"${row['cost_usd'] or 0:.4f}",
+        " ".join(str(row["question"] or "").split()),
+        " ".join(str(row["final_answer"] or "").split()),
+    ]
+
+
+def run_list(args: argparse.Namespace) -> int:
+    return _table(_index().list(limit=args.limit, task=args.task, status=args.status), args.json)
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from record.fts import SearchSyntaxError, quote_words
+
+    text = " ".join(args.query)
+    query = text if args.raw else quote_words(text)
+    if not query.strip():
+        raise UserFacingError("nothing to search for: give one or more words.")
+    try:
+        rows = _index().search(query, limit=args.limit)
+    except SearchSyntaxError as exc:
+        raise UserFacingError(
+            f"the FTS5 query {text!r} is not valid ({exc.reason}); leave out --raw to search "
+            "for the words as written."
+        ) from None
+    return _table(rows, args.json)
+
+
+def _read(ref: str):
+    from record.reader import read_transcript
+
+    transcript = read_transcript(transcript_path(ref))
+    if transcript.problem is not None:
+        from rich.console import Console
+        from rich.text import Text
+
+        from conductor_kernel.display import visible_line
+
+        warning = Text("warning: ", style="yellow").append(visible_line(str(transcript.problem)))
+        Console(stderr=True).print(warning)
+    if not transcript.events:
+        why = f" ({transcript.problem.reason})" if transcript.problem else ""
+        raise UserFacingError(f"{transcript.path}: no event in it could be read{why}.")
+    return transcript
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from conductor.export.terminal import RichPrinter
+
+    printer = RichPrinter()
+    for event in _read(args.run).events:
+        printer.handle(event)
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    if args.html:
+        from conductor.export.html.run_page import run_html
+        from record.fold import outline
+
+        transcript = _read(args.run)
+        run = outline(transcript.events, problem=_problem(transcript))
+        out = Path(args.output or f"{run.run_id or transcript.path.stem}.html")
+        _write(out, run_html(run, notebook=args.notebook))
+        print(f"wrote {out}")
+        return 0
+    from conductor.export.markdown import to_markdown
+
+    text = to_markdown(_read(args.run).events)
+    if args.output:
+        _write(Path(args.output), text)
+    else:
+        print(text, end="")
+    return 0
+
+
+def _write(out: Path, text: str) -> None:
+    """Write an export, or say plainly why it cannot be written (no traceback)."""
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserFacingError(_cannot_write(exc, out)) from None
+
+
+def _cannot_write(exc: OSError, out: object) -> str:
+    where = exc.filename or out
+    return f"cannot write {where} ({exc.strerror or exc}); give -o a writable file path."
+
+
+def _problem(transcript) -> str | None:
+    return str(transcript.problem) if transcript.problem is not None else None
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from record.fold import outline
+    from transcripts.run_diff import diff_runs
+
+    left, right = _read(args.left), _read(args.right)
+    diff = diff_runs(
+        outline(left.events, problem=_problem(left)),
+        outline(right.events, problem=_problem(right)),
+    )
+    if args.html or args.output:
+        from conductor.export.html.diff_page import diff_html
+
+        out = Path(args.output or f"diff-{diff.left.run_id}-{diff.right.run_id}.html")
+        _write(out, diff_html(diff))
+        print(f"wrote {out}")
+        return 0
+    from rich.console import Console
+
+    from conductor.export.diff import diff_renderables
+
+    console = Console()
+    for renderable in diff_renderables(diff):
+        console.print(renderable)
+    return 0
+
+
+def run_batch_report(args: argparse.Namespace) -> int:
+    from conductor.export.html.batch_page import find_batch, write_batch_html
+
+    batch = find_batch(args.batch)
+    try:
+        index = write_batch_html(batch, args.output)
+    except OSError as exc:
+        raise UserFacingError(
+            _cannot_write(exc, args.output or "the batch's html folder")
+        ) from None
+    print(f"wrote {index} (and one page per run beside it)")
+    return 0
+
+
+def run_reindex(args: argparse.Namespace) -> int:
+    """Rebuild runs.db from the transcripts; a corrupt runs.db is moved aside, never lost."""
+    from record.home import runs_dir
+    from transcripts.index import RunIndex
+
+    index, count, moved = RunIndex.reindex(None, runs_dir())
+    if moved is not None:
+        print(f"{index.path} was damaged: moved it to {moved} (kept, not deleted)")
+    repaired = index.repair_abandoned()
+    if repaired:
+        print(f"{len(repaired)} runs left unfinished by a process that died: now interrupted")
+    print(f"indexed {count} transcripts into {index.path}")
+    return 0

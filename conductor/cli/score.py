@@ -1,0 +1,235 @@
+"""`conductor score FILE...`: accuracy of published-format outputs, paper rule vs ours.
+
+A file holds one record a line with `input`, `target` and `output` (the meta model's
+last turn; the final answer is the triple-quoted text after `>> FINAL ANSWER:`), as
+the meta-prompting paper published its runs. Each file's task comes from its name
+(or --task); the table shows the paper's rule and ours side by side; `--json`
+prints one object per file instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conductor.scoring import check_dependencies, score
+from conductor.tasks.files import OnError, Problem, TaskFileError, TaskItem, read_task_file
+from conductor.tasks.specs import TaskSpec, resolve_spec
+from conductor_kernel.errors import UserFacingError
+from conductor_kernel.interfaces import Sandbox
+from conductor_kernel.protocol import parse_final_answer
+
+
+@dataclass
+class Disagreement:
+    item: TaskItem
+    ours: bool
+    paper: bool
+    detail: str
+    answer: str | None
+
+
+@dataclass
+class FileScore:
+    """One file's tallies under both rules."""
+
+    file: str
+    task: str
+    scorer: str
+    n: int = 0
+    ours_correct: int = 0
+    paper_correct: int = 0
+    no_answer: int = 0
+    unscored: int = 0
+    skipped_lines: int = 0
+    disagreements: list[Disagreement] = field(default_factory=list)
+
+    def correct(self, rule: str) -> int:
+        return self.paper_correct if rule == "paper" else self.ours_correct
+
+    def accuracy(self, rule: str) -> float | None:
+        return round(100.0 * self.correct(rule) / self.n, 2) if self.n else None
+
+    def to_dict(self, rule: str) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "task": self.task,
+            "scorer": self.scorer,
+            "rule": rule,
+            "n": self.n,
+            "correct": self.correct(rule),
+            "accuracy": self.accuracy(rule),
+            "paper_correct": self.paper_correct,
+            "paper_accuracy": self.accuracy("paper"),
+            "ours_correct": self.ours_correct,
+            "ours_accuracy": self.accuracy("ours"),
+            "no_answer": self.no_answer,
+            "unscored": self.unscored,
+            "disagreements": len(self.disagreements),
+            "skipped_lines": self.skipped_lines,
+        }
+
+
+def score_file(
+    path: str | Path,
+    spec: TaskSpec,
+    *,
+    sandbox: Sandbox | None = None,
+    on_error: OnError = "stop",
+) -> FileScore:
+    task_file = read_task_file(path, on_error=on_error)
+    tally = FileScore(file=str(path), task=spec.name, scorer=spec.scorer)
+    tally.skipped_lines = len(task_file.problems)
+    for item in task_file.items:
+        output = item.metadata.get("output")
+        if not isinstance(output, str):
+            problem = Problem(str(path), item.line, "no `output` text (not a published run)")
+            if on_error == "stop":
+                raise TaskFileError(
+                    f"{problem}. `conductor score` reads records with input, target and "
+                    "output; fix the line or pass --on-bad-line skip."
+                )
+            tally.skipped_lines += 1
+            continue
+        answer, _closed = parse_final_answer(output)
+        result = score(spec, answer, item, output=output, sandbox=sandbox)
+        if not result.scored:
+            tally.unscored += 1
+            continue
+        tally.n += 1
+        tally.ours_correct += result.correct
+        tally.paper_correct += bool(result.paper_correct)
+        tally.no_answer += answer is None
+        if result.correct != result.paper_correct:
+            tally.disagreements.append(
+                Disagreement(
+                    item, result.correct, bool(result.paper_correct), result.detail, answer
+                )
+            )
+    return tally
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "score",
+        help="accuracy of published-format outputs (paper rule vs ours)",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    p.add_argument(
+        "files", nargs="+", metavar="FILE", help="JSONL files with input, target, output"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object per file")
+    p.add_argument(
+        "--rule",
+        choices=("ours", "paper"),
+        default="ours",
+        help="which rule `correct`/`accuracy` report (default: ours; the table shows both)",
+    )
+    p.add_argument("--task", help="task name for every file (default: from each file's name)")
+    p.add_argument(
+        "--sandbox",
+        default="auto",
+        help="where P3 answers run: auto, docker, bwrap (default auto; never this host)",
+    )
+    p.add_argument(
+        "--on-bad-line",
+        choices=("stop", "skip"),
+        default="stop",
+        help="a malformed line stops scoring (default) or is skipped with a warning",
+    )
+    p.add_argument(
+        "--diff", action="store_true", help="list the items where the two rules disagree"
+    )
+    p.set_defaults(handler=run_score)
+
+
+def _open_sandbox(name: str) -> Sandbox:
+    from sandbox.registry import open_sandbox
+
+    if name == "subprocess":
+        raise UserFacingError(
+            "scoring runs untrusted answers; use --sandbox docker or bwrap, not subprocess"
+        )
+    from conductor.scoring.puzzles import SANDBOX_OPTIONS
+
+    return open_sandbox(name, **SANDBOX_OPTIONS)
+
+
+def run_score(args: argparse.Namespace) -> int:
+    specs = [(path, resolve_spec(path, task=args.task)) for path in args.files]
+    for path, _ in specs:
+        if not Path(path).is_file():
+            raise UserFacingError(f"{path}: no such file; check the path")
+    for _, spec in specs:
+        check_dependencies(spec)  # refuse before any number is printed
+    sandbox: Sandbox | None = None
+    tallies = []
+    try:
+        for path, spec in specs:
+            if spec.scorer == "p3" and sandbox is None:
+                sandbox = _open_sandbox(args.sandbox)
+            tallies.append(score_file(path, spec, sandbox=sandbox, on_error=args.on_bad_line))
+            if args.json:
+                print(json.dumps(tallies[-1].to_dict(args.rule), ensure_ascii=False), flush=True)
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+    if not args.json:
+        _print_table(tallies, args.rule)
+    if args.diff:
+        _print_disagreements(tallies)
+    return 0
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _print_table(tallies: list[FileScore], rule: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Accuracy (%)", caption=f"correct/accuracy reported by: {rule} rule")
+    for column in ("file", "task", "n", "paper rule", "ours", "Δ", "no answer"):
+        table.add_column(column, justify="left" if column in ("file", "task") else "right")
+    for t in tallies:
+        delta = (t.ours_correct - t.paper_correct) * 100.0 / t.n if t.n else 0.0
+        table.add_row(
+            _short(t.file),
+            t.task,
+            str(t.n),
+            f"{t.paper_correct} = {_pct(t.accuracy('paper'))}",
+            f"{t.ours_correct} = {_pct(t.accuracy('ours'))}",
+            f"{delta:+.1f}",
+            str(t.no_answer),
+        )
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=120)  # piped: do not squeeze file names to 80 columns
+    console.print(table)
+
+
+def _short(path: str) -> str:
+    parts = Path(path).parts
+    return str(Path(*parts[-2:])) if len(parts) > 1 else path
+
+
+def _print_disagreements(tallies: list[FileScore]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console()
+    for t in tallies:
+        for d in t.disagreements:
+            answer = "(none)" if d.answer is None else " ".join(d.answer.split())[:100]
+            console.print(
+                f"{escape(_short(t.file))}:{d.item.line} ours={'✓' if d.ours else '✗'} "
+                f"paper={'✓' if d.paper else '✗'} target={escape(repr(d.item.target))} "
+                f"answer={escape(repr(answer))} [dim]({escape(d.detail)})[/]",
+                highlight=False,
+                soft_wrap=True,  # one line per item, so the list can be grepped
+            )

@@ -1,0 +1,1 @@
+"""Tasks: the built-in task specs (`specs`) and task files (`files`)."""

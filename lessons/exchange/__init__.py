@@ -1,0 +1,3 @@
+"""The notebook's exchange: export and import of notes (`transfer`), and merging one
+notebook into another (`merge`), every source run kept.
+"""

@@ -1,0 +1,392 @@
+"""Tools, not transcripts: a program that produced a verified answer, made to take its
+inputs from any question of its kind.
+
+A program pasted with one question's data (`words = ['pear', 'apple']`,
+`find_expression(4, 5, 6, 10)`, `result = ((-1 + 2) * 3)`) is parsed, and every
+literal that is a piece of the question becomes a *parameter*: the slice of a new
+question found between the same anchors (the text just before and after the piece in
+the question it was learned from), read as text, words, whole numbers, or an arithmetic
+expression. The answer is read from the program's output where the original answer was
+(its first or last line). The tool runs with the question on standard input, in the
+sandbox, never on the host.
+
+A tool applies to a question only when every anchor is found, each parameter reads
+as many values as it did, and the question's words outside the parameters are all words
+the tool has met outside its parameters (an unknown instruction word, "reverse",
+"length", may change the task).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ANCHOR_CHARS = 24
+MIN_TEXT = 3
+PARAM_KINDS = ("text", "words", "ints", "expr")
+_INT_RE = re.compile(r"-?\d+")
+_WORD_RE = re.compile(r"[^\W\d_]+")
+
+
+@dataclass
+class Param:
+    kind: str  # one of PARAM_KINDS
+    left: str  # anchor text before the piece ("" = the question's start)
+    right: str  # anchor text after it ("" = the question's end)
+    count: int = 0  # values read when learned (words, ints)
+
+
+@dataclass
+class Tool:
+    program: str  # the body, with parameters read through _p(i)
+    params: list[Param]
+    answer_line: int  # 0 = first line of the output, -1 = last
+    vocabulary: list[str] = field(default_factory=list)  # words met outside parameters
+
+    @property
+    def tool_hash(self) -> str:
+        body = json.dumps([self.program, [asdict(p) for p in self.params], self.answer_line])
+        return hashlib.sha256(body.encode()).hexdigest()[:24]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "program": self.program,
+                "params": [asdict(p) for p in self.params],
+                "answer_line": self.answer_line,
+                "vocabulary": self.vocabulary,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Tool:
+        data = json.loads(text)
+        return cls(
+            data["program"],
+            [Param(**p) for p in data["params"]],
+            int(data["answer_line"]),
+            list(data.get("vocabulary", [])),
+        )
+
+
+# -- finding a parameter in a question (runs on the host and, as source, in the sandbox) --
+
+
+def locate(question: str, left: str, right: str) -> tuple[int, int] | None:
+    """The span between the anchors, whitespace-insensitive; None when one is missing."""
+    import re as _re
+
+    def pattern(text: str) -> str:
+        return r"\s+".join(_re.escape(part) for part in text.split())
+
+    start = 0
+    if left.strip():
+        found = _re.search(pattern(left), question)
+        if found is None:
+            return None
+        start = found.end()
+    end = len(question)
+    if right.strip():
+        found = _re.search(pattern(right), question[start:])
+        if found is None:
+            return None
+        end = start + found.start()
+    return start, end
+
+
+def read_param(question: str, kind: str, left: str, right: str) -> Any:
+    """The parameter's value in `question`, or None when it is not there."""
+    import re as _re
+
+    span = locate(question, left, right)
+    if span is None:
+        return None
+    piece = question[span[0] : span[1]].strip()
+    if not piece:
+        return None
+    if kind == "words":
+        return piece.split()
+    if kind == "ints":
+        return [int(x) for x in _re.findall(r"-?\d+", piece)]
+    return piece
+
+
+_PRELUDE_TAIL = """
+import sys as _sys
+_Q = _sys.stdin.read()
+_PARAMS = {params!r}
+
+
+def _p(i):
+    kind, left, right = _PARAMS[i]
+    value = read_param(_Q, kind, left, right)
+    if value is None:
+        raise SystemExit("this question has no parameter " + str(i))
+    if kind == "expr":
+        return eval(value, {{"__builtins__": {{}}}})
+    return value
+"""
+
+
+def program_for(tool: Tool) -> str:
+    """The whole program: the question readers, then the tool's body."""
+    import inspect
+
+    params = [(p.kind, p.left, p.right) for p in tool.params]
+    prelude = (
+        "from __future__ import annotations\n\n"
+        + inspect.getsource(locate)
+        + "\n\n"
+        + inspect.getsource(read_param)
+    )
+    return prelude + _PRELUDE_TAIL.format(params=params) + "\n" + tool.program
+
+
+# -- making a tool from a program ---------------------------------------------------------
+
+
+def _compact(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _anchors(question: str, start: int, end: int) -> tuple[str, str]:
+    before = question[max(0, start - ANCHOR_CHARS) : start]
+    if start > ANCHOR_CHARS and " " in before.strip():
+        before = before[before.index(" ") + 1 :]  # begin at a word
+    after = question[end : end + ANCHOR_CHARS]
+    if end + ANCHOR_CHARS < len(question) and " " in after.strip():
+        after = after[: after.rstrip().rindex(" ")]  # end at a word
+    return before, after
+
+
+def _find_words(question: str, words: list[str]) -> tuple[int, int] | None:
+    found = re.search(r"\s+".join(re.escape(w) for w in words), question)
+    return (found.start(), found.end()) if found else None
+
+
+def _find_ints(question: str, values: list[int]) -> tuple[int, int] | None:
+    tokens = list(_INT_RE.finditer(question))
+    n = len(values)
+    for i in range(len(tokens) - n + 1):
+        run = tokens[i : i + n]
+        if sorted(int(t.group()) for t in run) == sorted(values):
+            return run[0].start(), run[-1].end()
+    return None
+
+
+def _find_expr(question: str, source: str) -> tuple[int, int] | None:
+    chars = [re.escape(c) for c in _compact(source)]
+    if len(chars) < 5:
+        return None
+    found = re.search(r"\s*".join(chars), question)
+    return (found.start(), found.end()) if found else None
+
+
+def _int_list(node: ast.AST) -> list[int] | None:
+    if isinstance(node, ast.List | ast.Tuple | ast.Set) and len(node.elts) >= 2:
+        values = [_int_value(e) for e in node.elts]
+        if all(v is not None for v in values):
+            return [v for v in values if v is not None]
+    return None
+
+
+def _int_value(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int
+    ):
+        return -node.operand.value
+    return None
+
+
+class _Parameterise(ast.NodeTransformer):
+    def __init__(self, question: str, source: str) -> None:
+        self.question = question
+        self.source = source
+        self.params: list[Param] = []
+        self.spans: list[tuple[int, int]] = []
+
+    def _param(self, kind: str, span: tuple[int, int], count: int = 0) -> ast.Call:
+        left, right = _anchors(self.question, *span)
+        self.params.append(Param(kind, left, right, count))
+        self.spans.append(span)
+        call = ast.Call(ast.Name("_p", ast.Load()), [ast.Constant(len(self.params) - 1)], [])
+        return call
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        values = [_int_value(a) for a in node.args]
+        if len(values) >= 2 and all(v is not None for v in values):
+            span = _find_ints(self.question, [v for v in values if v is not None])
+            if span is not None:
+                self.generic_visit(node)  # the callee may hold parameters too
+                node.args = [ast.Starred(self._param("ints", span, len(values)), ast.Load())]
+                return node
+        return self.generic_visit(node)
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Name):
+            replaced = self._try(node)
+            if replaced is not None:
+                return replaced
+        return super().generic_visit(node)
+
+    def _try(self, node: ast.expr) -> ast.AST | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value.strip()
+            if len(text) >= MIN_TEXT and len(text.split()) >= 2:
+                span = _find_words(self.question, text.split())
+                if span is not None:
+                    return self._param("text", span)
+            return None
+        ints = _int_list(node)
+        if ints is not None:
+            span = _find_ints(self.question, ints)
+            if span is not None:
+                value = self._param("ints", span, len(ints))
+                return (
+                    value
+                    if isinstance(node, ast.List)
+                    else ast.Call(ast.Name(type(node).__name__.lower(), ast.Load()), [value], [])
+                )
+            return None
+        if isinstance(node, ast.List | ast.Tuple) and len(node.elts) >= 2:
+            if all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+                words = [str(e.value) for e in node.elts]  # type: ignore[attr-defined]
+                if all(w and not any(c.isspace() for c in w) for w in words):
+                    span = _find_words(self.question, words)
+                    if span is not None:
+                        value = self._param("words", span, len(words))
+                        if isinstance(node, ast.Tuple):
+                            return ast.Call(ast.Name("tuple", ast.Load()), [value], [])
+                        return value
+            return None
+        if isinstance(node, ast.BinOp | ast.UnaryOp):
+            segment = ast.get_source_segment(self.source, node) or ""
+            if sum(c.isdigit() for c in segment) >= 3:
+                span = _find_expr(self.question, segment)
+                if span is not None:
+                    return self._param("expr", span)
+        return None
+
+
+def answer_line(stdout: str, answer: str) -> int | None:
+    """Where the output states the answer: 0 (first line), -1 (last line), or None."""
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    if not lines:
+        return None
+    wanted = {_compact(answer), _compact(answer.split("=")[0])}
+    if _compact(lines[0]) in wanted:
+        return 0
+    if _compact(lines[-1]) in wanted:
+        return -1
+    return None
+
+
+def outside_words(question: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The question's words outside the given spans, folded to lower case."""
+    kept, at = [], 0
+    for start, end in sorted(spans):
+        kept.append(question[at:start])
+        at = max(at, end)
+    kept.append(question[at:])
+    return sorted({w.lower() for w in _WORD_RE.findall(" ".join(kept))})
+
+
+def make_tool(question: str, code: str, stdout: str, answer: str) -> Tool | None:
+    """The tool a clean program makes, or None when it takes nothing from the question."""
+    from lessons.forms.problems import core_input
+
+    question = core_input(question)
+    line = answer_line(stdout, answer)
+    if line is None:
+        return None
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    rewriter = _Parameterise(question, code)
+    tree = rewriter.visit(tree)
+    if not rewriter.params:
+        return None
+    ast.fix_missing_locations(tree)
+    return Tool(ast.unparse(tree), rewriter.params, line, outside_words(question, rewriter.spans))
+
+
+# -- using a tool -------------------------------------------------------------------------
+
+
+def reads(tool: Tool, question: str) -> list[tuple[int, int]] | None:
+    """The spans the tool's parameters take in `question` (less any built-in task's
+    description, see `core_input`), or None when it cannot read it. Numbers take only
+    the stretch from the first to the last number read, so the words around them still
+    count as the question's instruction."""
+    from lessons.forms.problems import core_input
+
+    question = core_input(question)
+    spans = []
+    for param in tool.params:
+        span = locate(question, param.left, param.right)
+        value = read_param(question, param.kind, param.left, param.right)
+        if span is None or value is None:
+            return None
+        if param.kind == "ints":
+            if param.count and len(value) != param.count:
+                return None
+            found = list(_INT_RE.finditer(question, span[0], span[1]))
+            if not found:
+                return None
+            span = (found[0].start(), found[-1].end())
+        spans.append(span)
+    return spans
+
+
+def applies(tool: Tool, question: str) -> bool:
+    """Whether the tool can read the question and knows every word of its instruction."""
+    from lessons.forms.problems import core_input
+
+    spans = reads(tool, question)
+    if spans is None:
+        return False
+    known = set(tool.vocabulary)
+    return all(word in known for word in outside_words(core_input(question), spans))
+
+
+def answer_from(tool: Tool, stdout: str) -> str | None:
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    return lines[tool.answer_line] if lines else None
+
+
+def instantiate(tool: Tool, question: str) -> str | None:
+    """The tool's program with this question's values written in, ready to run as is."""
+    from lessons.forms.problems import core_input
+
+    question = core_input(question)
+    values = [read_param(question, p.kind, p.left, p.right) for p in tool.params]
+    if any(v is None for v in values):
+        return None
+
+    class _Fill(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            if isinstance(node.func, ast.Name) and node.func.id == "_p" and node.args:
+                index = node.args[0]
+                if isinstance(index, ast.Constant) and isinstance(index.value, int):
+                    kind, value = tool.params[index.value].kind, values[index.value]
+                    if kind == "expr":
+                        try:
+                            return ast.parse(str(value), mode="eval").body
+                        except SyntaxError:
+                            return ast.Constant(str(value))
+                    return ast.parse(repr(value), mode="eval").body
+            return self.generic_visit(node)
+
+    tree = _Fill().visit(ast.parse(tool.program))
+    ast.fix_missing_locations(tree)
+    return ast.unparse(tree)

@@ -1,0 +1,228 @@
+"""The recall path: a question in, the relevant experience out, before round 1.
+
+1. The question's task types, by lexical evidence (lessons/forms/tasktypes.py).
+2. Candidate notes of each type that matches (lessons/read/candidates.py): full-text search
+   on the question's own particulars (the words not in the type's template: the same
+   list of words, the same numbers) ranks notes within the type; the best-trusted notes
+   of the type join them.
+3. Notes of the same problem in any type or language (lessons/read/kin.py), by its
+   quantities and rare words, fused with the optional semantic index.
+4. Each note's *relevance* is its type's match, refined by the particulars it shares;
+   its *score* weighs relevance by trust: how it was verified and how often it helped
+   or hurt. Notes under the relevance threshold are never shown.
+5. The best-tested tool that applies comes first (lessons/forms/toolbox.py).
+6. With a real model, the model may narrow the candidates to those it judges helpful.
+7. Rendered under a token budget (lessons/read/render.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from conductor_kernel.interfaces import ChatModel, Message
+from lessons.forms.problems import same_question
+from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
+from lessons.forms.terms import question_terms
+from lessons.forms.toolbox import best_tools
+from lessons.forms.tools import instantiate
+from lessons.read.candidates import ScoredNote, candidates_for, trust
+from lessons.read.kin import kin_candidates
+from lessons.read.render import Rendered, render_recall
+from lessons.storage.store import Notebook
+from lessons.write import prompts
+from lessons.write.distill import excerpt
+
+log = logging.getLogger("conductor.notebook")
+
+
+def semantic_wanted() -> bool:
+    """The semantic index is used only when asked for: lexical recall is the default."""
+    import os
+
+    return os.environ.get("CONDUCTOR_NOTEBOOK_SEMANTIC", "") == "1"
+
+
+__all__ = ["RecallOptions", "RecallResult", "ScoredNote", "kin_candidates", "recall",
+           "semantic_wanted", "tool_candidate", "trust"]  # fmt: skip
+
+
+@dataclass
+class RecallOptions:
+    k: int = 5
+    """Notes shown at most."""
+    threshold: float = 0.5
+    """Relevance below which a note is never shown."""
+    budget_tokens: int = 1500
+    """Tokens the rendered recall may take in the first meta turn."""
+    types: int = 3
+    """Task types considered at most."""
+    narrow: bool = True
+    """With a real model, let it choose among the candidates."""
+    exclude_question: bool = False
+    """Evaluation: never show a note made from the question being asked."""
+    tools: bool = True
+    """Recall the best-tested tool that applies to the question."""
+    kin: bool = True
+    """Recall the same problem across task types and languages, by its quantities."""
+    semantic: bool = field(default_factory=lambda: semantic_wanted())
+    """Fuse in the optional semantic index (off unless CONDUCTOR_NOTEBOOK_SEMANTIC=1)."""
+    params: MatchParams = field(default_factory=lambda: PARAMS)
+
+
+@dataclass
+class RecallResult:
+    matches: list[TypeMatch]
+    best_type: dict[str, Any] | None
+    candidates: list[ScoredNote]
+    shown: list[ScoredNote]
+    rendered: Rendered
+
+    def event_notes(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": s.note["id"],
+                "key": s.note["key"],
+                "kind": s.note["kind"],
+                "type_id": s.note["type_id"],
+                "source_run": s.note["source_run"],
+                "score": round(s.score, 4),
+                "relevance": round(s.relevance, 4),
+                "rank": rank,
+            }
+            for rank, s in enumerate(self.shown, start=1)
+        ]
+
+
+def _diversify(scored: list[ScoredNote], limit: int) -> list[ScoredNote]:
+    """Best first, but each further note of an already chosen kind counts a little less."""
+    chosen: list[ScoredNote] = []
+    pool = sorted(scored, key=lambda s: -s.score)
+    seen: set[str] = set()
+    while pool and len(chosen) < limit:
+        kinds = [c.note["kind"] for c in chosen]
+        best = max(pool, key=lambda s: s.score * 0.85 ** kinds.count(s.note["kind"]))
+        pool.remove(best)
+        if best.note["kind"] == "procedure" and "procedure" in kinds:
+            continue  # at most one procedure is shown
+        if best.note["id"] not in seen:
+            seen.add(best.note["id"])
+            chosen.append(best)
+    return chosen
+
+
+def narrow_with_model(
+    model: ChatModel, question: str, candidates: list[ScoredNote], k: int
+) -> list[ScoredNote]:
+    listing = "\n".join(
+        f"{i}. ({c.note['kind']}) {excerpt(c.note['text'], 240)}"
+        for i, c in enumerate(candidates, 1)
+    )
+    try:
+        reply = model.complete(
+            [
+                Message(
+                    "user",
+                    prompts.NARROW.format(question=excerpt(question, 3000), candidates=listing),
+                )
+            ],
+            system=prompts.NARROW_SYSTEM,
+            role="expert",
+            max_tokens=100,
+        ).text
+    except Exception as exc:  # keep the lexical ranking
+        log.warning("narrowing the recall with the model failed: %s", exc)
+        return candidates[:k]
+    line = re.search(r"(?im)^\s*USE:\s*(.+)$", reply)
+    if line is None:
+        return candidates[:k]
+    if line.group(1).strip().lower().startswith("none"):
+        return []
+    picked = []
+    for number in re.findall(r"\d+", line.group(1)):
+        index = int(number) - 1
+        if 0 <= index < len(candidates) and candidates[index] not in picked:
+            picked.append(candidates[index])
+    return picked[:k] if picked else candidates[:k]
+
+
+def tool_candidate(
+    book: Notebook, question: str, type_ids: list[str], *, exclude_question: bool
+) -> ScoredNote | None:
+    """The best-tested tool that applies to the question, written out for it."""
+    for stored in best_tools(book, question, type_ids, exclude_question=exclude_question):
+        program = instantiate(stored.tool, question)
+        # By its whole id: find_note also takes a prefix (LIKE), which scans every note.
+        row = book.read_one("select * from notes where id = ?", (stored.note_id,))
+        if program is None or row is None:
+            continue
+        note = dict(row)
+        note["text"] = stored.describe() + " Written out for this question:"
+        note["code"] = program
+        note["tool_pass_rate"] = stored.pass_rate
+        relevance = max(0.5, stored.rank_score)
+        return ScoredNote(note, relevance, 1.0 + stored.rank_score, None)
+    return None
+
+
+def recall(
+    book: Notebook,
+    question: str,
+    *,
+    model: ChatModel | None = None,
+    options: RecallOptions | None = None,
+) -> RecallResult:
+    options = options or RecallOptions()
+    params = options.params
+    terms = question_terms(question)
+    with book.reading() as conn:
+        matches = score_types(conn, terms, limit=options.types + 2, params=params)
+    usable = [m for m in matches if m.relevance(params) >= options.threshold][: options.types]
+    scored: list[ScoredNote] = []
+    for match in usable:
+        scored.extend(
+            candidates_for(book, match, terms, threshold=options.threshold, params=params)
+        )
+    if options.kin:
+        known = {s.note["id"]: s for s in scored}
+        for kin in kin_candidates(book, question, semantic=options.semantic):
+            if kin.note["id"] not in known or known[kin.note["id"]].score < kin.score:
+                known[kin.note["id"]] = kin
+        scored = list(known.values())
+    if options.exclude_question:
+        scored = [s for s in scored if not same_question(s.note["source_question"], question)]
+    candidates = _diversify(scored, options.k * 2 if model is not None else options.k)
+    tool = None
+    if options.tools:
+        # Tools are matched by what they can read, not by type (lessons/forms/tools.py).
+        tool = tool_candidate(book, question, [], exclude_question=options.exclude_question)
+    if tool is not None:  # the best-tested tool first; a plain copy of code is then noise
+        candidates = [tool, *[c for c in candidates if c.note["kind"] != "code"]]
+    shown = candidates[: options.k]
+    if model is not None and options.narrow and len(candidates) > 1:
+        # A tool whose tests in the sandbox passed is measured evidence: the model's
+        # narrowing picks among the rest and never drops or demotes it (a small model
+        # answering "none" or "3, 1" once hid the tool that answers the question).
+        kept = [tool] if tool is not None and tool.note.get("tool_pass_rate") else []
+        rest = [c for c in candidates if c is not tool] if kept else candidates
+        room = options.k - len(kept)
+        shown = kept + (narrow_with_model(model, question, rest, room) if room > 0 else [])
+    best = None
+    if usable:
+        row = book.read_one("select * from task_types where id = ?", (usable[0].type_id,))
+        best = dict(row) if row else None
+    procedure_note = any(s.note["kind"] == "procedure" for s in shown)
+    rendered = render_recall(
+        type_name=best["name"] if best else None,
+        description=best["description"] if best else "",
+        suggestions=json.loads(best["suggestions"]) if best else [],
+        # At most one procedure: the type's list only when no procedure note is shown.
+        procedure=json.loads(best["procedure"]) if best and not procedure_note else [],
+        notes=[s.note for s in shown],
+        budget_tokens=options.budget_tokens,
+    )
+    shown = [s for s in shown if s.note["id"] in rendered.note_ids]
+    return RecallResult(matches, best, candidates, shown, rendered)

@@ -1,0 +1,330 @@
+"""The slow half of learning: a finished run's events in, a `PreparedRun` out.
+
+Nothing here writes the notebook. It may read it (the type candidates the model picks
+among, earlier runs that agree, stored tools that reproduce the answer), and on a Ray
+worker what it reads is the driver's snapshot. The result is plain JSON data, so it
+can cross Ray to the single writer, which hands it to `lessons.write.learn.write_prepared`.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from conductor_kernel.events import Event
+from conductor_kernel.interfaces import ChatModel, Sandbox
+from lessons.forms.problems import core_input
+from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
+from lessons.forms.terms import question_terms
+from lessons.forms.toolbox import best_tools, run_tool, tool_draft
+from lessons.forms.tools import Tool
+from lessons.forms.tooltests import ToolBudget, run_tool_tests
+from lessons.read.recall import semantic_wanted
+from lessons.storage.store import Notebook
+from lessons.write import prompts
+from lessons.write.agreement import agreeing_runs, answers_agree, cited_notes, shown_its_own_answer
+from lessons.write.asking import ask, echoes, is_placeholder
+from lessons.write.distill import NoteDraft, distill_run, excerpt, reflect
+from lessons.write.runview import RunView, view_run
+from lessons.write.verify import LEARNABLE_STATUSES, Verification, judge_for, verify_run
+
+log = logging.getLogger("conductor.notebook")
+
+OFFLINE_MODEL_PREFIXES = ("demo", "scripted", "replay")
+
+
+def model_can_reflect(model: ChatModel | None) -> bool:
+    """A real model can reflect; replayed, scripted and demo ones only repeat a script."""
+    if model is None:
+        return False
+    flag = getattr(model, "offline", None)
+    if flag is not None:
+        return not flag
+    name = (getattr(model, "name", "") or "").lower()
+    cls = type(model).__name__.lower()
+    return not (
+        name.startswith(OFFLINE_MODEL_PREFIXES) or any(p in cls for p in OFFLINE_MODEL_PREFIXES)
+    )
+
+
+@dataclass
+class LearnOptions:
+    reflect: bool = True
+    """Ask the model for insights and pitfalls (only when it is a real model)."""
+    pick_type: bool = True
+    """Let the model choose the task type among the lexical candidates."""
+    induction_every: int = 5
+    """Induce a type's experience after this many new notes in it."""
+    params: MatchParams = field(default_factory=lambda: PARAMS)
+    use_target: bool = True
+    """Judge against the run's target; off, the labels are what the evidence alone gives."""
+    sandbox: Sandbox | None = None
+    """Where tools reproduce answers, new tools are tested and P3's `sat` runs (the
+    run's own sandbox); None: none of these happens."""
+    tool_budget: ToolBudget = field(default_factory=ToolBudget)
+    """How much testing the run's new tools may take (lessons/forms/tooltests.py)."""
+    semantic: bool = field(default_factory=lambda: semantic_wanted())
+    """Write example notes' question vectors (the optional semantic index)."""
+
+
+@dataclass
+class TypeChoice:
+    type_id: str | None = None  # an existing type the model chose
+    name: str = ""
+    description: str = ""
+    asked: bool = False
+    # The model said none of the candidates fits (`KIND: none`); a reply out of form
+    # says nothing, and the lexical match then stands.
+    declined: bool = False
+
+
+@dataclass
+class PreparedRun:
+    """One run, ready for the single writer. Every field is JSON data (it crosses Ray)."""
+
+    run_id: str
+    question: str
+    task: str
+    answer: str | None
+    target: str | None
+    status: str
+    verification: dict[str, str]  # a `Verification`
+    drafts: list[dict[str, Any]]  # `NoteDraft`s, tool drafts among them
+    tools: dict[str, str] = field(default_factory=dict)  # tool draft skeleton -> Tool JSON
+    terms: list[str] = field(default_factory=list)
+    choice: dict[str, Any] = field(default_factory=dict)  # a `TypeChoice`
+    # The candidates the model saw and turned down: a type another writer created since
+    # is still joined, these are not.
+    rejected_types: list[str] = field(default_factory=list)
+    recalled: list[dict[str, Any]] = field(default_factory=list)  # the notes it was shown
+    cited: list[str] = field(default_factory=list)  # those the meta model named
+    agreeing: list[str] = field(default_factory=list)  # earlier runs this one verifies
+    vector: str | None = None  # the question's sentence vector, base64
+    reflection: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)  # what preparing it cost
+    # Tests of its tools made while learning, by tool hash (lessons/forms/tooltests.py).
+    tool_tests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tool_testing: str = ""  # what the testing did: tested / skipped / stopped, and why
+
+    @property
+    def checked(self) -> Verification:
+        return Verification(**self.verification)
+
+    def note_drafts(self) -> list[NoteDraft]:
+        return [NoteDraft(**d) for d in self.drafts]
+
+    def vector_blob(self) -> bytes | None:
+        return base64.b64decode(self.vector) if self.vector is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PreparedRun:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+def prepare_run(
+    book: Notebook | None,
+    events: list[Event],
+    *,
+    model: ChatModel | None = None,
+    options: LearnOptions | None = None,
+) -> PreparedRun | None:
+    """Everything slow about learning from a run; None when there is nothing to learn."""
+    options = options or LearnOptions()
+    view = view_run(events)
+    if view is None or not view.question.strip():
+        return None
+    if view.status not in LEARNABLE_STATUSES:
+        log.info("run %s ended %s: nothing learned", view.run_id, view.status or "unfinished")
+        return None
+    verification = _verify(book, events, view, options)
+    drafts = distill_run(view, verification)
+    tools = _tool_drafts(view, verification)
+    drafts.extend(draft for draft, _tool in tools)
+    online = model_can_reflect(model)
+    reflection = "skipped: no model" if model is None else "skipped: offline model"
+    if online and options.reflect:
+        assert model is not None
+        extra, reflection = reflect(model, view, verification)
+        drafts.extend(extra)
+    elif online:
+        reflection = "skipped: turned off"
+    terms = question_terms(view.question)
+    choice, rejected = TypeChoice(), []
+    if online and options.pick_type and book is not None:
+        assert model is not None
+        with book.reading() as conn:
+            candidates = score_types(conn, terms, limit=5, params=options.params)
+        choice = choose_type(model, view.question, _descriptions(book, candidates))
+        if choice.declined:
+            rejected = [match.type_id for match in candidates]
+    tool_tests, tool_testing = _test_tools(book, view, tools, terms, choice, options)
+    agreeing = (
+        agreeing_runs(book, view)
+        if book is not None and verification.level == "independent"
+        else []
+    )
+    vector = _vector(view.question) if options.semantic else None
+    return PreparedRun(
+        run_id=view.run_id,
+        question=view.question,
+        task=view.task,
+        answer=view.answer,
+        target=view.target,
+        status=view.status,
+        verification=asdict(verification),
+        drafts=[asdict(d) for d in drafts],
+        tools={draft.skeleton: tool.to_json() for draft, tool in tools},
+        terms=sorted(terms),
+        choice=asdict(choice),
+        rejected_types=rejected,
+        recalled=list(view.recall.notes) if view.recall is not None else [],
+        cited=sorted(cited_notes(view)),
+        agreeing=agreeing,
+        vector=base64.b64encode(vector).decode("ascii") if vector is not None else None,
+        reflection=reflection,
+        tool_tests=tool_tests,
+        tool_testing=tool_testing,
+    )
+
+
+def choose_type(
+    model: ChatModel, question: str, candidates: list[tuple[TypeMatch, str]]
+) -> TypeChoice:
+    """The model picks one candidate type or none, and describes the question's kind."""
+    listing = "\n".join(
+        f"{i}. {match.name}: {description}" for i, (match, description) in enumerate(candidates, 1)
+    )
+    prompt = prompts.TYPE_PICK.format(
+        question=excerpt(question, 3000), candidates=listing or "(none yet)"
+    )
+    prompt += "\n" + prompts.TYPE_NAME
+    try:
+        reply = ask(model, prompt, system=prompts.TYPE_SYSTEM, max_tokens=200).text
+    except Exception as exc:  # the lexical choice stands in
+        log.warning("task type choice by the model failed: %s", exc)
+        return TypeChoice()
+    choice = TypeChoice(asked=True)
+    kind = re.search(r"(?im)^\s*KIND:\s*(\w+)", reply)
+    if kind and kind.group(1).isdigit() and 1 <= int(kind.group(1)) <= len(candidates):
+        choice.type_id = candidates[int(kind.group(1)) - 1][0].type_id
+    choice.declined = kind is not None and kind.group(1).lower() == "none"
+    description = re.search(r"(?im)^\s*DESCRIPTION:\s*(.+)$", reply)
+    name = re.search(r"(?im)^\s*NAME:\s*(.+)$", reply)
+    choice.description = _stated(description.group(1), 300) if description else ""
+    choice.name = _stated(name.group(1), 60) if name else ""
+    return choice
+
+
+def _stated(text: str, limit: int) -> str:
+    """A name or description the model wrote, or "" when it only wrote back a slot or
+    an instruction of the prompt (the offline one then stands)."""
+    text = excerpt(text, limit)
+    asked = prompts.TYPE_SYSTEM + prompts.TYPE_PICK + prompts.TYPE_NAME
+    return "" if is_placeholder(text) or echoes(text, asked) else text
+
+
+def _test_tools(
+    book: Notebook | None,
+    view: RunView,
+    tools: list[tuple[NoteDraft, Tool]],
+    terms: set[str],
+    choice: TypeChoice,
+    options: LearnOptions,
+) -> tuple[dict[str, dict[str, Any]], str]:
+    """The run's tools tested on stored questions of their kind, in the run's sandbox."""
+    if not tools:
+        return {}, ""
+    if options.sandbox is None:
+        return {}, "skipped: no sandbox"
+    if book is None:
+        return {}, "skipped: no notebook"
+    try:
+        type_ids = [] if view.task else _kind_types(book, terms, choice, options.params)
+        return run_tool_tests(
+            book,
+            options.sandbox,
+            tools,
+            run_id=view.run_id,
+            question=view.question,
+            task=view.task,
+            type_ids=type_ids,
+            budget=options.tool_budget,
+        )
+    except Exception as exc:  # the tools stay, untested; the run's learning goes on
+        log.warning("testing the run's tools failed: %s", exc)
+        return {}, f"failed: {excerpt(f'{type(exc).__name__}: {exc}', 160)}"
+
+
+def _kind_types(
+    book: Notebook, terms: set[str], choice: TypeChoice, params: MatchParams
+) -> list[str]:
+    """The task type a question without a task will join: the model's pick, else the
+    lexical match strong enough to join (as `write_prepared` places it)."""
+    if choice.type_id:
+        return [choice.type_id]
+    with book.reading() as conn:
+        best = score_types(conn, terms, limit=1, params=params)
+    return [best[0].type_id] if best and best[0].evidence >= params.join_evidence else []
+
+
+def _descriptions(book: Notebook, matches: list[TypeMatch]) -> list[tuple[TypeMatch, str]]:
+    out = []
+    for match in matches:
+        row = book.read_one("select description from task_types where id = ?", (match.type_id,))
+        out.append((match, row["description"] if row else ""))
+    return out
+
+
+def _verify(
+    book: Notebook | None, events: list[Event], view: RunView, options: LearnOptions
+) -> Verification:
+    """The scorer's verdict; without a target, a tested tool's or another run's agreement."""
+    verification = verify_run(events, sandbox=options.sandbox, use_target=options.use_target)
+    if book is None or verification.level != "none" or verification.outcome != "unverified":
+        return verification
+    assert view.answer is not None
+    if options.sandbox is not None and not shown_its_own_answer(book, view):
+        for stored in best_tools(book, view.question, exclude_question=True)[:1]:
+            if stored.tests and stored.pass_rate >= 0.9:
+                try:
+                    answer = run_tool(stored.tool, view.question, options.sandbox)
+                except Exception as exc:  # no reproduction; the other evidence still counts
+                    log.warning("a stored tool could not run in the sandbox: %s", exc)
+                    answer = None
+                if answer is not None and answers_agree(
+                    judge_for(view.task), view.question, answer, view.answer
+                ):
+                    return verify_run(events, reproduced=True, use_target=options.use_target)
+    if agreeing_runs(book, view):
+        return Verification(
+            "independent", "verified", "another run not shown it gave the same answer"
+        )
+    return verification
+
+
+def _tool_drafts(view: RunView, verification: Verification) -> list[tuple[NoteDraft, Tool]]:
+    """Tools from the programs that printed a trusted answer (one per distinct program)."""
+    if not verification.trustworthy or view.answer is None:
+        return []
+    out: dict[str, tuple[NoteDraft, Tool]] = {}
+    for run in view.code_runs:
+        if run.ok and run.code.strip():
+            made = tool_draft(view.question, run.code, run.stdout, view.answer)
+            if made is not None:
+                out.setdefault(made[1].tool_hash, made)
+    return list(out.values())
+
+
+def _vector(question: str) -> bytes | None:
+    """The question's sentence vector, made before the write transaction (it is slow)."""
+    from lessons.read import semantic
+
+    if not semantic.available():
+        return None
+    return semantic.vector_blob(core_input(question))

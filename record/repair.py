@@ -1,0 +1,104 @@
+"""Runs whose process died: telling that a process is gone, and ending its transcript.
+
+A run killed with `kill -9` (or by a power cut) leaves `running` in runs.db and a
+transcript with no `run_finished`. The next process that starts runs finds it (its pid,
+with that pid's start time so a reused pid is not mistaken for it, is in runs.db),
+appends an `error` and a `run_finished` (status `interrupted`, usage summed from the
+events the run recorded) to its transcript, and records the end in runs.db.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conductor_kernel.events import (
+    ErrorEvent,
+    Event,
+    ExpertCallFinished,
+    FinalAnswer,
+    MetaTurnFinished,
+    RunFinished,
+    SandboxExec,
+)
+from conductor_kernel.interfaces import Usage
+from record.reader import read_transcript
+from record.writer import TranscriptWriter
+
+
+def process_started(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot), to tell a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def process_alive(pid: int, started: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's process: alive
+    if started is None:
+        return True
+    now = process_started(pid)
+    return now is None or now == started
+
+
+def finish_transcript(path: Path, run_id: str) -> RunFinished | None:
+    """Append the `run_finished` a dead process never wrote; None if it has one."""
+    if not path.exists():
+        return None
+    transcript = read_transcript(path)
+    if transcript.finished is not None:
+        return transcript.finished
+    started = transcript.started
+    finished = summarise(transcript.events, run_id, status="interrupted")
+    if started is not None:
+        finished.duration_s = max(
+            0.0, (transcript.events[-1].ts if transcript.events else started.ts) - started.ts
+        )
+    with TranscriptWriter(path) as writer:
+        writer.handle(
+            ErrorEvent(
+                run_id=run_id,
+                where="repair",
+                message="The process running this run ended without finishing it (killed?); "
+                "it was marked interrupted when conductor next started.",
+            )
+        )
+        writer.handle(finished)
+    return finished
+
+
+def summarise(events: list[Event], run_id: str, *, status: str) -> RunFinished:
+    """A `RunFinished` from the events a run recorded, for a run that could not say it."""
+    usage, meta = Usage(), Usage()
+    rounds = expert_calls = sandbox_runs = 0
+    answer = None
+    for event in events:
+        if isinstance(event, MetaTurnFinished):
+            rounds = max(rounds, event.round)
+            usage += event.usage
+            meta += event.usage
+        elif isinstance(event, ExpertCallFinished):
+            expert_calls += 1
+            usage += event.usage
+        elif isinstance(event, SandboxExec):
+            sandbox_runs += 1
+        elif isinstance(event, FinalAnswer):
+            answer = event.answer
+    return RunFinished(
+        run_id=run_id,
+        status=status,
+        final_answer=answer,
+        rounds=rounds,
+        usage=usage,
+        meta_usage=meta,
+        expert_calls=expert_calls,
+        sandbox_runs=sandbox_runs,
+    )

@@ -1,0 +1,1 @@
+"""The Docker backend: a warm pool of hardened containers, each with a pre-forked runner."""

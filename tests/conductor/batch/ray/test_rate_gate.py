@@ -1,0 +1,31 @@
+"""The cluster's rate gate on its own: the shared pause and the per-minute budgets."""
+
+from __future__ import annotations
+
+import asyncio
+
+from conductor.batch.ray.gate import WINDOW_S, RateGate
+
+
+def test_a_pause_holds_every_caller_and_budgets_count_the_whole_batch() -> None:
+    async def scenario() -> None:
+        gate = RateGate(rpm=3, tpm=1000)
+        assert [await gate.admit() for _ in range(3)] == [0.0, 0.0, 0.0]
+        wait = await gate.admit()  # a fourth request within the minute waits its turn
+        assert 0 < wait <= WINDOW_S
+        stats = await gate.stats()
+        assert stats["requests_admitted"] == 3 and stats["requests_held"] == 1
+
+        tokens = RateGate(tpm=100)
+        assert await tokens.admit() == 0.0
+        await tokens.spent(150)  # that call used the minute's tokens: the next waits
+        assert 0 < await tokens.admit() <= WINDOW_S
+
+        shared = RateGate()
+        await shared.pause(2.0)
+        await shared.pause(0.5)  # a shorter pause never cuts a longer one short
+        assert 1.5 < await shared.admit() <= 2.0
+        stats = await shared.stats()
+        assert stats["pauses"] == 2 and 1.9 < stats["paused_s"] <= 2.0
+
+    asyncio.run(scenario())

@@ -1,0 +1,115 @@
+"""The batch report: accuracy, tokens, rounds and failures by kind (report.json and
+report.md), the notebook before and after, and a failure that would fail every item.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_support import (
+    BATCH_FLAGS,
+    OFFLINE,
+    answer,
+    batch_folder,
+    item_number,
+    numbered_tasks,
+    run_cli,
+)
+
+from conductor.batch.report import render_markdown
+from equipment.wire_server import Answer, Fault, WireServer
+
+
+def mixed(body: dict[str, Any]) -> Answer:
+    """Item 1 right, 2 wrong, 3 never answers (round limit), 4 a rejected request."""
+    n = item_number(body)
+    if n == 4:
+        return Fault(400)
+    if n == 3:
+        return "Let me think about it some more."
+    return answer("2" if n in (1, 2) else str(2 * n))
+
+
+def test_the_report_counts_accuracy_tokens_rounds_and_failures_by_kind(
+    tmp_path: Path,
+    wire: WireServer,
+    capsys: pytest.CaptureFixture[str],
+    isolated_home: Path,
+) -> None:
+    tasks = numbered_tasks(tmp_path / "t.jsonl", 5)  # items 0..4; item 0 answers "0"
+    wire.responder = mixed
+    args = [str(tasks), *BATCH_FLAGS, *OFFLINE, "--max-rounds", "2", "--json"]
+    code, out, _ = run_cli(args, capsys)
+    report = json.loads(out)
+    assert code == 0  # every item finished, failures included
+    assert report["failures"] == {
+        "error": 1,
+        "limit": 1,
+        "no_answer": 0,
+        "interrupted": 0,
+        "scorer": 0,
+    }
+    (example,) = report["failure_examples"]
+    assert example["item_id"] == "i04" and "ModelError" in example["message"]
+    assert "400" in example["message"]
+    # Scored: 0, 1 and 2 answered, 3 hit the limit (wrong); 4's system error is not a grade.
+    assert report["accuracy"] == {
+        "correct": 2,
+        "scored": 4,
+        "percent": 50.0,
+        "paper_rule_correct": 2,
+        "paper_rule_percent": 50.0,
+    }
+    assert report["rounds"]["max"] == 2 and report["tokens"]["input"] > 0
+    assert report["tokens"]["model_calls"] == 5  # 3 answers + 2 turns of item 3 (4 failed)
+    folder = batch_folder(isolated_home)
+    assert json.loads((folder / "report.json").read_text()) == report
+    markdown = (folder / "report.md").read_text()
+    assert "| accuracy | 50.0% (2 of 4 scored; 0 unscored) |" in markdown
+    assert "| error | 1 |" in markdown and "| limit | 1 |" in markdown
+    assert markdown == render_markdown(report)
+    transcripts = list((folder / "runs").glob("*.jsonl"))
+    assert len(transcripts) == 5  # one per item
+
+
+@pytest.mark.slow
+def test_the_report_shows_the_notebook_before_and_after_the_batch(
+    tmp_path: Path,
+    wire: WireServer,
+    capsys: pytest.CaptureFixture[str],
+    isolated_home: Path,
+) -> None:
+    tasks = numbered_tasks(tmp_path / "t.jsonl", 3)
+    notebook = tmp_path / "nb.db"
+    args = [str(tasks), *BATCH_FLAGS, "--no-python", "--notebook", str(notebook), "--json"]
+    code, out, _ = run_cli(args, capsys)
+    assert code == 0
+    state = json.loads(out)["notebook"]
+    assert state["path"] == str(notebook) and state["learn"] is True
+    assert state["before"]["runs_learned"] == 0 and state["before"]["notes"] == 0
+    # Each item's run was distilled (its answer matched the target: an example note).
+    assert state["after"]["runs_learned"] == 3
+    assert state["after"]["by_kind"].get("example") == 3
+    markdown = (batch_folder(isolated_home) / "report.md").read_text()
+    assert "- before: notes: 0," in markdown and "runs_learned: 3" in markdown
+
+
+def test_a_failure_that_would_fail_every_item_stops_the_batch(
+    tmp_path: Path,
+    wire: WireServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tasks = numbered_tasks(tmp_path / "t.jsonl", 6)
+    wire.api_key = "right"
+    monkeypatch.setenv("OPENAI_API_KEY", "wrong")
+    args = [str(tasks), *BATCH_FLAGS, *OFFLINE, "--concurrency", "1", "--json"]
+    code, _, err = run_cli(args, capsys)
+    assert code == 2 and "batch stopped" in err and "authentication" in " ".join(err.split())
+    assert len(wire.requests) == 1  # no second item was tried
+    monkeypatch.setenv("OPENAI_API_KEY", "right")
+    code, out, _ = run_cli(args, capsys)
+    assert code == 0 and json.loads(out)["items"]["finished"] == 6
