@@ -216,7 +216,7 @@ def _as_text(value: Any) -> str:
 
 def _as_toml(value: Any) -> str:
     if isinstance(value, str):
-        return json.dumps(value)  # JSON's escapes are TOML's basic-string escapes
+        return json.dumps(value, ensure_ascii=False)  # JSON escapes = TOML basic-string escapes
     return _as_text(value)
 
 
