@@ -55,7 +55,7 @@ def checked(
             )
         inner = section_model(info)
         if inner is not None:
-            out[key] = _table(value, inner, info, origin, path)
+            out[key] = _table(value, inner, origin, path)
         elif isinstance(value, Mapping):  # a table, or CONDUCTOR_MODEL__X, where a value goes
             raise ConfigError(
                 f"{origin.where(path)}: {path} is one value, not a table of settings; "
@@ -66,7 +66,7 @@ def checked(
     return out
 
 
-def _table(value: Any, model: type[BaseModel], info: FieldInfo, origin: Origin, path: str) -> Any:
+def _table(value: Any, model: type[BaseModel], origin: Origin, path: str) -> Any:
     if isinstance(value, model):  # given whole by a program
         return value
     if not isinstance(value, Mapping):
@@ -111,7 +111,13 @@ class FileSource(TomlConfigSettingsSource):
         self.values = checked(self.toml_data, settings_cls, _InFile(self.path, self.text))
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
-        self.text = Path(file_path).read_text(encoding="utf-8", errors="replace")
+        try:
+            self.text = Path(file_path).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise ConfigError(
+                f"{file_path}: cannot be read ({exc.strerror}); fix its permissions or "
+                "move it away."
+            ) from exc
         try:
             return tomllib.loads(self.text)
         except tomllib.TOMLDecodeError as exc:
