@@ -23,8 +23,10 @@ Adding a setting is a change in one place. For example a prompting method:
         "meta", flag="--method", description="How a run prompts: ...",
     )
 
-in `Declaration` (or in `RunConfig` if the loop reads it from the run's config). From that
-line come `--method {meta,cot}` on every command that starts runs (solve, batch, tui),
+in `Declaration` (or in `RunConfig` if the loop reads it from the run's config: then it is
+`run.method`, `CONDUCTOR_RUN__METHOD`). A field's type is bool, int, float, str, a
+`Literal` of words, or one of these or None; another type needs its words and check in
+`fields.py` first (the test below says so). From that line come `--method {meta,cot}` on every command that starts runs (solve, batch, tui),
 `CONDUCTOR_METHOD`, `method = "..."` in the file, the check and its message. Then
 `python -m conductor.config` prints the README's settings table to paste in (a test
 compares them), and tests/conductor/test_config_declared.py checks the declaration is
