@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -210,11 +209,11 @@ class ConductorApp(App[None]):
             self.solve_screen.settings_changed()
 
     def set_model(self, name: str) -> None:
-        self.settings = replace(self.settings, model=name)
+        self.settings = self.settings.model_copy(update={"model": name})
         self._settings_changed(f"meta model: {name}")
 
     def set_sandbox(self, name: str) -> None:
-        self.settings = replace(self.settings, sandbox=name)
+        self.settings = self.settings.model_copy(update={"sandbox": name})
         self.sandbox_problem = None
         if name != "subprocess":
             self.run_worker(self.check_sandbox, thread=True, group="probe", exclusive=True)
@@ -222,10 +221,12 @@ class ConductorApp(App[None]):
 
     def set_notebook(self, path: str | None) -> None:
         if path is None:
-            self.settings = replace(self.settings, recall=False, learn=False)
+            self.settings = self.settings.model_copy(update={"recall": False, "learn": False})
             self._settings_changed("notebook off: no recall, no learning")
         else:
-            self.settings = replace(self.settings, notebook=path, recall=True, learn=True)
+            self.settings = self.settings.model_copy(
+                update={"notebook": path, "recall": True, "learn": True}
+            )
             self._settings_changed(f"notebook: {path or 'default'}")
 
     # -- jumping between screens ----------------------------------------------

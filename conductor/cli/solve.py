@@ -5,75 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
-from conductor.config import load_settings
+from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.display import visible
 from conductor_kernel.events import FinalAnswer, RunFinished, RunStarted
-
-
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by every command that starts runs."""
-    parser.add_argument("--model", help="meta model: auto, demo, anthropic:NAME, openai:NAME")
-    parser.add_argument("--expert-model", help="model for the experts (default: the meta model)")
-    parser.add_argument("--sandbox", help="auto, docker, bwrap, or subprocess (unsafe)")
-    parser.add_argument("--max-rounds", type=int, help="meta-model turns at most (default 15)")
-    parser.add_argument("--max-tokens", type=int, help="tokens a run may spend")
-    parser.add_argument("--max-cost", type=float, help="dollars a run may spend")
-    parser.add_argument("--no-python", action="store_true", help="do not offer Expert Python")
-    parser.add_argument(
-        "--model-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="seconds a model call may go silent before it is retried (default 60)",
-    )
-    parser.add_argument(
-        "--python-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="seconds each sandboxed program may run (default 10)",
-    )
-    # The notebook flags (a command may have declared its own already).
-    notebook_flags: tuple[tuple[str, dict[str, Any]], ...] = (
-        ("--notebook", {"metavar": "PATH", "help": "notebook file (default: notebook.db)"}),
-        ("--no-recall", {"action": "store_true", "help": "do not recall notes into the prompt"}),
-        ("--no-learn", {"action": "store_true", "help": "do not distill the run into notes"}),
-    )
-    for flag, options in notebook_flags:
-        if flag not in parser._option_string_actions:
-            parser.add_argument(flag, **options)
-
-
-def settings_from_args(args: argparse.Namespace):
-    run: dict[str, object] = {
-        "max_rounds": args.max_rounds,
-        "max_tokens": args.max_tokens,
-        "max_cost_usd": args.max_cost,
-        "python_timeout_s": getattr(args, "python_timeout", None),
-    }
-    if args.no_python:
-        run["python"] = False
-    overrides = {
-        "model": args.model,
-        "expert_model": args.expert_model,
-        "sandbox": args.sandbox,
-        "model_timeout_s": getattr(args, "model_timeout", None),
-        "run": {k: v for k, v in run.items() if v is not None},
-    }
-    for flag, key in (("notebook", "notebook"),):
-        if getattr(args, flag, None):
-            overrides[key] = getattr(args, flag)
-    if getattr(args, "no_recall", False):
-        overrides["recall"] = False
-    if getattr(args, "no_learn", False):
-        overrides["learn"] = False
-    return load_settings(overrides)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("solve", help="solve one question, printing the run live")
     p.add_argument("question", help="the question (use - to read it from stdin)")
-    add_run_options(p)
+    add_setting_flags(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--quiet", action="store_true", help="print only the final answer")
     p.set_defaults(handler=run_solve)
