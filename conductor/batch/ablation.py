@@ -241,6 +241,7 @@ def ablate_batch(
             sandbox=open_box(),
             config=settings.run,
             runs_path=folder / "runs",
+            fresh_sandbox=open_box if sandbox_name else None,
         )
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -203,3 +203,33 @@ def limit_tcp_of(pid: int, limit: int = TCP_BYTES) -> bool:
     except (OSError, ValueError):
         return False
     return False
+
+
+def memory_counters_of(pid: int) -> dict[str, int]:
+    """The memory counters of `pid`'s cgroup, in bytes: "memory" (everything charged,
+    kernel memory included), and on cgroup v1 "tcp" (socket buffers, which v1 keeps
+    apart). Empty when they cannot be read (no cgroup, not root)."""
+    counters: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/cgroup") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return counters
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            files = {"memory": ROOT / path.lstrip("/") / "memory.current"}
+        elif "memory" in controllers.split(","):
+            base = ROOT / "memory" / path.lstrip("/")
+            files = {
+                "memory": base / "memory.usage_in_bytes",
+                "tcp": base / "memory.kmem.tcp.usage_in_bytes",
+            }
+        else:
+            continue
+        for key, file in files.items():
+            try:
+                counters[key] = int(file.read_text())
+            except (OSError, ValueError):
+                continue
+    return counters
