@@ -34,26 +34,38 @@ def step(name, fill):
     start = time.time()  # the wall clock: a time namespace moves only the others
     queued = fill()
     time.sleep(0.6)
-    print("STEP", name, start, time.time(), queued >> 20, flush=True)
+    print("STEP", name, start, time.time(), round(queued / (1 << 20), 2), flush=True)
 
 def unix():
     queued = 0
     while queued < TARGET:
-        a, b = socket.socketpair()
-        held.extend((a, b))
-        a.setblocking(False)
         try:
-            while True:
-                queued += a.send(CHUNK)
-        except BlockingIOError:
-            pass
+            a, b = socket.socketpair()
+        except OSError:
+            break  # out of descriptors: what is queued so far counts
+        held.extend((a, b))
+        for sock in (a, b):
+            sock.setblocking(False)
+            try:
+                while True:
+                    queued += sock.send(CHUNK)
+            except BlockingIOError:
+                pass
     return queued
 
 def pipes():
+    import fcntl
     queued = 0
     while queued < TARGET:
-        r, w = os.pipe()
+        try:
+            r, w = os.pipe()
+        except OSError:
+            break
         held.extend((r, w))
+        try:
+            fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ: the largest a cell may ask
+        except OSError:
+            pass
         os.set_blocking(w, False)
         try:
             while True:
@@ -98,6 +110,28 @@ def memfd():
         os.write(fd, CHUNK)
     return TARGET
 
+def watches():
+    # inotify watches and epoll registrations: kernel objects per watched thing
+    import select
+    made = 0
+    fd = libc.inotify_init1(0)
+    held.append(fd)
+    for root, dirs, names in os.walk("/usr"):
+        for name in names:
+            if libc.inotify_add_watch(fd, os.path.join(root, name).encode(), 0xFFF) >= 0:
+                made += 1
+        if made > 20000:
+            break
+    fds = [os.eventfd(0) for _ in range(150)]
+    held.extend(fds)
+    for _ in range(50):
+        ep = select.epoll()
+        held.append(ep)
+        for each in fds:
+            ep.register(each, select.EPOLLIN)
+        made += len(fds)
+    return made * 512  # a rough size per watch (bytes), to compare with the charge
+
 def timers():
     made = 0
     timer = ctypes.c_void_p()
@@ -107,7 +141,7 @@ def timers():
 
 for name, fill in (("unix socket buffers", unix), ("pipe buffers", pipes),
                    ("TCP buffers", tcp), ("UDP buffers", udp), ("memfd", memfd),
-                   ("POSIX timers", timers)):
+                   ("inotify and epoll watches", watches), ("POSIX timers", timers)):
     try:
         step(name, fill)
     except OSError as exc:
@@ -189,9 +223,13 @@ def _attribute(
     if queued < 0 or not before or not during:
         return Charge(kind, queued, None, "")
     rises = {}
-    for key in before[-1]:
+    for key in ("memory", "tcp"):
+        if key not in before[-1]:
+            continue
         peak = max(c.get(key, 0) for c in during)
         rises[key] = (peak - before[-1][key]) / MB
+    if not rises:
+        return Charge(kind, queued, None, "")
     counter = max(rises, key=lambda k: rises[k])
     return Charge(kind, queued, round(rises[counter], 1), counter)
 

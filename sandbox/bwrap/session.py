@@ -100,6 +100,9 @@ class BwrapSession(FramedConversation):
         session up itself (`destroy`), so no descriptor is closed under a reader.
         """
         self.killed_by_host = True
+        self._signal_all()
+
+    def _signal_all(self) -> None:
         with self._handles:
             if self._init_pidfd is not None:
                 with contextlib.suppress(OSError):
@@ -111,7 +114,7 @@ class BwrapSession(FramedConversation):
 
     def destroy(self) -> None:
         """Kill the whole sandbox by the handles the host holds, then clean up."""
-        self.kill()
+        self._signal_all()
         with self._handles:
             if self._init_pidfd is not None:
                 os.close(self._init_pidfd)

@@ -206,9 +206,10 @@ def limit_tcp_of(pid: int, limit: int = TCP_BYTES) -> bool:
 
 
 def memory_counters_of(pid: int) -> dict[str, int]:
-    """The memory counters of `pid`'s cgroup, in bytes: "memory" (everything charged,
-    kernel memory included), and on cgroup v1 "tcp" (socket buffers, which v1 keeps
-    apart). Empty when they cannot be read (no cgroup, not root)."""
+    """The memory counters of `pid`'s cgroup, in bytes: "memory" (everything charged to
+    its memory limit, kernel memory included), "kernel" (the kernel's part of it) and,
+    on cgroup v1, "tcp" (socket buffers, which v1 counts apart, against their own
+    limit). Empty when they cannot be read (no cgroup, not root)."""
     counters: dict[str, int] = {}
     try:
         with open(f"/proc/{pid}/cgroup") as handle:
@@ -218,18 +219,29 @@ def memory_counters_of(pid: int) -> dict[str, int]:
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if controllers == "":
-            files = {"memory": ROOT / path.lstrip("/") / "memory.current"}
+            base = ROOT / path.lstrip("/")
+            _read_into(counters, "memory", base / "memory.current")
+            stat = _stat(base / "memory.stat")
+            if "kernel" in stat:
+                counters["kernel"] = stat["kernel"]
         elif "memory" in controllers.split(","):
             base = ROOT / "memory" / path.lstrip("/")
-            files = {
-                "memory": base / "memory.usage_in_bytes",
-                "tcp": base / "memory.kmem.tcp.usage_in_bytes",
-            }
-        else:
-            continue
-        for key, file in files.items():
-            try:
-                counters[key] = int(file.read_text())
-            except (OSError, ValueError):
-                continue
+            _read_into(counters, "memory", base / "memory.usage_in_bytes")
+            _read_into(counters, "kernel", base / "memory.kmem.usage_in_bytes")
+            _read_into(counters, "tcp", base / "memory.kmem.tcp.usage_in_bytes")
     return counters
+
+
+def _read_into(counters: dict[str, int], key: str, file: Path) -> None:
+    try:
+        counters[key] = int(file.read_text())
+    except (OSError, ValueError):
+        pass
+
+
+def _stat(file: Path) -> dict[str, int]:
+    try:
+        pairs = (line.split() for line in file.read_text().splitlines())
+        return {key: int(value) for key, value in pairs}
+    except (OSError, ValueError):
+        return {}

@@ -84,6 +84,8 @@ def drop_bounding_set(keep: frozenset[int] = frozenset()) -> list[int]:
     binary), whatever uid the process has then. Dropping needs CAP_SETPCAP; without it
     nothing changes and the caller sees what is left.
     """
+    if LIBC is None:
+        return [-1]  # cannot even read it: nothing is known to be dropped
     left = []
     for cap in range(64):
         held = _prctl(PR_CAPBSET_READ, cap)

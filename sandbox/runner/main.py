@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import argparse
 import base64
-import ctypes
 import gc
 import json
 import os
+import select
 import signal
 import struct
 import sys
+import threading
 import time
 
 # The child side lives beside this file (also in the image); -I leaves the script's
@@ -96,21 +97,46 @@ def write_frame(fd: int, message: dict) -> None:
 # --- start-up ------------------------------------------------------------------------
 
 
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
 def load_seccomp(program: bytes) -> None:
     """Load a classic-BPF seccomp filter (raw sock_filter bytes) on this process; every
     process forked afterwards inherits it. Raises OSError when the kernel refuses."""
     if LIBC is None or len(program) % 8:
         raise OSError("no libc, or the filter is not whole instructions")
+    import ctypes  # only here: a root file system without libffi still runs cells
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
     buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
     LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"loading the seccomp filter: {os.strerror(err)}")
+
+
+def watch_host(fd: int) -> None:
+    """End the whole sandbox the moment the host is gone, whatever the runner is doing
+    (preloading, waiting for a request, supervising a cell): a thread polls the request
+    stream for hang-up only (no data is consumed), then kills every process it may and
+    exits. Only inside a sandbox, where kill(-1) reaches the sandbox alone."""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, 0)  # no events asked: only hang-up and errors wake it
+        while True:
+            if any(
+                mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+                for _, mask in poller.poll()
+            ):
+                break
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        os._exit(0)
+
+    threading.Thread(target=watch, name="host-watch", daemon=True).start()
 
 
 def harden_runner(seccomp_bpf: str | None) -> None:
@@ -178,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     set_dumpable(0)
     if args.kill_strays or args.seccomp_bpf:  # inside a sandbox, not a host test
         harden_runner(args.seccomp_bpf)
+    if args.kill_strays and os.getppid() == 1:  # the sandbox's only process under its init
+        watch_host(proto_in)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     if args.lifetime > 0:

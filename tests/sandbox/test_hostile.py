@@ -204,7 +204,8 @@ class HostWitness:
             path.chmod(0o600)
         cleanup = [home_canary, ssh_canary, tmp_secret, tmp_dir, *cleanup]
         argv0 = f"hostcanary{token}"
-        sleeper = subprocess.Popen([argv0, "600"], executable=shutil.which("sleep"))
+        # Alive for the whole battery, however slow the machine (it is killed at the end).
+        sleeper = subprocess.Popen([argv0, "86400"], executable=shutil.which("sleep"))
         listener = socket.create_server(("0.0.0.0", 0))
         listener.setblocking(False)
         abstract_name = f"conductor-canary-{token}"
