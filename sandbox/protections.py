@@ -173,6 +173,10 @@ def _kb(value: int | None) -> str:
     return "nothing" if not value else f"{value // 1024} MB"
 
 
+def _mb(value: float) -> str:
+    return f"{value:.1f} MB" if value < 10 else f"{value:.0f} MB"
+
+
 def _charge_rows(sandbox: object, bound: str) -> list[Protection]:
     """Kind by kind: how much the sandbox's cgroup rose while a cell held it (measured)."""
     rows = []
@@ -180,11 +184,11 @@ def _charge_rows(sandbox: object, bound: str) -> list[Protection]:
         if charge.queued_mb < 0:
             detail = "refused"
         elif charge.charged_mb is None:
-            detail = f"{charge.queued_mb:.0f} MB queued; the cgroup could not be read here"
+            detail = f"{_mb(charge.queued_mb)} queued; the cgroup could not be read here"
         else:
             where = "its TCP buffer limit" if charge.counter == "tcp" else bound
             detail = (
-                f"{charge.queued_mb:.0f} MB queued, +{charge.charged_mb:.0f} MB charged to "
+                f"{_mb(charge.queued_mb)} queued, +{_mb(charge.charged_mb)} charged to "
                 + (where if charge.covered else "the sandbox: NOT covered by its bounds")
             )
         rows.append(Protection(f"bound: {charge.kind}", charge.covered, detail))
