@@ -29,6 +29,10 @@ ROOT = Path("/sys/fs/cgroup")
 
 # Socket buffers a sandbox may hold (cgroup v1 only; see create).
 TCP_BYTES = 64 * 1024 * 1024
+PREFIX = "conductor-sandbox-"
+# A sandbox cgroup this old and empty was left by a host that was killed (kill -9 ends
+# the sandbox's processes, bwrap dies with its parent, but nobody removes the directory).
+STALE_AFTER_S = 60.0
 
 
 def _own_paths() -> dict[str, str]:
@@ -102,10 +106,11 @@ class SandboxCgroup:
 
     @classmethod
     def create(cls, memory_bytes: int, max_pids: int) -> SandboxCgroup | None:
-        name = f"conductor-sandbox-{secrets.token_hex(6)}"
+        name = f"{PREFIX}{secrets.token_hex(6)}"
         found = version()
         try:
             if found == 2 and (parent := _v2_parent()) is not None:
+                remove_stale([parent])
                 group = cls({"": parent / name}, unified=True)
                 group.dirs[""].mkdir()
                 group._write("", "memory.max", memory_bytes)
@@ -113,6 +118,7 @@ class SandboxCgroup:
                 group._write("", "pids.max", max_pids)
                 return group
             if found == 1 and (parents := _v1_parents()) is not None:
+                remove_stale(list(parents.values()))
                 group = cls({c: p / name for c, p in parents.items()}, unified=False)
                 for path in group.dirs.values():
                     path.mkdir()
@@ -185,6 +191,28 @@ class SandboxCgroup:
                     break
                 except OSError:
                     time.sleep(0.02)  # the last processes are still exiting
+
+
+def remove_stale(parents: list[Path], *, older_than: float = STALE_AFTER_S) -> list[Path]:
+    """Remove empty sandbox cgroups older than `older_than` under `parents` (what a
+    killed host left); a cgroup with a process in it cannot be removed, and a young one
+    may be another host's sandbox just starting, so both stay."""
+    removed = []
+    now = time.time()
+    for parent in parents:
+        try:
+            candidates = [d for d in parent.iterdir() if d.name.startswith(PREFIX)]
+        except OSError:
+            continue
+        for directory in candidates:
+            try:
+                if now - directory.stat().st_mtime < older_than:
+                    continue
+                directory.rmdir()  # fails (EBUSY) while any process is in it
+                removed.append(directory)
+            except OSError:
+                continue
+    return removed
 
 
 def limit_tcp_of(pid: int, limit: int = TCP_BYTES) -> bool:
