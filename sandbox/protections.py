@@ -187,9 +187,8 @@ def _charge_rows(sandbox: object, bound: str) -> list[Protection]:
             detail = f"{_mb(charge.queued_mb)} queued; the cgroup could not be read here"
         else:
             where = "its TCP buffer limit" if charge.counter == "tcp" else bound
-            detail = (
-                f"{_mb(charge.queued_mb)} queued, +{_mb(charge.charged_mb)} charged to "
-                + (where if charge.covered else "the sandbox: NOT covered by its bounds")
+            detail = f"{_mb(charge.queued_mb)} queued, +{_mb(charge.charged_mb)} charged to " + (
+                where if charge.covered else "the sandbox: NOT covered by its bounds"
             )
         rows.append(Protection(f"bound: {charge.kind}", charge.covered, detail))
     return rows

@@ -138,7 +138,13 @@ class Zygote:
         self.out_r, out_w = os.pipe()
         self.err_r, err_w = os.pipe()
         self.done_r, done_w = os.pipe()
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:
+            for fd in (control_r, out_w, err_w, done_w, self.control_w, self.out_r, self.err_r):
+                os.close(fd)
+            os.close(self.done_r)
+            raise
         if self.pid == 0:
             zygote_main(control_r, out_w, err_w, done_w, setup)
         for fd in (control_r, out_w, err_w, done_w):
@@ -176,16 +182,32 @@ class Runner:
             self.finished = None
             self._kill_leftovers()
         if self.zygote is None:
-            self.zygote = Zygote(self.setup)
+            self.zygote = self._fork_zygote()
         self.reap_all()
+        if self.zygote is None:  # the waiting child died meanwhile: another one
+            self.zygote = self._fork_zygote()
 
-    def reap_all(self) -> None:
-        """Reap every child that ended, and wait for those we killed to end.
+    def _fork_zygote(self) -> Zygote:
+        """The next child. A cell may have filled the sandbox's process limit with
+        processes that are now zombies of ours (we adopted them): their slots come back
+        only once they are reaped, so a refused fork waits for that and tries again."""
+        deadline = time.monotonic() + REAP_WAIT_S
+        while True:
+            try:
+                return Zygote(self.setup)
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise
+                self.reap_all(wait=False)
+                time.sleep(0.005)
+
+    def reap_all(self, *, wait: bool = True) -> None:
+        """Reap every child that ended and (`wait`) wait for those we killed to end.
 
         The waiting child (the zygote) is left alone; if it died instead, it is reaped
-        like the rest and forked again.
+        like the rest (and `prepare` forks another).
         """
-        deadline = time.monotonic() + REAP_WAIT_S
+        deadline = time.monotonic() + (REAP_WAIT_S if wait else 0.0)
         while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -195,13 +217,13 @@ class Runner:
                 self.unreaped.discard(pid)
                 if self.zygote is not None and pid == self.zygote.pid:
                     self.zygote.close_fds()
-                    self.zygote = Zygote(self.setup)
+                    self.zygote = None
                 continue
             if pid < 0 or not self.unreaped:
-                return
+                break
             self.unreaped &= _children_of(os.getpid())
             if not self.unreaped or time.monotonic() > deadline:
-                return
+                break
             time.sleep(0.001)
 
     def abandon(self) -> None:
