@@ -72,6 +72,8 @@ def live_setup(settings: Settings, spec: TaskSpec, runs: Callable[[], Path]) -> 
             runs_path=runs(),
             recall=template.recall,
             after_run=template.after_run,
+            # Learning's checks run in a sandbox of their own, never the item's.
+            fresh_sandbox=open_box if sandbox_name else None,
         )
 
     uses_notebook = settings.recall or settings.learn
