@@ -12,8 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from lessons.write.distill import excerpt
-from lessons.write.verify import EVIDENCE_WORDS
+from lessons.values import EVIDENCE_WORDS, excerpt
 
 log = logging.getLogger("conductor.notebook")
 
