@@ -89,9 +89,10 @@ class Verification:
 
 
 class NoScoring:
-    """The scorers of a notebook given none: no task is known, nothing is judged by a
-    scorer, no task description is taken off a question. The notebook then judges only
-    on the evidence it gathers itself, as for a task it does not know."""
+    """The scorers of a notebook given none: no task is known, no scorer compares an
+    answer with a target or checks it, no task description is taken off a question. The
+    notebook then judges only on the evidence it gathers itself (agreeing derivations, a
+    program that checked the answer, a tested tool)."""
 
     def judge_for(self, task: str) -> TaskJudge | None:
         return None

@@ -1,6 +1,6 @@
 """A run's answer put to its task's scorer: which scorer, which target counts, and the
 verdict. The scorers are the application's (`conductor_kernel.interfaces.TaskScoring`,
-given to the notebook); a notebook given none judges every task as unknown.
+given to the notebook); a notebook given none knows no task and scores no answer.
 """
 
 from __future__ import annotations

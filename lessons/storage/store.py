@@ -167,7 +167,7 @@ CACHE_KIB = 32 * 1024
 
 class Notebook:
     """One notebook file, and the task scorers it judges with (`scoring`, the
-    application's; given none, it knows no task). Thread-safe: one connection, used
+    application's; given none, it knows no task and scores no answer). Thread-safe: one connection, used
     under a lock."""
 
     def __init__(

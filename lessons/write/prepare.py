@@ -138,7 +138,7 @@ def prepare_run(
     """Everything slow about learning from a run; None when there is nothing to learn.
 
     The run is judged with the notebook's scorers (`book.scoring`); without a notebook,
-    with none (every task unknown)."""
+    with none (no task known, no answer scored)."""
     options = options or LearnOptions()
     run = outline(events)
     if run.started is None or not run.question.strip():
