@@ -110,6 +110,7 @@ def main() -> None:
 
     from conductor.export.html.run_page import write_run_html
     from conductor.export.markdown import to_markdown
+    from record.fold import outline
     from record.reader import read_transcript
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,7 +121,7 @@ def main() -> None:
         page_file = write_run_html(transcript, work / "long.html")
         export_ms = (time.perf_counter() - started) * 1000
         baseline = work / "baseline.html"
-        markdown = to_markdown(read_transcript(transcript).events)
+        markdown = to_markdown(outline(read_transcript(transcript).events))
         baseline.write_text(
             f"<!doctype html><meta charset=utf-8><pre>{html.escape(markdown)}</pre>",
             encoding="utf-8",

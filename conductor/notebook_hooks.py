@@ -3,6 +3,11 @@
 `NotebookHooks.attach(session)` (or `build_session`, from the settings' `notebook`,
 `recall` and `learn`) wires both in. Recall is read-only; learning is the only writer.
 With `--no-learn` the notebook is only read: no notes, and no counters move.
+
+`open_notebook` is where the application hands the notebook its task scorers
+(`conductor.scoring.task_scoring.BuiltinTaskScoring`): every notebook the application
+learns into or recalls from is opened there, so it judges a run as `conductor score`
+does.
 """
 
 from __future__ import annotations
@@ -28,6 +33,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("conductor.notebook")
 
 
+def open_notebook(path: Path | str | None = None) -> Notebook:
+    """The notebook at `path` (the default one when None), judging with this
+    application's task scorers."""
+    from conductor.scoring.task_scoring import BuiltinTaskScoring
+
+    return Notebook(path, scoring=BuiltinTaskScoring())
+
+
 class NotebookHooks:
     def __init__(
         self,
@@ -47,7 +60,7 @@ class NotebookHooks:
         cls, path: Path | str | None = None, *, model: ChatModel | None = None
     ) -> NotebookHooks:
         """Hooks on the notebook at `path` (the default notebook when None)."""
-        return cls(Notebook(path), model=model)
+        return cls(open_notebook(path), model=model)
 
     def _model(self, ledger: UsageLedger | None, purpose: str) -> ChatModel | None:
         """The model for the notebook's own calls, metered on the run's ledger."""

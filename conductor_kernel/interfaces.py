@@ -1,14 +1,15 @@
 """The project's interfaces and the plain values that cross them, in one place.
 
-Every pluggable part (a chat model, a sandbox, an event sink) is a `typing.Protocol`
-here; implementations live in `experts/`, `sandbox/` and `transcripts/` and never
-import each other.
+Every pluggable part (a chat model, a sandbox, an event sink, the task scorers) is a
+`typing.Protocol` here; implementations live in `experts/`, `sandbox/`, `transcripts/`
+and the application, and never import each other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from conductor_kernel.errors import UserFacingError
@@ -271,3 +272,68 @@ class EventSink(Protocol):
     """Anything that consumes the event stream (transcript writer, printer, TUI)."""
 
     def handle(self, event: Event) -> None: ...
+
+
+# -- the task scorers, as the notebook asks for them ------------------------------------
+# The scorers (Game of 24's arithmetic, the chess rules, a sonnet's form, `sat()` run in
+# the sandbox) belong to the application; the notebook judges a run the way `conductor
+# score` does through the `TaskScoring` it is given (conductor/notebook_hooks.py builds
+# the built-in one). No import runs upward.
+
+
+@dataclass(frozen=True)
+class TaskJudge:
+    """A task's spec and scorer, and how to find the input part of a question."""
+
+    name: str
+    scorer: str
+    description: str
+    needs_target: bool
+
+    def task_input(self, question: str) -> str:
+        """The question less the task's description, as a task file holds it."""
+        head = self.description.strip()
+        if head and question.startswith(head):
+            return question[len(head) :].strip()
+        return question
+
+
+@dataclass(frozen=True)
+class RecognisedTask:
+    """A question asked without a task that is surely an instance of one: the task's
+    judge, the input its scorer reads, and the known answer the question fixes, if any."""
+
+    judge: TaskJudge
+    task_input: str
+    target: str | None
+
+
+class TaskScoring(Protocol):
+    """What the notebook asks of the task scorers."""
+
+    def judge_for(self, task: str) -> TaskJudge | None:
+        """The judge of a task name (built-in or a scorer's name), None when unknown."""
+        ...
+
+    def verdict(
+        self,
+        judge: TaskJudge,
+        question: str,
+        answer: str,
+        target: str | None,
+        sandbox: Sandbox | None,
+    ) -> bool | None:
+        """The scorer's decision, or None when it cannot decide here."""
+        ...
+
+    def task_descriptions(self) -> tuple[str, ...]:
+        """The built-in tasks' descriptions (a batch asks `description + input`)."""
+        ...
+
+    def claimed_number(self, answer: str, question: str) -> Fraction | None:
+        """The number an answer commits to, as the numeric scorer reads it."""
+        ...
+
+    def recognise(self, question: str) -> RecognisedTask | None:
+        """The task a question asked without one surely is (interactive runs), or None."""
+        ...

@@ -1,17 +1,15 @@
-"""Audit findings: automatic checks over one run's events, the things an auditor looks for.
+"""Audit findings: automatic checks over one run, the things an auditor looks for.
 
-Pure functions over the event stream (ours, or a published record imported into it).
-Each check is a heuristic that flags a run for a human to look at; the rules are spelled
-out in docs/tui.md so an auditor knows what a badge means and what it cannot see.
+Pure functions over the run's fold (record/fold.py), ours or a published record imported
+into events. Each check is a heuristic that flags a run for a human to look at; the
+rules are spelled out in docs/tui.md so an auditor knows what a badge means and what it
+cannot see. The values (kinds, `Finding`, `AuditReport`) are in record/findings.py.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from conductor_kernel.events import (
     Event,
@@ -19,42 +17,24 @@ from conductor_kernel.events import (
     ExpertCallStarted,
     FinalAnswer,
     LimitHit,
-    MetaTurnFinished,
-    MetaTurnStarted,
     Observation,
-    RunStarted,
-    SandboxExec,
 )
 from conductor_kernel.interfaces import ExecResult
 from conductor_kernel.protocol import parse_turn
+from record.findings import AUDIT_FORMAT_VERSION, FINDING_KINDS, AuditReport, Finding
+from record.fold import RoundView, RunOutline
 
-AUDIT_FORMAT_VERSION = 1
-
-# kind -> (short badge, what it means). The order is the order of columns in reports.
-FINDING_KINDS: dict[str, tuple[str, str]] = {
-    "unconfirmed_answer": (
-        "unconf",
-        "the final answer was not confirmed by a second expert or by a sandbox run",
-    ),
-    "hidden_context": (
-        "ctx",
-        "an expert instruction leans on context the expert cannot see",
-    ),
-    "ignored_error": (
-        "err",
-        "a Python error or timeout that the meta model's next turn did not take up",
-    ),
-    "changed_after_verified": (
-        "changed",
-        "the final answer differs from one that code or an expert had verified",
-    ),
-    "limit_hit": ("limit", "a run or sandbox limit was reached"),
-    "nudged": ("nudge", "the meta model had to be nudged to call an expert or answer"),
-    "fabricated_reply": (
-        "fake",
-        "the meta model wrote an expert's reply itself",
-    ),
-}
+__all__ = [
+    "AUDIT_FORMAT_VERSION",
+    "FINDING_KINDS",
+    "AuditReport",
+    "Finding",
+    "audit_outline",
+    "audited",
+    "normalise",
+    "program_failed",
+    "summarise",
+]
 
 # Phrases that point at something only the meta model has seen (the paper's
 # "fresh eyes" failure): an expert has no "above" and no "before".
@@ -76,47 +56,6 @@ _ACK_RE = re.compile(
 )
 _TRACEBACK_RE = re.compile(r"Traceback \(most recent call last\)|^\w*(Error|Exception): ", re.M)
 _TRIVIAL_OUTPUTS = {"true", "false", "none", "", "nosolution", "novalidexpressionfound"}
-
-
-@dataclass
-class Finding:
-    kind: str
-    message: str
-    round: int | None = None
-    event_id: str | None = None
-
-    @property
-    def badge(self) -> str:
-        return FINDING_KINDS[self.kind][0]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class AuditReport:
-    run_id: str
-    task: str = ""
-    question: str = ""
-    findings: list[Finding] = field(default_factory=list)
-
-    def counts(self) -> dict[str, int]:
-        counted = Counter(f.kind for f in self.findings)
-        return {kind: counted[kind] for kind in FINDING_KINDS if counted[kind]}
-
-    @property
-    def badges(self) -> list[str]:
-        return [FINDING_KINDS[kind][0] for kind in self.counts()]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "v": AUDIT_FORMAT_VERSION,
-            "run_id": self.run_id,
-            "task": self.task,
-            "question": self.question,
-            "counts": self.counts(),
-            "findings": [f.to_dict() for f in self.findings],
-        }
 
 
 def normalise(text: str) -> str:
@@ -147,59 +86,56 @@ def _same_shape(a: str, b: str) -> bool:
     return bool(numeric.fullmatch(a)) == bool(numeric.fullmatch(b))
 
 
-@dataclass
-class _Round:
-    number: int
-    text: str = ""
-    calls: list[ExpertCallStarted] = field(default_factory=list)
-    replies: list[ExpertCallFinished] = field(default_factory=list)
-    execs: list[SandboxExec] = field(default_factory=list)
+def _turns(run: RunOutline) -> list[RoundView]:
+    """The rounds the meta model took. A round the fold opened for calls recorded before
+    any meta turn has no turn to judge, and is left out."""
+    return [r for r in run.rounds if r.started is not None]
 
 
-def _group(events: Iterable[Event]) -> tuple[RunStarted | None, list[_Round], list[Event]]:
-    """The run's start, its rounds in order, and every event (rounds hold references)."""
-    started: RunStarted | None = None
-    rounds: list[_Round] = []
-    everything: list[Event] = []
-    for event in events:
-        everything.append(event)
-        if isinstance(event, RunStarted):
-            started = event
-        elif isinstance(event, MetaTurnStarted):
-            rounds.append(_Round(event.round or len(rounds) + 1))
-        elif not rounds:
-            continue
-        elif isinstance(event, MetaTurnFinished):
-            rounds[-1].text = event.text
-        elif isinstance(event, ExpertCallStarted):
-            rounds[-1].calls.append(event)
-        elif isinstance(event, ExpertCallFinished):
-            rounds[-1].replies.append(event)
-        elif isinstance(event, SandboxExec):
-            rounds[-1].execs.append(event)
-    return started, rounds, everything
+def _started(r: RoundView) -> list[ExpertCallStarted]:
+    return [c.started for c in r.calls if c.started is not None]
 
 
-def audit_events(events: Iterable[Event]) -> AuditReport:
+def _replies(r: RoundView) -> list[ExpertCallFinished]:
+    """The round's expert replies, in the order they came."""
+    return [c.finished for c in r.replied if c.finished is not None]
+
+
+def audit_outline(run: RunOutline) -> AuditReport:
     """Every finding for one run."""
-    started, rounds, everything = _group(events)
-    report = AuditReport(
-        run_id=started.run_id if started else (everything[0].run_id if everything else ""),
-        task=started.task if started else "",
-        question=started.question if started else "",
-    )
-    final = next((e for e in reversed(everything) if isinstance(e, FinalAnswer)), None)
-    report.findings += _unconfirmed(final, rounds)
+    rounds = _turns(run)
+    report = AuditReport(run_id=run.run_id, task=run.task, question=run.question)
+    report.findings += _unconfirmed(run.final, rounds)
     report.findings += _hidden_context(rounds)
     report.findings += _ignored_errors(rounds)
-    report.findings += _changed_after_verified(final, rounds)
-    report.findings += _limits(everything, rounds)
-    report.findings += _nudges(everything, rounds)
+    report.findings += _changed_after_verified(run.final, rounds)
+    report.findings += _limits(run, rounds)
+    report.findings += _nudges(run)
     report.findings += _fabricated(rounds)
     return report
 
 
-def _unconfirmed(final: FinalAnswer | None, rounds: list[_Round]) -> list[Finding]:
+def audited(run: RunOutline) -> RunOutline:
+    """`run` with its audit and each finding placed beside the call or round it points
+    at (else at its round number), as the pages and views show them."""
+    run.audit = audit_outline(run)
+    calls = {c.started.id: c for c in run.calls if c.started is not None}
+    calls |= {x.id: c for c in run.calls for x in c.execs}
+    by_number = {r.number: r for r in run.rounds}
+    for r in run.rounds:
+        r.findings.clear()
+        for c in r.calls:
+            c.findings.clear()
+    for finding in run.audit.findings:
+        call = calls.get(finding.event_id or "")
+        if call is not None:
+            call.findings.append(finding)
+        elif finding.round in by_number:
+            by_number[finding.round].findings.append(finding)
+    return run
+
+
+def _unconfirmed(final: FinalAnswer | None, rounds: list[RoundView]) -> list[Finding]:
     if final is None:
         return []
     answer = normalise(final.answer)
@@ -208,7 +144,7 @@ def _unconfirmed(final: FinalAnswer | None, rounds: list[_Round]) -> list[Findin
     experts = {
         reply.parent_id or reply.id
         for r in rounds
-        for reply in r.replies
+        for reply in _replies(r)
         if not reply.error and answer in normalise(reply.text or reply.output)
     }
     programs = [
@@ -230,10 +166,10 @@ def _unconfirmed(final: FinalAnswer | None, rounds: list[_Round]) -> list[Findin
     ]
 
 
-def _hidden_context(rounds: list[_Round]) -> list[Finding]:
+def _hidden_context(rounds: list[RoundView]) -> list[Finding]:
     found = []
     for r in rounds:
-        for call in r.calls:
+        for call in _started(r):
             m = _HIDDEN_CONTEXT_RE.search(call.instruction)
             if m:
                 found.append(
@@ -247,14 +183,16 @@ def _hidden_context(rounds: list[_Round]) -> list[Finding]:
     return found
 
 
-def _ignored_errors(rounds: list[_Round]) -> list[Finding]:
+def _ignored_errors(rounds: list[RoundView]) -> list[Finding]:
     found = []
     for i, r in enumerate(rounds):
         failed = [x for x in r.execs if program_failed(x.result)]
         if not failed or i + 1 >= len(rounds):
             continue
         after = rounds[i + 1]
-        retried_python = any(c.is_python or c.name.lower() == "expert python" for c in after.calls)
+        retried_python = any(
+            c.is_python or c.name.lower() == "expert python" for c in _started(after)
+        )
         if _ACK_RE.search(after.text) or retried_python:
             continue
         what = "timed out" if failed[0].result.timed_out else "failed"
@@ -269,7 +207,7 @@ def _ignored_errors(rounds: list[_Round]) -> list[Finding]:
     return found
 
 
-def _changed_after_verified(final: FinalAnswer | None, rounds: list[_Round]) -> list[Finding]:
+def _changed_after_verified(final: FinalAnswer | None, rounds: list[RoundView]) -> list[Finding]:
     if final is None:
         return []
     answer = normalise(final.answer)
@@ -289,10 +227,10 @@ def _changed_after_verified(final: FinalAnswer | None, rounds: list[_Round]) -> 
             clean = x.result.ok and not program_failed(x.result)
             if clean and cand not in _TRIVIAL_OUTPUTS and joined.find(cand, later) != -1:
                 verified.append((line, r.number, "printed by code and repeated by the meta model"))
-        aside = parse_turn(r.text).final_answer if r.calls else None
+        aside = parse_turn(r.text).final_answer if _started(r) else None
         if aside:
             cand = normalise(aside)
-            replies = " ".join(normalise(x.text or x.output) for x in r.replies)
+            replies = " ".join(normalise(x.text or x.output) for x in _replies(r))
             if cand and cand in replies:
                 verified.append((aside, r.number, "set aside for expert calls that confirmed it"))
     if not verified:
@@ -311,10 +249,18 @@ def _changed_after_verified(final: FinalAnswer | None, rounds: list[_Round]) -> 
     ]
 
 
-def _limits(events: list[Event], rounds: list[_Round]) -> list[Finding]:
+def _outside_calls(run: RunOutline) -> list[tuple[RoundView | None, Event]]:
+    """Limits, errors, notes to the model and answers outside any call, in the order
+    they came, each with its round (None before the first)."""
+    out: list[tuple[RoundView | None, Event]] = [(None, e) for e in run.loose]
+    out += [(r, e) for r in run.rounds for e in r.events]
+    return out
+
+
+def _limits(run: RunOutline, rounds: list[RoundView]) -> list[Finding]:
     found = [
         Finding("limit_hit", f"{e.limit} limit ({e.value:g} of {e.maximum:g})", event_id=e.id)
-        for e in events
+        for _r, e in _outside_calls(run)
         if isinstance(e, LimitHit)
     ]
     for r in rounds:
@@ -326,12 +272,11 @@ def _limits(events: list[Event], rounds: list[_Round]) -> list[Finding]:
     return found
 
 
-def _nudges(events: list[Event], rounds: list[_Round]) -> list[Finding]:
+def _nudges(run: RunOutline) -> list[Finding]:
     found = []
-    number = None
-    for e in events:
-        if isinstance(e, MetaTurnStarted):
-            number = e.round
+    for r, e in _outside_calls(run):
+        # The round as the meta turn numbered it (a round without a turn has none).
+        number = r.started.round if r is not None and r.started is not None else None
         if isinstance(e, Observation) and e.reason == "no_call_or_answer":
             found.append(
                 Finding(
@@ -344,7 +289,7 @@ def _nudges(events: list[Event], rounds: list[_Round]) -> list[Finding]:
     return found
 
 
-def _fabricated(rounds: list[_Round]) -> list[Finding]:
+def _fabricated(rounds: list[RoundView]) -> list[Finding]:
     return [
         Finding(
             "fabricated_reply",

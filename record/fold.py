@@ -1,8 +1,11 @@
-"""A run's events arranged as the reader sees it: rounds, the expert calls of each, the
-sandbox runs of each call, plus the notes, findings, answer and totals.
+"""The one fold of a run's events: rounds, the expert calls of each, the sandbox runs of
+each call, plus the recalls, notes written, answer and totals.
 
-The HTML page, the run diff and its views all read this one shape, so a transcript is
-grouped the same way wherever it is shown. Pure: no I/O beyond `outline_file`.
+Every reader of a run reads this shape (the audit, the HTML page and the Markdown
+export, the run diff, the TUI, the replay's comparison, the notebook), so a transcript
+is grouped the same way wherever it is used. Pure grouping: no I/O beyond
+`outline_file`, no judgement. The audit (record/audit.py) reads an outline and places
+its findings on it (`audited`); until then `audit` is empty.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from conductor_kernel.events import (
     SandboxExec,
 )
 from conductor_kernel.interfaces import Usage
-from record.audit import AuditReport, Finding, audit_events
+from record.findings import AuditReport, Finding
 
 
 @dataclass
@@ -66,6 +69,11 @@ class CallView:
     def is_python(self) -> bool:
         return bool(self.started and self.started.is_python) or bool(self.execs)
 
+    @property
+    def code_ok(self) -> bool:
+        """Some program of this call ran cleanly."""
+        return any(x.result.ok for x in self.execs)
+
 
 @dataclass
 class RoundView:
@@ -78,6 +86,13 @@ class RoundView:
     # Observations, limits, errors and the final answer, in the order they came.
     events: list[Event] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # Concurrent calls interleave: what their programs ran and when their replies came,
+    # in the order it happened (each is also under its own call).
+    execs: list[SandboxExec] = field(default_factory=list)
+    replied: list[CallView] = field(default_factory=list)
+    # The calls (where each started) and the events above, in the order they came: a
+    # transcript read top to bottom, each call whole.
+    timeline: list[CallView | Event] = field(default_factory=list)
 
     @property
     def prompt(self) -> str:
@@ -115,8 +130,38 @@ class RunOutline:
         return self.started.question if self.started is not None else ""
 
     @property
+    def task(self) -> str:
+        return self.started.task if self.started is not None else ""
+
+    @property
+    def target(self) -> str | None:
+        return self.started.target if self.started is not None else None
+
+    @property
+    def answer(self) -> str | None:
+        """The final answer the run ended with (its `RunFinished` says it last)."""
+        if self.finished is not None and self.finished.final_answer is not None:
+            return self.finished.final_answer
+        return self.final.answer if self.final is not None else None
+
+    @property
+    def recall(self) -> Recall | None:
+        """The notes the run was shown (the last recall, if it was asked more than once)."""
+        return self.recalls[-1] if self.recalls else None
+
+    @property
     def calls(self) -> list[CallView]:
         return [c for r in self.rounds for c in r.calls]
+
+    @property
+    def execs(self) -> list[SandboxExec]:
+        """Every sandbox run, in the order they ran."""
+        return [x for r in self.rounds for x in r.execs]
+
+    @property
+    def replied(self) -> list[CallView]:
+        """Every call that got a reply, in the order the replies came."""
+        return [c for r in self.rounds for c in r.replied]
 
     @property
     def usage(self) -> Usage:
@@ -138,10 +183,12 @@ class RunOutline:
 
 def outline(events: list[Event], *, problem: str | None = None) -> RunOutline:
     """Group `events` by their parents; events whose parent is unknown go to the round
-    they came in (a published record or an older writer may lack some starts)."""
+    they came in (a published record or an older writer may lack some starts; a stream
+    with no meta turn starts at all gets a round per finished meta turn)."""
     out = RunOutline(problem=problem)
     rounds: dict[str, RoundView] = {}  # meta turn id -> round
     calls: dict[str, CallView] = {}  # expert call id -> call
+    home: dict[int, RoundView] = {}  # id() of a call -> the round it is in
     current: RoundView | None = None
 
     def round_for(number: int = 0) -> RoundView:
@@ -150,6 +197,16 @@ def outline(events: list[Event], *, problem: str | None = None) -> RunOutline:
             current = RoundView(number or len(out.rounds) + 1)
             out.rounds.append(current)
         return current
+
+    def place(call: CallView, where: RoundView) -> CallView:
+        where.calls.append(call)
+        where.timeline.append(call)
+        home[id(call)] = where
+        return call
+
+    def note(event: Event, where: RoundView) -> None:
+        where.events.append(event)
+        where.timeline.append(event)
 
     for event in events:
         if isinstance(event, RunStarted):
@@ -161,24 +218,23 @@ def outline(events: list[Event], *, problem: str | None = None) -> RunOutline:
             out.rounds.append(current)
             rounds[event.id] = current
         elif isinstance(event, MetaTurnFinished):
-            target = rounds.get(event.parent_id or "") or round_for(event.round)
+            target = rounds.get(event.parent_id or "")
+            if target is None:
+                if current is not None and current.started is None and current.finished:
+                    current = None  # no starts at all: each finished turn is a round
+                target = round_for(event.round)
             target.finished = event
         elif isinstance(event, ExpertCallStarted):
-            call = CallView(started=event)
-            calls[event.id] = call
-            (rounds.get(event.parent_id or "") or round_for(event.round)).calls.append(call)
+            where = rounds.get(event.parent_id or "") or round_for(event.round)
+            calls[event.id] = place(CallView(started=event), where)
         elif isinstance(event, ExpertCallFinished):
-            finished_call = calls.get(event.parent_id or "")
-            if finished_call is None:
-                finished_call = CallView()
-                round_for().calls.append(finished_call)
+            finished_call = calls.get(event.parent_id or "") or place(CallView(), round_for())
             finished_call.finished = event
+            home[id(finished_call)].replied.append(finished_call)
         elif isinstance(event, SandboxExec):
-            owner = calls.get(event.parent_id or "")
-            if owner is None:
-                owner = CallView()
-                round_for().calls.append(owner)
+            owner = calls.get(event.parent_id or "") or place(CallView(), round_for())
             owner.execs.append(event)
+            home[id(owner)].execs.append(event)
         elif isinstance(event, Observation) and event.parent_id in calls:
             calls[event.parent_id or ""].observations.append(event)
         elif isinstance(event, NotesWritten):
@@ -187,27 +243,16 @@ def outline(events: list[Event], *, problem: str | None = None) -> RunOutline:
             out.finished = event
         elif isinstance(event, FinalAnswer):
             out.final = event
-            (rounds.get(event.parent_id or "") or round_for(event.round)).events.append(event)
+            note(event, rounds.get(event.parent_id or "") or round_for(event.round))
         elif isinstance(event, Observation | LimitHit | ErrorEvent):
             holder = rounds.get(event.parent_id or "") or current
-            (holder.events if holder is not None else out.loose).append(event)
+            if holder is not None:
+                note(event, holder)
+            else:
+                out.loose.append(event)
         if not out.run_id and event.run_id:
             out.run_id = event.run_id
-    out.audit = audit_events(events)
-    _place_findings(out, calls)
     return out
-
-
-def _place_findings(out: RunOutline, calls: dict[str, CallView]) -> None:
-    """Each finding goes beside the call or round it points at, else to its round number."""
-    exec_ids = {x.id: c for c in out.calls for x in c.execs}
-    by_number = {r.number: r for r in out.rounds}
-    for finding in out.audit.findings:
-        call = calls.get(finding.event_id or "") or exec_ids.get(finding.event_id or "")
-        if call is not None:
-            call.findings.append(finding)
-        elif finding.round in by_number:
-            by_number[finding.round].findings.append(finding)
 
 
 def outline_file(path: Path | str) -> RunOutline:

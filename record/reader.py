@@ -1,15 +1,95 @@
-"""Reading transcripts back: every good event, and where the first bad line was."""
+"""Reading transcripts back: every good event, and where the first bad line was.
+
+`parse_event` is the one decoder of a transcript line, for every reader (this module,
+the lazy pages of record/pages.py): an event whose fields all have their declared
+types, so a hand-edited or foreign file cannot crash a view, an export or the audit.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from conductor_kernel.errors import TranscriptError, UserFacingError
 from conductor_kernel.events import Event, RunFinished, RunStarted
+from conductor_kernel.interfaces import ExecResult, Usage
+
+# A field's declared type (as written in conductor_kernel/events.py) -> what to show instead of
+# a value of the wrong type.
+_FALLBACK: dict[str, Any] = {"str": "", "int": 0, "float": 0.0, "bool": False}
+_NESTED: dict[str, type] = {"Usage": Usage, "ExecResult": ExecResult}
+
+
+_PLANS: dict[type, tuple[tuple[str, str, bool], ...]] = {}
+
+
+def _declared(cls: type) -> tuple[tuple[str, str, bool], ...]:
+    """(name, base type, optional) of each field of a dataclass, read once per class."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        found = []
+        for f in fields(cls):
+            declared = str(f.type)
+            optional = declared.endswith("| None")
+            found.append((f.name, declared.removesuffix("| None").strip(), optional))
+        plan = _PLANS[cls] = tuple(found)
+    return plan
+
+
+def _fix(value: Any, base: str, optional: bool) -> Any:
+    if value is None and optional:
+        return None
+    if base in _FALLBACK:
+        kind = type(_FALLBACK[base])
+        if base == "float" and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, kind) and (base == "bool" or not isinstance(value, bool)):
+            return value
+        if base == "str" and value is not None:
+            return str(value)
+        return None if optional else _FALLBACK[base]
+    if base.startswith("list"):
+        return value if isinstance(value, list) else []
+    if base.startswith("dict"):
+        return value if isinstance(value, dict) else {}
+    if base in _NESTED:
+        made = _NESTED[base]
+        return _fix_fields(value if isinstance(value, made) else made())
+    return value
+
+
+def _fix_fields(obj: Any) -> Any:
+    for name, base, optional in _declared(type(obj)):
+        value = getattr(obj, name)
+        fixed = _fix(value, base, optional)
+        if fixed is not value:
+            setattr(obj, name, fixed)
+    return obj
+
+
+def parse_event(line: bytes | str) -> Event:
+    """One transcript line as an event whose fields all have their declared types.
+
+    Raises ValueError (not JSON) or TypeError (not a JSON object)."""
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise TypeError(f"a JSON {type(data).__name__}, not an object")
+    return event_from(data)
+
+
+def event_from(data: dict[str, Any]) -> Event:
+    """A decoded line as an event whose fields all have their declared types."""
+    try:
+        event = Event.from_dict(data)
+    except (TypeError, ValueError, AttributeError, KeyError):
+        # A field of the wrong shape inside Usage or ExecResult: keep the event's kind.
+        plain = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
+        event = Event.from_dict(plain)
+    fixed: Event = _fix_fields(event)
+    return fixed
 
 
 @dataclass
@@ -45,7 +125,7 @@ def _parse(path: Path, number: int, line: str) -> Event:
     if not isinstance(data, dict) or "kind" not in data:
         raise TranscriptError(str(path), number, "not an event (no 'kind' field)")
     try:
-        return Event.from_dict(data)
+        return event_from(data)
     except (TypeError, ValueError) as exc:
         raise TranscriptError(
             str(path), number, f"malformed {data.get('kind')} event: {exc}"

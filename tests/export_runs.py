@@ -12,10 +12,9 @@ from conductor_kernel.events import Event
 from conductor_kernel.loop import Conductor
 from experts.replay import ReplayModel
 from experts.scripted import ScriptedModel
-from record.published import PublishedRecord, read_published
+from record.published import PublishedRecord, published_events, read_published
 from record.writer import TranscriptWriter
 from sandbox.subprocess_backend import SubprocessSandbox
-from transcripts.importer import record_events
 
 GAME24_TURNS = (
     'I will ask for a program.\n\nExpert Python:\n"""\n'
@@ -48,8 +47,8 @@ def published_record(shared: Path, name: str, line: int = 1) -> PublishedRecord:
     return published.records[line - 1]
 
 
-def published_events(shared: Path, name: str, line: int = 1) -> list[Event]:
-    return list(record_events(published_record(shared, name, line), source_file=name))
+def published_run(shared: Path, name: str, line: int = 1) -> list[Event]:
+    return published_events(published_record(shared, name, line), source_file=name)
 
 
 def replay(record: PublishedRecord) -> list[Event]:

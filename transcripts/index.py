@@ -283,7 +283,14 @@ class RunIndex:
         for path in sorted(runs_dir.glob("*.jsonl")):
             try:
                 count += self.add_transcript(path) is not None
-            except (UserFacingError, OSError, TypeError, ValueError, sqlite3.Error) as exc:
+            except (
+                UserFacingError,
+                OSError,
+                TypeError,
+                ValueError,
+                OverflowError,  # a number no SQLite integer holds
+                sqlite3.Error,
+            ) as exc:
                 log.warning("%s: not indexed (%s); the file is kept as it is", path, exc)
         return count
 

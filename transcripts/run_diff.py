@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from record.audit import audited
 from record.fold import CallView, RoundView, RunOutline
 
 Status = Literal["same", "changed", "only_left", "only_right"]
@@ -203,6 +204,9 @@ def _round_pair(left: RoundView | None, right: RoundView | None) -> RoundPair:
 
 
 def diff_runs(left: RunOutline, right: RunOutline) -> RunDiff:
+    """The two runs aligned; each side carries its audit findings, which the views show."""
+    audited(left)
+    audited(right)
     rounds = [_round_pair(a, b) for a, b in _align(left.rounds, right.rounds, _round_key)]
     for position, pair in enumerate(rounds, start=1):
         pair.position = position

@@ -18,14 +18,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from conductor.notebook_hooks import open_notebook
+from conductor.scoring.task_scoring import BuiltinTaskScoring
+from conductor.tasks.files import TaskItem, read_task_file
+from conductor_kernel.events import Event
 from conductor_kernel.interfaces import Sandbox
+from lessons.forms.judging import scorer_verdict
 from lessons.forms.terms import fts_query, is_shape, question_terms
 from lessons.forms.toolbox import retest_tools, run_tool, tools_of
-from lessons.published import example_events, read_records, record_events
 from lessons.read.recall import RecallOptions, recall, tool_candidate
 from lessons.storage.store import Notebook
 from lessons.write.learn import LearnOptions, learn_from_run
-from lessons.write.verify import independent_derivations, judge_for, output_contains, scorer_verdict
+from lessons.write.verify import independent_derivations, output_contains
+from record.fold import outline
+from record.published import PublishedRecord, example_events, published_events, read_published
 
 
 def _load_variants() -> Any:
@@ -48,30 +54,43 @@ TOOL_TASKS = ("GameOf24", "word_sorting", "multistep_arithmetic_two")
 MGSM = ("BN", "DE", "ES", "FR", "JA", "RU", "SW", "TE", "TH", "ZH")
 PIVOT = "ES"
 TOOL_TESTS = 8
+# The application's scorers, as conductor/notebook_hooks.py hands them to a notebook.
+SCORING = BuiltinTaskScoring()
 
 
-def _right(task: str, record: dict[str, Any], answer: str | None) -> bool:
+def _right(task: str, question: str, target: str | None, answer: str | None) -> bool:
     if not answer:
         return False
-    return bool(
-        scorer_verdict(judge_for(task), str(record["input"]), answer, str(record["target"]))
-    )
+    judge = SCORING.judge_for(task)
+    assert judge is not None, task
+    return bool(scorer_verdict(SCORING, judge, question, answer, str(target)))
+
+
+def _records(path: Path) -> list[PublishedRecord]:
+    return read_published(path).records
+
+
+def _items(path: Path) -> list[TaskItem]:
+    return read_task_file(path).items
 
 
 # -- verified precision and coverage ------------------------------------------------------
 
 
-def _old_rule(events: list, answer: str | None) -> bool:
+def _old_rule(events: list[Event], answer: str | None) -> bool:
     """The label the notebook gave before: a program printed it, or two replies hold it."""
-    from conductor_kernel.events import ExpertCallFinished, SandboxExec
-
     if not answer:
         return False
-    for e in events:
-        if isinstance(e, SandboxExec) and e.result.ok and output_contains(e.result.stdout, answer):
+    run = outline(events)
+    for x in run.execs:
+        if x.result.ok and output_contains(x.result.stdout, answer):
             return True
-    replies = [e for e in events if isinstance(e, ExpertCallFinished) and e.error is None]
+    replies = [c.finished for c in run.replied if c.finished and c.finished.error is None]
     return sum(output_contains(e.text, answer) for e in replies) >= 2
+
+
+def _events(folder: str, task: str, i: int, record: PublishedRecord) -> list[Event]:
+    return published_events(record, run_id=f"{folder}:{task}:{i}")
 
 
 def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, Any]:
@@ -79,21 +98,21 @@ def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, An
     runs = []
     for folder in ("with-python", "without-python"):
         for path in sorted((data / "transcripts" / folder).glob("*.jsonl")):
-            for i, record in enumerate(read_records(path)):
+            for i, record in enumerate(_records(path)):
                 runs.append((folder, path.stem, i, record))
     labels: dict[str, bool] = {}
     levels: Counter[str] = Counter()
     for fold in (0, 1):
-        book = Notebook(workdir / f"verified-{fold}.db")
+        book = open_notebook(workdir / f"verified-{fold}.db")
         for folder, task, i, record in runs:
             if i % 2 != fold:
-                events = record_events(record, f"{folder}:{task}:{i}", task=task)
+                events = _events(folder, task, i, record)
                 learn_from_run(book, events, options=LearnOptions(sandbox=sandbox))
         if sandbox is not None:
             retest_tools(book, sandbox, per_tool=TOOL_TESTS)
         for folder, task, i, record in runs:
             if i % 2 == fold:
-                events = record_events(record, f"{folder}:{task}:{i}", task=task)
+                events = _events(folder, task, i, record)
                 options = LearnOptions(sandbox=sandbox, use_target=False)
                 learn_from_run(book, events, options=options)
         for row in book.read("select run_id, outcome, verification from distilled_runs"):
@@ -105,12 +124,13 @@ def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, An
         book.close()
     per_task: dict[str, Counter[str]] = {}
     for folder, task, i, record in runs:
-        events = record_events(record, f"{folder}:{task}:{i}", task=task)
-        answer = events[-1].final_answer
-        right = _right(task, record, answer)
+        events = _events(folder, task, i, record)
+        finished = outline(events).finished
+        answer = finished.final_answer if finished is not None else None
+        right = _right(task, record.question, record.target, answer)
         label = labels.get(f"{folder}:{task}:{i}", False)
         old = _old_rule(events, answer)
-        one = bool(answer) and independent_derivations(events, answer) >= 1
+        one = bool(answer) and independent_derivations(outline(events), answer) >= 1
         c = per_task.setdefault(task, Counter())
         c["runs"] += 1
         c["right"] += right
@@ -133,14 +153,14 @@ def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, An
 def tool_accuracy(data: Path, workdir: Path, sandbox: Sandbox) -> dict[str, Any]:
     """One notebook learns the first halves of all three tasks; tools are tested; then
     each held-back question gets the best-tested tool that applies, run in the sandbox."""
-    book = Notebook(workdir / "tools.db")
-    held: dict[str, list[dict[str, Any]]] = {}
+    book = open_notebook(workdir / "tools.db")
+    held: dict[str, list[PublishedRecord]] = {}
     for task in TOOL_TASKS:
-        records = list(read_records(data / "transcripts" / "with-python" / f"{task}.jsonl"))
+        records = _records(data / "transcripts" / "with-python" / f"{task}.jsonl")
         half = len(records) // 2
         held[task] = records[half:]
         for i, record in enumerate(records[:half]):
-            learn_from_run(book, record_events(record, f"{task}-{i}", task=task))
+            learn_from_run(book, published_events(record, run_id=f"{task}-{i}"))
     stored = retest_tools(book, sandbox, per_tool=TOOL_TESTS)
     every_tool = tools_of(book)
     rng = random.Random(7)
@@ -154,21 +174,23 @@ def tool_accuracy(data: Path, workdir: Path, sandbox: Sandbox) -> dict[str, Any]
         mine = [s for s in stored if s.task == task]
         c: Counter[str] = Counter()
         for record in records:
-            question = str(record["input"])
+            question, target = record.question, record.target
             c["questions"] += 1
             top = tool_candidate(book, question, [], exclude_question=True)
             if top is not None:
                 c["with_tool"] += 1
                 best = next(s for s in every_tool if s.note_id == top.note["id"])
-                answer = run_tool(best.tool, question, sandbox)
-                c["right"] += _right(task, record, answer)
+                answer = run_tool(best.tool, question, sandbox, scoring=book.scoring)
+                c["right"] += _right(task, question, target, answer)
             if codes:  # the old notebook's offer: the newest code note, run unchanged
                 result = sandbox.run(codes[0]["code"], timeout=10)
                 lines = [x for x in result.stdout.splitlines() if x.strip()]
-                c["copy_right"] += bool(lines) and _right(task, record, lines[-1].strip())
+                printed = lines[-1].strip() if lines else None
+                c["copy_right"] += bool(lines) and _right(task, question, target, printed)
             if every_tool:  # a random tool of the notebook, whatever it was tested on
                 pick = rng.choice(every_tool)
-                c["random_right"] += _right(task, record, run_tool(pick.tool, question, sandbox))
+                answer = run_tool(pick.tool, question, sandbox, scoring=book.scoring)
+                c["random_right"] += _right(task, question, target, answer)
         out[task] = dict(c) | {
             "tools": len(mine),
             "tested": sum(s.tests for s in mine),
@@ -181,8 +203,8 @@ def tool_accuracy(data: Path, workdir: Path, sandbox: Sandbox) -> dict[str, Any]
 # -- translated kin -----------------------------------------------------------------------
 
 
-def _mgsm(data: Path, code: str) -> list[dict[str, Any]]:
-    return list(read_records(data / "tasks" / f"MGSM_{code}.jsonl"))
+def _mgsm(data: Path, code: str) -> list[TaskItem]:
+    return _items(data / "tasks" / f"MGSM_{code}.jsonl")
 
 
 def _bm25_top(book: Notebook, question: str) -> str | None:
@@ -208,7 +230,7 @@ def kin(data: Path, workdir: Path, *, semantic: bool = False) -> dict[str, Any]:
     (`semantic`: with the optional semantic index fused in)."""
     pairs = [(PIVOT, c) for c in MGSM if c != PIVOT] + [(c, PIVOT) for c in MGSM if c != PIVOT]
     questions = {
-        code: [(str(r["input"]), str(r["target"])) for r in _mgsm(data, code)] for code in MGSM
+        code: [(item.input, str(item.target)) for item in _mgsm(data, code)] for code in MGSM
     }
     return _same_problem_first(
         [(a, b, questions[a], questions[b]) for a, b in pairs], workdir, semantic
@@ -236,10 +258,10 @@ def _restatements(transcript: Path) -> list[tuple[str, str]]:
     """Each run's first expert instruction ('' where the run called no expert), and
     the problem's answer."""
     out = []
-    for record in read_records(transcript):
-        first = next((m["content"] for m in record["message_log"] if m["role"] == "assistant"), "")
-        found = re.search(r'"""(.*?)"""', str(first), re.S)
-        out.append((found.group(1).strip() if found else "", str(record["target"])))
+    for record in _records(transcript):
+        first = record.turns[0].text if record.turns else ""
+        found = re.search(r'"""(.*?)"""', first, re.S)
+        out.append((found.group(1).strip() if found else "", str(record.target)))
     return out
 
 
@@ -258,7 +280,7 @@ def _same_problem_first(
     out: dict[str, Any] = {}
     for learned, asked, learned_questions, asked_questions in pairs:
         name = f"{prefix}-{learned}-{asked}-{int(semantic)}".replace("/", "_")
-        book = Notebook(workdir / f"{name}.db")
+        book = open_notebook(workdir / f"{name}.db")
         shapes = {}
         for i, (question, answer) in enumerate(learned_questions):
             if not question:
@@ -288,26 +310,26 @@ def _same_problem_first(
 def _learn_shipped(book: Notebook, data: Path, tasks: set[str]) -> None:
     for task in sorted(tasks):
         transcript = data / "transcripts" / "with-python" / f"{task}.jsonl"
-        source = transcript if transcript.exists() else data / "tasks" / f"{task}.jsonl"
-        records = list(read_records(source))
-        for i, record in enumerate(records[: len(records) // 2]):
-            run_id = f"{task}-{i}"
-            if source == transcript:
-                events = record_events(record, run_id, task=task)
-            else:
-                events = example_events(run_id, str(record["input"]), str(record["target"]), task)
+        if transcript.exists():
+            records = _records(transcript)
+            for i, record in enumerate(records[: len(records) // 2]):
+                learn_from_run(book, published_events(record, run_id=f"{task}-{i}"))
+            continue
+        items = _items(data / "tasks" / f"{task}.jsonl")
+        for i, item in enumerate(items[: len(items) // 2]):
+            events = example_events(f"{task}-{i}", item.input, str(item.target), task)
             learn_from_run(book, events)
 
 
 def near_miss(data: Path, workdir: Path, per_variant: int = 40) -> dict[str, Any]:
-    book = Notebook(workdir / "near-miss.db")
+    book = open_notebook(workdir / "near-miss.db")
     tasks = {task for task, _ in VARIANTS.values()}
     _learn_shipped(book, data, tasks)
     bound = ("tool", "pitfall", "code")
     out: dict[str, Any] = {}
     for name, (task, _rewrite) in VARIANTS.items():
-        records = list(read_records(data / "tasks" / f"{task}.jsonl"))
-        held = [str(r["input"]) for r in records[len(records) // 2 :]]
+        items = _items(data / "tasks" / f"{task}.jsonl")
+        held = [item.input for item in items[len(items) // 2 :]]
         c: Counter[str] = Counter()
         for question in variant_questions(name, held, per_variant):
             c["questions"] += 1

@@ -24,14 +24,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from conductor.notebook_hooks import open_notebook
 from equipment.synthetic_notes import Synth
 from lessons.forms.problems import core_input
 from lessons.forms.terms import fts_query, question_terms
-from lessons.published import example_events
 from lessons.read import semantic
 from lessons.read.recall import RecallOptions, recall
 from lessons.storage.store import Notebook
 from lessons.write.learn import LearnOptions, learn_from_run
+from record.published import example_events
 
 BASELINE_QUERIES = 25
 SEMANTIC_QUERIES = 100
@@ -65,7 +66,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def latency(sizes: list[int], queries: int, writes: int, workdir: Path) -> dict[str, Any]:
-    book = Notebook(workdir / "latency.db")
+    book = open_notebook(workdir / "latency.db")
     synth, out = Synth(book), {"load_before": os.getloadavg()}
     for size in sizes:
         insert_rate = synth.grow(size)
@@ -98,7 +99,7 @@ def latency(sizes: list[int], queries: int, writes: int, workdir: Path) -> dict[
 
 
 def semantic_latency(book: Notebook, synth: Synth, questions: list[str]) -> dict[str, Any]:
-    fill_vectors(book, [semantic.embed(core_input(q)) for q in questions])
+    fill_vectors(book, [semantic.embed(core_input(q, book.scoring)) for q in questions])
     fused = RecallOptions(semantic=True)
     for _ in range(5):
         recall(book, synth.fresh_question(), options=fused)  # load the vectors, warm up

@@ -112,12 +112,11 @@ def _run_item(plan: AblationPlan, session: Session, item: TaskItem, arm: Arm) ->
 
 
 def run_ablation(plan: AblationPlan, *, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    from conductor.notebook_hooks import NotebookHooks
+    from conductor.notebook_hooks import NotebookHooks, open_notebook
     from lessons.read.recall import RecallOptions
-    from lessons.storage.store import Notebook
 
     learn_split, test_split = split(plan.items, plan.seed, plan.share_a)
-    book = Notebook(plan.notebook)
+    book = open_notebook(plan.notebook)
     learned = Arm("learn")
     arms = {"recall_on": Arm("recall_on"), "recall_off": Arm("recall_off")}
     learning_usage = Usage()

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from conductor_kernel.errors import UserFacingError
-from record.audit import FINDING_KINDS, AuditReport, audit_events, summarise
+from conductor_kernel.events import Event
+from record.audit import FINDING_KINDS, AuditReport, audit_outline, summarise
+from record.fold import outline
 
 
 def attach(p: argparse.ArgumentParser) -> None:
@@ -50,15 +52,14 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
     path = Path(ref)
     if path.suffix == ".jsonl" and path.is_file():
         if _is_published(path):
-            from record.published import read_published
-            from transcripts.importer import record_events
+            from record.published import published_events, read_published
 
             published = read_published(path, limit=limit)
             _warn(published.problem, f"{len(published.records)} records before it")
             for record in published.records:
-                yield audit_events(record_events(record, source_file=str(path)))
+                yield _audit(published_events(record, source_file=str(path)))
             return
-        yield audit_events(_read(path))
+        yield _audit(_read(path))
         return
     from record.home import runs_dir
     from transcripts.index import RunIndex
@@ -73,7 +74,11 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
             f"no run matches {ref!r} (or the prefix is ambiguous); give a run id from "
             "`conductor runs list`, a transcript file, or a published .jsonl file."
         )
-    yield audit_events(_read(transcript))
+    yield _audit(_read(transcript))
+
+
+def _audit(events: list[Event]) -> AuditReport:
+    return audit_outline(outline(events))
 
 
 def _warn(problem: Exception | None, kept: str) -> None:
@@ -82,7 +87,7 @@ def _warn(problem: Exception | None, kept: str) -> None:
         print(f"warning: {problem}; audited the {kept}.", file=sys.stderr)
 
 
-def _read(path: str | Path) -> list:
+def _read(path: str | Path) -> list[Event]:
     from record.reader import read_transcript
 
     transcript = read_transcript(path)
@@ -95,7 +100,7 @@ def _all_runs() -> Iterator[AuditReport]:
 
     for row in RunIndex().list_runs(limit=None, oldest_first=True):
         if row["path"] and Path(row["path"]).is_file():
-            yield audit_events(_read(row["path"]))
+            yield _audit(_read(row["path"]))
 
 
 def run_audit(args: argparse.Namespace) -> int:

@@ -25,9 +25,11 @@ if TYPE_CHECKING:
 
 
 def open_book(args: argparse.Namespace, *, create: bool = False) -> Notebook:
-    """The notebook the flags or settings name; only `import` may create one."""
+    """The notebook the flags or settings name, judging with the application's
+    scorers; only `import` may create one."""
     from conductor.config.flags import settings_from_args
-    from lessons.storage.store import Notebook, default_path
+    from conductor.notebook_hooks import open_notebook
+    from lessons.storage.store import default_path
 
     path = Path(settings_from_args(args).notebook or default_path())
     if not create and not path.expanduser().exists():
@@ -35,7 +37,7 @@ def open_book(args: argparse.Namespace, *, create: bool = False) -> Notebook:
             f"no notebook at {path} yet. Runs create it as they learn (`conductor solve ...`); "
             "`conductor notebook import FILE` fills a new one; --notebook PATH picks another."
         )
-    return Notebook(path)
+    return open_notebook(path)
 
 
 def console() -> Console:

@@ -215,19 +215,20 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from record.fold import outline
+
+    transcript = _read(args.run)
+    run = outline(transcript.events, problem=_problem(transcript))
     if args.html:
         from conductor.export.html.run_page import run_html
-        from record.fold import outline
 
-        transcript = _read(args.run)
-        run = outline(transcript.events, problem=_problem(transcript))
         out = Path(args.output or f"{run.run_id or transcript.path.stem}.html")
         _write(out, run_html(run, notebook=args.notebook))
         print(f"wrote {out}")
         return 0
     from conductor.export.markdown import to_markdown
 
-    text = to_markdown(_read(args.run).events)
+    text = to_markdown(run)
     if args.output:
         _write(Path(args.output), text)
     else:

@@ -1,5 +1,10 @@
 """A transcript as Markdown: the whole run, readable without the tool.
 
+Read from the run's fold (record/fold.py), as the HTML page is: round by round, each
+expert call whole (its instruction, notes to the model, sandbox runs and reply together,
+also when calls ran concurrently and their events interleave), the rest of a round in
+the order it came.
+
 Model and sandbox text is untrusted: it goes through `visible()` and into fenced blocks
 whose fence is longer than any backtick run inside (so nothing can close the block
 early), and one-line fields (expert names, reasons) are shown as inline code.
@@ -27,6 +32,7 @@ from conductor_kernel.events import (
     RunStarted,
     SandboxExec,
 )
+from record.fold import CallView, RoundView, RunOutline
 
 FENCE = "````"  # at least four backticks: the content may itself hold ``` fences
 _TICKS = re.compile(r"`+")
@@ -110,6 +116,32 @@ def _md(event: Event) -> str | None:
     return None
 
 
-def to_markdown(events: list[Event]) -> str:
+def _round(r: RoundView) -> list[Event]:
+    """The round's events in reading order: the turn, then each call whole where it began."""
+    events: list[Event] = []
+    if r.started is not None:
+        events.append(r.started)
+    if r.finished is not None:
+        events.append(r.finished)
+    for item in r.timeline:
+        events += _call(item) if isinstance(item, CallView) else [item]
+    return events
+
+
+def _call(call: CallView) -> list[Event]:
+    head: list[Event] = [call.started] if call.started is not None else []
+    tail: list[Event] = [call.finished] if call.finished is not None else []
+    return head + list(call.observations) + list(call.execs) + tail
+
+
+def to_markdown(run: RunOutline) -> str:
+    events: list[Event] = [run.started] if run.started is not None else []
+    events += run.recalls
+    events += run.loose
+    for r in run.rounds:
+        events += _round(r)
+    if run.finished is not None:
+        events.append(run.finished)
+    events += run.notes_written
     parts = [md for md in (_md(e) for e in events) if md]
     return "\n\n".join(parts) + "\n"

@@ -1,7 +1,8 @@
 """One replayed record against its published run: the final answer, the expert calls
 (names and instructions, in order), the number of meta turns, the sandbox outputs
 (conductor/replay/outputs.py) and what the loop quoted back (conductor/replay/quotes.py).
-Each difference becomes a `Mismatch` on the record's `RecordResult`.
+The replay is read through its fold (record/fold.py). Each difference becomes a
+`Mismatch` on the record's `RecordResult`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 from conductor.replay.outputs import same_code_output, short
 from conductor.replay.quotes import check_quotes
 from conductor.replay.results import Mismatch, RecordResult
-from conductor_kernel.events import Event, ExpertCallStarted, RunFinished, SandboxExec
+from conductor_kernel.events import Event, ExpertCallStarted
+from record.fold import RunOutline, outline
 from record.published import PublishedRecord, RecordedCall, normalise_expert_name
 
 
@@ -18,16 +20,15 @@ def compare(
 ) -> None:
     """Final answer, expert calls and meta turns; the sandbox outputs when code ran."""
     line = record.line
-    finished = next((e for e in events if isinstance(e, RunFinished)), None)
+    run = outline(events)
+    finished = run.finished
     answer = finished.final_answer if finished else None
     result.same_final_answer = _same_answer(answer, record.final_answer)
     if not result.same_final_answer:
         detail = f"recorded {short(record.final_answer)}, replayed {short(answer)}"
         result.mismatches.append(Mismatch(line, "final_answer", detail))
 
-    started = sorted(
-        (e for e in events if isinstance(e, ExpertCallStarted)), key=lambda e: (e.round, e.index)
-    )
+    started = _calls_in_order(run)
     ours = [(e.round, normalise_expert_name(e.name), e.instruction.strip()) for e in started]
     theirs = [
         (t.number, c.expert, c.instruction.strip()) for t in record.turns for c in t.calls or []
@@ -47,7 +48,7 @@ def compare(
         result.input_tokens = usage.input_tokens
         result.input_tokens_cached = usage.input_tokens - usage.cache_read_tokens
     if ran_code:  # without a sandbox there is no output to compare
-        _compare_sandbox(record, started, events, result)
+        _compare_sandbox(record, run, result)
 
 
 def compare_quotes(
@@ -62,10 +63,7 @@ def compare_quotes(
     if not ran_code:
         return  # without a sandbox no run report exists to compare
     names: dict[int, list[str]] = {}
-    started = sorted(
-        (e for e in events if isinstance(e, ExpertCallStarted)), key=lambda e: (e.round, e.index)
-    )
-    for event in started:
+    for event in _calls_in_order(outline(events)):
         names.setdefault(event.round, []).append(event.name)
     check = check_quotes(record, requests, names)
     result.quoted_rounds, result.quoted_identical = check.rounds, check.identical
@@ -73,28 +71,27 @@ def compare_quotes(
         result.mismatches.append(Mismatch(record.line, "quoted_output", why))
 
 
-def _compare_sandbox(
-    record: PublishedRecord,
-    started: list[ExpertCallStarted],
-    events: list[Event],
-    result: RecordResult,
-) -> None:
-    by_id = {e.id: e for e in started}
-    for event in events:
-        if not isinstance(event, SandboxExec):
-            continue
-        result.sandbox_runs += 1
-        call = by_id.get(event.parent_id or "")
-        recorded = _recorded_call(record, call) if call else None
+def _calls_in_order(run: RunOutline) -> list[ExpertCallStarted]:
+    """The expert calls the replay started, by round and place in the turn (concurrent
+    calls start in any order)."""
+    started = [c.started for c in run.calls if c.started is not None]
+    return sorted(started, key=lambda e: (e.round, e.index))
+
+
+def _compare_sandbox(record: PublishedRecord, run: RunOutline, result: RecordResult) -> None:
+    result.sandbox_runs += len(run.execs)
+    for call in run.calls:
+        recorded = _recorded_call(record, call.started) if call.started is not None else None
         if recorded is None or recorded.code_output is None:
             continue  # the original harness ran no code here
-        result.sandbox_compared += 1
-        same, why = same_code_output(event.result, recorded.code_output)
-        if same:
-            result.sandbox_identical += 1
-        else:
-            where = f"turn {call.round if call else '?'} {recorded.expert}"
-            result.mismatches.append(Mismatch(record.line, "sandbox", f"{where}: {why}"))
+        for event in call.execs:
+            result.sandbox_compared += 1
+            same, why = same_code_output(event.result, recorded.code_output)
+            if same:
+                result.sandbox_identical += 1
+            else:
+                where = f"turn {call.started.round if call.started else '?'} {recorded.expert}"
+                result.mismatches.append(Mismatch(record.line, "sandbox", f"{where}: {why}"))
 
 
 def _recorded_call(record: PublishedRecord, call: ExpertCallStarted) -> RecordedCall | None:

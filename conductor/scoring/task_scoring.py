@@ -1,7 +1,7 @@
-"""The task scorers as the notebook sees them (`conductor_kernel.task_scoring`).
+"""The task scorers as the notebook sees them (`conductor_kernel.interfaces.TaskScoring`).
 
-Registered as the `conductor.task_scoring` entry point in pyproject.toml, so the
-notebook judges a run exactly as `conductor score` and `conductor batch` do.
+Built once, in conductor/notebook_hooks.py, and handed to the notebook, so it judges a
+run exactly as `conductor score` and `conductor batch` do.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from conductor.scoring.numeric import claimed_number
 from conductor.scoring.recognise import recognise
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import BUILTIN, UnknownTaskError, get_spec
-from conductor_kernel.interfaces import Sandbox
-from conductor_kernel.task_scoring import RecognisedTask, TaskJudge
+from conductor_kernel.interfaces import RecognisedTask, Sandbox, TaskJudge
 
 log = logging.getLogger("conductor.notebook")
 

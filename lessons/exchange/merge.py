@@ -34,7 +34,7 @@ from lessons.forms.tasktypes import (
 from lessons.forms.terms import question_terms
 from lessons.storage.notes import VERIFICATION_RANK, note_terms
 from lessons.storage.store import Notebook, record_note_history, record_type_history
-from lessons.write.distill import NoteDraft
+from lessons.values import NoteDraft
 
 # History actions that mean "this run arrived at this note".
 SOURCE_ACTIONS = ("created", "merged", "duplicate-skipped")

@@ -18,7 +18,7 @@ from conductor_kernel.errors import UserFacingError
 from lessons.forms.tasktypes import materialize
 from lessons.storage.notes import note_terms
 from lessons.storage.store import Notebook, record_note_history, record_type_history
-from lessons.write.distill import NoteDraft
+from lessons.values import NoteDraft
 
 FORMAT = "conductor-notebook"
 FORMAT_VERSION = 1

@@ -14,6 +14,8 @@ import hashlib
 import re
 import unicodedata
 
+from conductor_kernel.interfaces import TaskScoring
+
 _CJK_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")} | {"两": 2, "兩": 2, "零": 0}
 _CJK_UNITS = {"十": 10, "百": 100, "千": 1000}
 _CJK_MYRIAD = {"万": 10_000, "萬": 10_000, "億": 100_000_000, "亿": 100_000_000}
@@ -99,12 +101,11 @@ def same_question(a: str, b: str) -> bool:
     return na == nb or (len(nb) >= 12 and nb in na) or (len(na) >= 12 and na in nb)
 
 
-def core_input(question: str) -> str:
+def core_input(question: str, scoring: TaskScoring) -> str:
     """The question less a built-in task's description before it (the batch form asks
-    `description + input`): tools read, and excerpts are cut from, the input alone."""
-    from conductor_kernel.task_scoring import task_scoring
-
-    for description in task_scoring().task_descriptions():
+    `description + input`): tools read, and excerpts are cut from, the input alone. The
+    descriptions are those of the notebook's scorers."""
+    for description in scoring.task_descriptions():
         head = description.strip()
         if head and question.startswith(head):
             return question[len(head) :].strip()

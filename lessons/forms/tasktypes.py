@@ -297,7 +297,7 @@ def template_name(question: str, shared: list[str], *, limit: int = 12) -> str:
 
 def describe_offline(question: str, words: list[str]) -> tuple[str, str]:
     """A name and description for a new type without a model: what its questions hold."""
-    from lessons.write.distill import excerpt
+    from lessons.values import excerpt
 
     name = shape_name(question)
     description = f"Questions like “{excerpt(question, 160)}”."

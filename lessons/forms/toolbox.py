@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from conductor_kernel.interfaces import Sandbox
+from conductor_kernel.interfaces import Sandbox, TaskScoring
+from lessons.forms.judging import scorer_verdict, usable_target
 from lessons.forms.problems import core_input, same_question
 from lessons.forms.tools import (
     Tool,
@@ -30,8 +31,7 @@ from lessons.forms.tools import (
     reads,
 )
 from lessons.storage.store import Notebook
-from lessons.write.distill import NoteDraft
-from lessons.write.verify import judge_for, recognised_task, scorer_verdict, usable_target
+from lessons.values import NoteDraft
 
 log = logging.getLogger("conductor.notebook")
 
@@ -86,9 +86,11 @@ class StoredTool:
         return f"A tool that reads its inputs ({kinds}) from the question; {tested}."
 
 
-def tool_draft(question: str, code: str, stdout: str, answer: str) -> tuple[NoteDraft, Tool] | None:
+def tool_draft(
+    question: str, code: str, stdout: str, answer: str, *, scoring: TaskScoring
+) -> tuple[NoteDraft, Tool] | None:
     """The `tool` note a clean program that printed a verified answer makes, if any."""
-    tool = make_tool(question, code, stdout, answer)
+    tool = make_tool(question, code, stdout, answer, scoring=scoring)
     if tool is None:
         return None
     kinds = ", ".join(p.kind for p in tool.params)
@@ -179,7 +181,7 @@ def best_tools(
     are left out."""
     found = []
     for stored in tools_of(book, type_ids):
-        if stored.failing or not applies(stored.tool, question):
+        if stored.failing or not applies(stored.tool, question, scoring=book.scoring):
             continue
         if exclude_question:
             source = book.read_one(
@@ -193,9 +195,10 @@ def best_tools(
     return found
 
 
-def run_tool(tool: Tool, question: str, sandbox: Sandbox) -> str | None:
+def run_tool(tool: Tool, question: str, sandbox: Sandbox, *, scoring: TaskScoring) -> str | None:
     """The tool's answer to `question`, run in the sandbox; None when it gave none."""
-    result = sandbox.run(program_for(tool), timeout=TEST_TIMEOUT_S, stdin=core_input(question))
+    stdin = core_input(question, scoring)
+    result = sandbox.run(program_for(tool), timeout=TEST_TIMEOUT_S, stdin=stdin)
     if not result.ok:
         return None
     return answer_from(tool, result.stdout)
@@ -217,43 +220,50 @@ def _test_questions(book: Notebook, stored: StoredTool, limit: int) -> list[dict
     for row in rows:
         if row["run_id"] in tried or (source and row["run_id"] == source["source_run"]):
             continue
-        if testable(row, stored.tool, stored.task):
+        if testable(row, stored.tool, stored.task, scoring=book.scoring):
             out.append(dict(row))
         if len(out) >= limit:
             break
     return out
 
 
-def testable(row: dict[str, Any], tool: Tool, task: str) -> bool:
+def testable(row: dict[str, Any], tool: Tool, task: str, *, scoring: TaskScoring) -> bool:
     """Whether a stored question can test the tool: its answer is known or the task's
     scorer checks one without it, and the tool can read the question."""
-    judge = judge_for(row["task"] or task)
+    judge = scoring.judge_for(row["task"] or task)
     # A question asked without a task that is surely a built-in one is checkable too.
-    checkable = (judge is None and recognised_task(row["question"]) is not None) or (
+    checkable = (judge is None and scoring.recognise(row["question"]) is not None) or (
         judge is not None and not judge.needs_target
     )
     known = usable_target(row["target"], judge) is not None or row["outcome"] in (
         "correct",
         "verified",
     )
-    return (checkable or known) and reads(tool, row["question"]) is not None
+    return (checkable or known) and reads(tool, row["question"], scoring=scoring) is not None
 
 
-def judge_answer(row: dict[str, Any], task: str, answer: str, sandbox: Sandbox | None) -> bool:
+def judge_answer(
+    row: dict[str, Any], task: str, answer: str, sandbox: Sandbox | None, *, scoring: TaskScoring
+) -> bool:
     """Whether a tool's answer to a stored question is right, by the task's scorer."""
-    judge = judge_for(row["task"] or task)
+    judge = scoring.judge_for(row["task"] or task)
     target = usable_target(row["target"], judge)
-    recognised = recognised_task(row["question"]) if judge is None and target is None else None
+    recognised = scoring.recognise(row["question"]) if judge is None and target is None else None
     if recognised is not None:  # its scorer, not the one stored answer of many
         verdict = scorer_verdict(
-            recognised.judge, recognised.task_input, answer, recognised.target, sandbox=sandbox
+            scoring,
+            recognised.judge,
+            recognised.task_input,
+            answer,
+            recognised.target,
+            sandbox=sandbox,
         )
         return bool(verdict)
     if judge is not None:
         known = target
         if known is None and judge.needs_target and row["outcome"] in ("correct", "verified"):
             known = row["answer"]  # the stored verified answer stands in for a target
-        verdict = scorer_verdict(judge, row["question"], answer, known, sandbox=sandbox)
+        verdict = scorer_verdict(scoring, judge, row["question"], answer, known, sandbox=sandbox)
         return bool(verdict)
     wanted = target or row["answer"] or ""
     return " ".join(answer.split()).lower() == " ".join(wanted.split()).lower()
@@ -262,13 +272,14 @@ def judge_answer(row: dict[str, Any], task: str, answer: str, sandbox: Sandbox |
 def retest_tool(book: Notebook, stored: StoredTool, sandbox: Sandbox, *, limit: int) -> StoredTool:
     """Run the tool on up to `limit` new questions of its kind; store what it scored."""
     tried, passed, words = [], [], set(stored.tool.vocabulary)
+    scoring = book.scoring
     for row in _test_questions(book, stored, limit):
         tried.append(row["run_id"])
-        answer = run_tool(stored.tool, row["question"], sandbox)
-        if answer is not None and judge_answer(row, stored.task, answer, sandbox):
+        answer = run_tool(stored.tool, row["question"], sandbox, scoring=scoring)
+        if answer is not None and judge_answer(row, stored.task, answer, sandbox, scoring=scoring):
             passed.append(row["run_id"])
-            spans = reads(stored.tool, row["question"]) or []
-            words |= set(outside_words(core_input(row["question"]), spans))
+            spans = reads(stored.tool, row["question"], scoring=scoring) or []
+            words |= set(outside_words(core_input(row["question"], scoring), spans))
     if not tried:
         return stored
     result = {"tested_on": tried, "passed_on": passed, "words": sorted(words)}

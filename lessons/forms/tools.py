@@ -25,6 +25,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from conductor_kernel.interfaces import TaskScoring
+from lessons.forms.problems import core_input
+
 ANCHOR_CHARS = 24
 MIN_TEXT = 3
 PARAM_KINDS = ("text", "words", "ints", "expr")
@@ -300,11 +303,12 @@ def outside_words(question: str, spans: list[tuple[int, int]]) -> list[str]:
     return sorted({w.lower() for w in _WORD_RE.findall(" ".join(kept))})
 
 
-def make_tool(question: str, code: str, stdout: str, answer: str) -> Tool | None:
-    """The tool a clean program makes, or None when it takes nothing from the question."""
-    from lessons.forms.problems import core_input
-
-    question = core_input(question)
+def make_tool(
+    question: str, code: str, stdout: str, answer: str, *, scoring: TaskScoring
+) -> Tool | None:
+    """The tool a clean program makes, or None when it takes nothing from the question
+    (less any task description of `scoring`'s, see `core_input`)."""
+    question = core_input(question, scoring)
     line = answer_line(stdout, answer)
     if line is None:
         return None
@@ -323,14 +327,12 @@ def make_tool(question: str, code: str, stdout: str, answer: str) -> Tool | None
 # -- using a tool -------------------------------------------------------------------------
 
 
-def reads(tool: Tool, question: str) -> list[tuple[int, int]] | None:
+def reads(tool: Tool, question: str, *, scoring: TaskScoring) -> list[tuple[int, int]] | None:
     """The spans the tool's parameters take in `question` (less any built-in task's
     description, see `core_input`), or None when it cannot read it. Numbers take only
     the stretch from the first to the last number read, so the words around them still
     count as the question's instruction."""
-    from lessons.forms.problems import core_input
-
-    question = core_input(question)
+    question = core_input(question, scoring)
     spans = []
     for param in tool.params:
         span = locate(question, param.left, param.right)
@@ -348,15 +350,13 @@ def reads(tool: Tool, question: str) -> list[tuple[int, int]] | None:
     return spans
 
 
-def applies(tool: Tool, question: str) -> bool:
+def applies(tool: Tool, question: str, *, scoring: TaskScoring) -> bool:
     """Whether the tool can read the question and knows every word of its instruction."""
-    from lessons.forms.problems import core_input
-
-    spans = reads(tool, question)
+    spans = reads(tool, question, scoring=scoring)
     if spans is None:
         return False
     known = set(tool.vocabulary)
-    return all(word in known for word in outside_words(core_input(question), spans))
+    return all(word in known for word in outside_words(core_input(question, scoring), spans))
 
 
 def answer_from(tool: Tool, stdout: str) -> str | None:
@@ -364,11 +364,9 @@ def answer_from(tool: Tool, stdout: str) -> str | None:
     return lines[tool.answer_line] if lines else None
 
 
-def instantiate(tool: Tool, question: str) -> str | None:
+def instantiate(tool: Tool, question: str, *, scoring: TaskScoring) -> str | None:
     """The tool's program with this question's values written in, ready to run as is."""
-    from lessons.forms.problems import core_input
-
-    question = core_input(question)
+    question = core_input(question, scoring)
     values = [read_param(question, p.kind, p.left, p.right) for p in tool.params]
     if any(v is None for v in values):
         return None

@@ -23,12 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conductor_kernel.interfaces import Sandbox
+from conductor_kernel.interfaces import Sandbox, TaskScoring
 from lessons.forms.problems import core_input, same_question
 from lessons.forms.toolbox import TEST_TIMEOUT_S, TESTS_PER_TOOL, judge_answer, testable
 from lessons.forms.tools import Tool, answer_from, outside_words, program_for, reads
 from lessons.storage.store import Notebook
-from lessons.write.distill import NoteDraft
+from lessons.values import NoteDraft
 
 log = logging.getLogger("conductor.notebook")
 
@@ -79,13 +79,15 @@ def run_tool_tests(
     type_ids: list[str],
     budget: ToolBudget | None = None,
 ) -> tuple[dict[str, dict[str, Any]], str]:
-    """Test each tool on stored questions of its kind, within the budget.
+    """Test each tool on stored questions of its kind, within the budget, judged by the
+    notebook's scorers.
 
     A tool the notebook already holds (its note has the same text and program) is
     tested as stored, on questions it has not been tested on. Returns the results by
     the drafts' skeletons and a line saying what happened (the reflection's kind of
     status line: "tested …", "skipped: …", "stopped: …")."""
     budget = budget or ToolBudget()
+    scoring = book.scoring
     deadline = budget.clock() + budget.seconds
     results: dict[str, dict[str, Any]] = {}
     runs = passes = 0
@@ -98,7 +100,8 @@ def run_tool_tests(
         if wanted <= 0:
             continue
         needed = True
-        rows = _questions(book, tool, task, type_ids, question, known.skip | {run_id}, wanted)
+        skip = known.skip | {run_id}
+        rows = _questions(book, tool, task, type_ids, question, skip, wanted)
         result = ToolTestResult()
         words: set[str] = set()
         for row in rows:
@@ -111,7 +114,7 @@ def run_tool_tests(
             if stopped:
                 break
             timeout = min(TEST_TIMEOUT_S, deadline - budget.clock())
-            verdict, why = _one_test(tool, row, task, sandbox, timeout)
+            verdict, why = _one_test(tool, row, task, sandbox, timeout, scoring)
             if verdict is None:
                 stopped = f"stopped: {why}"
                 break
@@ -120,8 +123,8 @@ def run_tool_tests(
             if verdict:
                 passes += 1
                 result.passed_on.append(row["run_id"])
-                spans = reads(tool, row["question"]) or []
-                words |= set(outside_words(core_input(row["question"]), spans))
+                spans = reads(tool, row["question"], scoring=scoring) or []
+                words |= set(outside_words(core_input(row["question"], scoring), spans))
         result.words = sorted(words)
         if result.tested_on:
             results[draft.skeleton] = result.to_dict()
@@ -139,12 +142,18 @@ def run_tool_tests(
 
 
 def _one_test(
-    tool: Tool, row: dict[str, Any], task: str, sandbox: Sandbox, timeout: float
+    tool: Tool,
+    row: dict[str, Any],
+    task: str,
+    sandbox: Sandbox,
+    timeout: float,
+    scoring: TaskScoring,
 ) -> tuple[bool | None, str]:
     """Whether the tool answered the stored question right; None when the test does not
     count (the sandbox failed, or the budget, not the tool, ran out of time)."""
+    stdin = core_input(row["question"], scoring)
     try:
-        result = sandbox.run(program_for(tool), timeout=timeout, stdin=core_input(row["question"]))
+        result = sandbox.run(program_for(tool), timeout=timeout, stdin=stdin)
     except Exception as exc:  # a sandbox that breaks costs the test, not the learning
         log.warning("a tool test could not run in the sandbox: %s", exc)
         return None, f"the sandbox failed ({type(exc).__name__}: {exc})"
@@ -156,7 +165,7 @@ def _one_test(
     if answer is None:
         return False, ""
     try:
-        return judge_answer(row, task, answer, sandbox), ""
+        return judge_answer(row, task, answer, sandbox, scoring=scoring), ""
     except Exception as exc:
         log.warning("a tool test could not be judged: %s", exc)
         return None, f"the scorer failed ({type(exc).__name__}: {exc})"
@@ -205,7 +214,7 @@ def _questions(
     for row in rows:
         if row["run_id"] in skip or same_question(row["question"], question):
             continue
-        if testable(row, tool, task):
+        if testable(row, tool, task, scoring=book.scoring):
             out.append(dict(row))
             if len(out) >= limit:
                 break

@@ -158,7 +158,7 @@ def _semantic_kin(book: Notebook, question: str) -> dict[str, tuple[dict[str, An
     index = getattr(book, "semantic_index", None)
     if index is None:
         index = book.semantic_index = semantic.VectorIndex()  # type: ignore[attr-defined]
-    vector = semantic.embed(core_input(question))
+    vector = semantic.embed(core_input(question, book.scoring))
     near = dict(index.nearest(book, vector, SEMANTIC_NEAREST, floor=SEMANTIC_FLOOR))
     if not near:
         return {}

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conductor_kernel.interfaces import ChatModel, Message
+from lessons import prompts
 from lessons.forms.problems import same_question
 from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
 from lessons.forms.terms import question_terms
@@ -33,8 +34,7 @@ from lessons.read.candidates import ScoredNote, candidates_for, trust
 from lessons.read.kin import kin_candidates
 from lessons.read.render import Rendered, render_recall
 from lessons.storage.store import Notebook
-from lessons.write import prompts
-from lessons.write.distill import excerpt
+from lessons.values import excerpt
 
 log = logging.getLogger("conductor.notebook")
 
@@ -154,7 +154,7 @@ def tool_candidate(
 ) -> ScoredNote | None:
     """The best-tested tool that applies to the question, written out for it."""
     for stored in best_tools(book, question, type_ids, exclude_question=exclude_question):
-        program = instantiate(stored.tool, question)
+        program = instantiate(stored.tool, question, scoring=book.scoring)
         # By its whole id: find_note also takes a prefix (LIKE), which scans every note.
         row = book.read_one("select * from notes where id = ?", (stored.note_id,))
         if program is None or row is None:

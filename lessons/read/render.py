@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conductor_kernel.tokens import estimate_tokens as tokenizer_count
-from lessons.write.distill import excerpt
-from lessons.write.verify import EVIDENCE_WORDS
+from lessons.values import EVIDENCE_WORDS, excerpt
 
 HEADER = (
     "From the notebook: notes distilled from earlier runs on questions like this one. "

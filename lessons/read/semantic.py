@@ -250,7 +250,8 @@ def index_every_example(book: Any) -> int:
         (DIMENSIONS * 4,),
     )
     for start in range(0, len(todo), 2000):
-        rows = [(r["id"], vector_blob(core_input(r["q"]))) for r in todo[start : start + 2000]]
+        batch = todo[start : start + 2000]
+        rows = [(r["id"], vector_blob(core_input(r["q"], book.scoring))) for r in batch]
         book.write(lambda conn, rows=rows: conn.executemany(
             "insert or replace into note_vectors (note_id, vec) values (?, ?)", rows
         ))  # fmt: skip

@@ -14,7 +14,7 @@ from conductor_kernel.errors import UserFacingError
 from lessons.forms.problems import number_terms, question_hash
 from lessons.forms.terms import content_terms, index_text, question_terms
 from lessons.storage.store import Notebook, new_id, record_note_history
-from lessons.write.distill import NoteDraft
+from lessons.values import NoteDraft
 
 # How much a note's verification counts when ranking (see lessons/read/recall.py).
 VERIFICATION_RANK = {

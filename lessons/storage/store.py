@@ -26,7 +26,9 @@ from typing import Any, TypedDict, TypeVar, cast
 
 import sqlite_utils
 
+from conductor_kernel.interfaces import TaskScoring
 from lessons.storage.schema import TABLES, migrations
+from lessons.values import NO_SCORING
 from record.home import home_dir
 from record.migrations import DatabaseError, open_database, write_transaction
 
@@ -164,10 +166,17 @@ CACHE_KIB = 32 * 1024
 
 
 class Notebook:
-    """One notebook file. Thread-safe: one connection, used under a lock."""
+    """One notebook file, and the task scorers it judges with (`scoring`, the
+    application's; given none, it knows no task and scores no answer). Thread-safe: one connection, used
+    under a lock."""
 
-    def __init__(self, path: Path | str | None = None) -> None:
+    def __init__(
+        self, path: Path | str | None = None, *, scoring: TaskScoring | None = None
+    ) -> None:
         self.path = Path(path).expanduser() if path else default_path()
+        # The task scorers it judges with (the application's), and whose task
+        # descriptions it takes off a question; none: every task is unknown to it.
+        self.scoring: TaskScoring = scoring if scoring is not None else NO_SCORING
         _refuse_foreign(self.path)
         with _creation_lock(self.path):
             self.db: sqlite_utils.Database = open_database(

@@ -13,28 +13,30 @@ import re
 import sqlite3
 import time
 
-from conductor_kernel.task_scoring import TaskJudge, task_scoring
+from conductor_kernel.interfaces import TaskJudge, TaskScoring
+from lessons.forms.judging import scorer_verdict
 from lessons.forms.problems import question_hash, same_question
 from lessons.storage.store import Notebook, record_note_history
-from lessons.write.runview import RunView
-from lessons.write.verify import judge_for, normalise, scorer_verdict
+from lessons.write.verify import normalise
+from record.fold import RunOutline
 
 _SMALL_SPACE = re.compile(r"(?i)^\s*\(?[a-j]\)?\s*$|^\s*(yes|no|true|false)\s*\.?\s*$")
 _NOTE_ID = re.compile(r"\bn[0-9a-f]{7,11}\b")
 
 
-def answers_agree(judge: TaskJudge | None, question: str, a: str, b: str) -> bool:
+def answers_agree(
+    scoring: TaskScoring, judge: TaskJudge | None, question: str, a: str, b: str
+) -> bool:
     """Two answers the same, as the task's scorer would compare them."""
     if not a.strip() or not b.strip():
         return False
     if judge is not None and judge.scorer == "numeric":
         # A sentence is no target for the numeric scorer: compare the numbers claimed.
-        scoring = task_scoring()
         given = judge.task_input(question)
         claim = scoring.claimed_number(a, given)
         return claim is not None and claim == scoring.claimed_number(b, given)
     if judge is not None and judge.needs_target:
-        return bool(scorer_verdict(judge, question, a, b))
+        return bool(scorer_verdict(scoring, judge, question, a, b))
     return normalise(a).replace(" ", "") == normalise(b).replace(" ", "")
 
 
@@ -42,31 +44,33 @@ def small_answer_space(answer: str) -> bool:
     return bool(_SMALL_SPACE.match(answer))
 
 
-def shown_its_own_answer(book: Notebook, view: RunView) -> bool:
+def shown_its_own_answer(book: Notebook, run: RunOutline) -> bool:
     """Whether the run was shown a note made from its own question (not independent)."""
-    if view.recall is None:
+    if run.recall is None:
         return False
-    for item in view.recall.notes:
+    for item in run.recall.notes:
         row = book.read_one("select source_question from notes where id = ?", (item.get("id"),))
-        if row is not None and same_question(row["source_question"], view.question):
+        if row is not None and same_question(row["source_question"], run.question):
             return True
     return False
 
 
-def agreeing_runs(book: Notebook, view: RunView) -> list[str]:
-    """Earlier runs on the same question that independently gave the same answer."""
-    if view.answer is None or small_answer_space(view.answer) or shown_its_own_answer(book, view):
+def agreeing_runs(book: Notebook, run: RunOutline) -> list[str]:
+    """Earlier runs on the same question that independently gave the same answer, as
+    the notebook's scorers compare answers."""
+    answer = run.answer
+    if answer is None or small_answer_space(answer) or shown_its_own_answer(book, run):
         return []
-    judge = judge_for(view.task)
+    judge = book.scoring.judge_for(run.task)
     rows = book.read(
         "select run_id, answer from distilled_runs where question_hash = ? and run_id != ? "
         "and answer is not null and outcome != 'wrong'",
-        (question_hash(view.question), view.run_id),
+        (question_hash(run.question), run.run_id),
     )
     return [
         row["run_id"]
         for row in rows
-        if answers_agree(judge, view.question, view.answer, row["answer"])
+        if answers_agree(book.scoring, judge, run.question, answer, row["answer"])
     ]
 
 
@@ -94,12 +98,13 @@ def upgrade_runs(conn: sqlite3.Connection, run_ids: list[str], by_run: str) -> N
             )
 
 
-def cited_notes(view: RunView) -> set[str]:
+def cited_notes(run: RunOutline) -> set[str]:
     """The shown notes the meta model named (by id) in any of its turns."""
-    if view.recall is None:
+    if run.recall is None:
         return set()
-    shown = {str(item.get("id", "")) for item in view.recall.notes}
+    shown = {str(item.get("id", "")) for item in run.recall.notes}
     said: set[str] = set()
-    for text in view.meta_texts:
-        said |= set(_NOTE_ID.findall(text))
+    for r in run.rounds:
+        if r.finished is not None:
+            said |= set(_NOTE_ID.findall(r.finished.text))
     return {note for note in shown if any(note.startswith(s) for s in said)}

@@ -14,22 +14,22 @@ when one is known, and a failure with a known target is asked for pitfalls.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
-from dataclasses import dataclass
 
-from conductor_kernel.interfaces import ChatModel
-from lessons.write import prompts
-from lessons.write.asking import ask, echoes, is_placeholder
-from lessons.write.runview import RunView
-from lessons.write.verify import (
+from conductor_kernel.interfaces import ChatModel, TaskScoring
+from lessons import prompts
+from lessons.forms.problems import core_input
+from lessons.values import (
     EVIDENCE_WORDS,
-    LEARNABLE_STATUSES,
+    NoteDraft,
     Verification,
-    judge_for,
-    output_contains,
+    code_skeleton,
+    excerpt,
 )
+from lessons.write.asking import ask, echoes, is_placeholder
+from lessons.write.verify import LEARNABLE_STATUSES, output_contains
+from record.fold import RunOutline
 
 log = logging.getLogger("conductor.notebook")
 
@@ -37,143 +37,143 @@ KINDS = ("insight", "pitfall", "tool", "code", "procedure", "example")
 MAX_CODE_CHARS = 6000
 MAX_REFLECTION_NOTES = 4
 
-
-@dataclass
-class NoteDraft:
-    kind: str
-    text: str
-    code: str = ""
-    key: str = ""  # filled from the task type when empty
-    confidence: float = 0.5
-    author: str = "distill"
-    # What makes two notes "the same" though not byte-identical (see near_hash).
-    skeleton: str = ""
-
-    @property
-    def content_hash(self) -> str:
-        body = f"{self.kind}\x00{_squash(self.text)}\x00{_squash(self.code)}"
-        return hashlib.sha256(body.encode()).hexdigest()[:32]
-
-    @property
-    def near_hash(self) -> str:
-        basis = self.skeleton or f"{_squash(self.text)}\x00{_skeleton(self.code)}"
-        return hashlib.sha256(f"{self.kind}\x00{basis}".encode()).hexdigest()[:24]
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
-_STRING_RE = re.compile(r"(?s)('''.*?'''|\"\"\".*?\"\"\"|'[^'\n]*'|\"[^\"\n]*\")")
-_NUMBER_RE = re.compile(r"\b\d+(?:\.\d+)?\b")
-_LITERAL_RUN_RE = re.compile(r"[-+]?[S0](?:\s*,\s*[-+]?[S0])*")
-
-
-def _skeleton(code: str) -> str:
-    """Code with its literals blanked, so programs differing only in data look alike."""
-    code = _STRING_RE.sub("S", code)
-    code = _NUMBER_RE.sub("0", code)
-    code = re.sub(r"(?m)#.*$", "", code)
-    code = _LITERAL_RUN_RE.sub("L", code)  # data lists of any length look alike
-    return _squash(code)
-
-
-def excerpt(text: str, limit: int) -> str:
-    text = _squash(text)
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+__all__ = ["KINDS", "NoteDraft", "distill_run", "excerpt", "parse_reflection", "reflect"]
 
 
 def _verified_phrase(verification: Verification) -> str:
     return EVIDENCE_WORDS.get(verification.level, "not verified")
 
 
-def working_code(view: RunView) -> str | None:
+def answered(run: RunOutline) -> bool:
+    return run.answer is not None and bool(run.answer.strip())
+
+
+def working_code(run: RunOutline) -> str | None:
     """The program that ran cleanly and printed the answer; else the last clean one."""
-    clean = [run for run in view.code_runs if run.ok and run.code.strip()]
-    if not clean or not view.answered:
+    clean = [x for x in run.execs if x.result.ok and x.code.strip()]
+    if not clean or not answered(run):
         return None
-    assert view.answer is not None
-    printed = [run for run in clean if output_contains(run.stdout, view.answer)]
+    assert run.answer is not None
+    printed = [x for x in clean if output_contains(x.result.stdout, run.answer)]
     chosen = (printed or clean)[-1]
     return chosen.code.strip()[:MAX_CODE_CHARS]
 
 
-def describe_steps(view: RunView) -> list[str]:
+def describe_steps(run: RunOutline) -> list[str]:
     """The run's experts as procedure steps, consecutive repeats folded together."""
     steps: list[str] = []
     last = None
-    for step in view.steps:
-        if step.name == last:
+    for call in run.calls:
+        if call.started is None:
             continue
-        last = step.name
-        if step.is_python:
-            what = "wrote a program that ran cleanly" if step.code_ok else "wrote code"
-            steps.append(f"Ask {step.name} for a program; it {what}.")
+        name = call.started.name
+        if name == last:
+            continue
+        last = name
+        if call.started.is_python:
+            what = "wrote a program that ran cleanly" if call.code_ok else "wrote code"
+            steps.append(f"Ask {name} for a program; it {what}.")
         else:
-            steps.append(f"Consult {step.name}.")
+            steps.append(f"Consult {name}.")
     return steps
 
 
-def task_input(view: RunView) -> str:
+def roster(run: RunOutline) -> list[str]:
+    """Expert names in the order first consulted."""
+    seen: list[str] = []
+    for call in run.calls:
+        if call.started is not None and call.started.name not in seen:
+            seen.append(call.started.name)
+    return seen
+
+
+def replies(run: RunOutline) -> list[tuple[str, str, str]]:
+    """(expert, instruction, reply) of every call that answered, in the order they did."""
+    return [
+        (c.finished.name, c.instruction, c.finished.text)
+        for c in run.replied
+        if c.finished is not None and c.finished.error is None and c.finished.text.strip()
+    ]
+
+
+def program_errors(run: RunOutline) -> list[str]:
+    """The last line of each program that failed, in the order they ran."""
+    out = []
+    for x in run.execs:
+        if not x.result.ok:
+            tail = (x.result.stderr or x.result.stdout).strip().splitlines()
+            out.append(tail[-1] if tail else "the program failed")
+    return out
+
+
+def rounds_taken(run: RunOutline) -> int:
+    return run.finished.rounds if run.finished is not None else 0
+
+
+def task_input(run: RunOutline, scoring: TaskScoring) -> str:
     """The question less its task's description: what excerpts are cut from."""
-    from lessons.forms.problems import core_input
+    judge = scoring.judge_for(run.task)
+    if judge is not None:
+        return judge.task_input(run.question)
+    return core_input(run.question, scoring)
 
-    judge = judge_for(view.task)
-    return judge.task_input(view.question) if judge is not None else core_input(view.question)
 
-
-def derivation(view: RunView) -> str:
+def derivation(run: RunOutline) -> str:
     """How the answer was reached: the first expert reply that gave it, not shown it."""
-    assert view.answer is not None
-    for name, instruction, reply in view.replies:
-        if output_contains(reply, view.answer) and not output_contains(instruction, view.answer):
+    assert run.answer is not None
+    for name, instruction, reply in replies(run):
+        if output_contains(reply, run.answer) and not output_contains(instruction, run.answer):
             return f"{name}: {excerpt(reply, 400)}"
-    for name, _instruction, reply in view.replies:
-        if output_contains(reply, view.answer):
+    for name, _instruction, reply in replies(run):
+        if output_contains(reply, run.answer):
             return f"{name}: {excerpt(reply, 400)}"
     return ""
 
 
-def what_went_wrong(view: RunView, verification: Verification) -> str:
+def what_went_wrong(run: RunOutline, verification: Verification) -> str:
     """The error, the disagreement, the check that failed: what a failure teaches."""
     parts = []
     if verification.outcome == "wrong":
-        parts.append(f"the task's check rejected “{excerpt(view.answer or '', 160)}”")
+        parts.append(f"the task's check rejected “{excerpt(run.answer or '', 160)}”")
         parts.append(f"({excerpt(verification.detail, 160)})")
-    elif not view.answered:
-        parts.append(f"the run ended without an answer ({view.status or 'unknown'})")
+    elif not answered(run):
+        status = run.finished.status if run.finished is not None else ""
+        parts.append(f"the run ended without an answer ({status or 'unknown'})")
     answers = []
-    for name, _instruction, reply in view.replies:
+    for name, _instruction, reply in replies(run):
         last = [line for line in reply.strip().splitlines() if line.strip()]
         if last:
             answers.append(f"{name} ended “{excerpt(last[-1], 80)}”")
     if len({a.split(" ended ")[1] for a in answers}) > 1:
         parts.append("the experts disagreed: " + "; ".join(answers[:3]))
-    if view.errors:
-        parts.append(f"a program failed with “{excerpt(view.errors[-1], 120)}”")
+    errors = program_errors(run)
+    if errors:
+        parts.append(f"a program failed with “{excerpt(errors[-1], 120)}”")
     return ", ".join(parts) + "."
 
 
-def distill_run(view: RunView, verification: Verification) -> list[NoteDraft]:
+def distill_run(
+    run: RunOutline, verification: Verification, scoring: TaskScoring
+) -> list[NoteDraft]:
     """Deterministic lessons from one run (no model): worked reasoning, what went wrong."""
     drafts: list[NoteDraft] = []
-    problem = excerpt(task_input(view), 200)
-    if view.status not in LEARNABLE_STATUSES:
+    problem = excerpt(task_input(run, scoring), 200)
+    if run.status not in LEARNABLE_STATUSES:
         return drafts  # a system failure, a stop, a labelled non-answer teach nothing
-    if not view.answered or verification.outcome == "wrong":
+    if not answered(run) or verification.outcome == "wrong":
         drafts.append(
             NoteDraft(
                 kind="pitfall",
-                text=f"On “{problem}”: {what_went_wrong(view, verification)}",
+                text=f"On “{problem}”: {what_went_wrong(run, verification)}",
                 confidence=0.8 if verification.outcome == "wrong" else 0.6,
-                skeleton=f"{what_went_wrong(view, verification)}",
+                skeleton=f"{what_went_wrong(run, verification)}",
             )
         )
         return drafts
-    assert view.answer is not None
-    answer = excerpt(view.answer, 200)
+    assert run.answer is not None
+    answer = excerpt(run.answer, 200)
     confidence = {"correct": 0.9, "verified": 0.75}.get(verification.outcome, 0.4)
-    how = derivation(view)
+    how = derivation(run)
     drafts.append(
         NoteDraft(
             kind="example",
@@ -184,7 +184,7 @@ def distill_run(view: RunView, verification: Verification) -> list[NoteDraft]:
             confidence=confidence,
         )
     )
-    code = working_code(view) if verification.trustworthy else None
+    code = working_code(run) if verification.trustworthy else None
     if code:
         drafts.append(
             NoteDraft(
@@ -195,16 +195,17 @@ def distill_run(view: RunView, verification: Verification) -> list[NoteDraft]:
                 ),
                 code=code,
                 confidence=confidence,
-                skeleton=_skeleton(code),
+                skeleton=code_skeleton(code),
             )
         )
-    steps = describe_steps(view)
+    steps = describe_steps(run)
     if steps and verification.trustworthy:
         numbered = " ".join(f"{i}. {s}" for i, s in enumerate(steps, start=1))
         drafts.append(
             NoteDraft(
                 kind="procedure",
-                text=f"A procedure that gave a {verification.outcome} answer in {view.rounds} "
+                text=f"A procedure that gave a {verification.outcome} answer in "
+                f"{rounds_taken(run)} "
                 f"rounds: {numbered} Then answer.",
                 confidence=confidence,
                 skeleton=f"{verification.outcome}\x00" + "\x00".join(steps),
@@ -222,19 +223,19 @@ _REFLECTION_LINE = re.compile(
 )
 
 
-def reflection_prompt(view: RunView, verification: Verification) -> str:
-    code = working_code(view) or ""
+def reflection_prompt(run: RunOutline, verification: Verification) -> str:
+    code = working_code(run) or ""
     return prompts.REFLECTION.format(
-        question=excerpt(view.question, 2000),
-        answer=excerpt(view.answer or "(no answer)", 600),
+        question=excerpt(run.question, 2000),
+        answer=excerpt(run.answer or "(no answer)", 600),
         outcome=prompts.OUTCOME_WORDS.get(verification.outcome, verification.outcome),
         target=(
-            prompts.REFLECTION_TARGET.format(target=view.target)
-            if view.target and verification.level == "target"
+            prompts.REFLECTION_TARGET.format(target=run.target)
+            if run.target and verification.level == "target"
             else ""
         ),
-        experts=", ".join(view.roster) or "none",
-        rounds=view.rounds,
+        experts=", ".join(roster(run)) or "none",
+        rounds=rounds_taken(run),
         code=prompts.REFLECTION_CODE.format(code=code[:2500]) if code else "",
         wanted=(
             prompts.WANT_PITFALLS
@@ -273,14 +274,14 @@ def _is_lesson(key: str, lesson: str, prompt: str) -> bool:
 
 
 def reflect(
-    model: ChatModel, view: RunView, verification: Verification
+    model: ChatModel, run: RunOutline, verification: Verification
 ) -> tuple[list[NoteDraft], str]:
     """Ask the model for generalised notes. Returns the drafts and a status line.
 
     A model that fails or answers out of form costs only the reflection, never the
     deterministic notes: the status says what happened.
     """
-    prompt = reflection_prompt(view, verification)
+    prompt = reflection_prompt(run, verification)
     try:
         completion = ask(model, prompt, system=prompts.REFLECTION_SYSTEM, max_tokens=600)
     except Exception as exc:  # a model failure is an observation about this reflection

@@ -18,11 +18,11 @@ import time
 from typing import Any
 
 from conductor_kernel.interfaces import ChatModel
+from lessons import prompts
 from lessons.forms.tasktypes import template_words
 from lessons.storage.store import Notebook, dumps, record_type_history
-from lessons.write import prompts
+from lessons.values import excerpt
 from lessons.write.asking import ask, is_placeholder
-from lessons.write.distill import excerpt
 
 log = logging.getLogger("conductor.notebook")
 

@@ -33,8 +33,8 @@ from lessons.forms.tools import Tool
 from lessons.read import semantic
 from lessons.storage.notes import Provenance, add_note, record_recall_feedback
 from lessons.storage.store import Notebook
+from lessons.values import NoteDraft
 from lessons.write.agreement import upgrade_runs
-from lessons.write.distill import NoteDraft
 from lessons.write.induction import induce_if_due
 from lessons.write.prepare import (
     LearnOptions,

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from conductor_kernel.events import Event
-from conductor_kernel.interfaces import ChatModel, Sandbox
+from conductor_kernel.interfaces import ChatModel, Sandbox, TaskScoring
+from lessons import prompts
 from lessons.forms.problems import core_input
 from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
 from lessons.forms.terms import question_terms
@@ -24,12 +25,12 @@ from lessons.forms.tools import Tool
 from lessons.forms.tooltests import ToolBudget, run_tool_tests
 from lessons.read.recall import semantic_wanted
 from lessons.storage.store import Notebook
-from lessons.write import prompts
+from lessons.values import NO_SCORING, NoteDraft, Verification, excerpt
 from lessons.write.agreement import agreeing_runs, answers_agree, cited_notes, shown_its_own_answer
 from lessons.write.asking import ask, echoes, is_placeholder
-from lessons.write.distill import NoteDraft, distill_run, excerpt, reflect
-from lessons.write.runview import RunView, view_run
-from lessons.write.verify import LEARNABLE_STATUSES, Verification, judge_for, verify_run
+from lessons.write.distill import distill_run, reflect
+from lessons.write.verify import LEARNABLE_STATUSES, verify_run
+from record.fold import RunOutline, outline
 
 log = logging.getLogger("conductor.notebook")
 
@@ -134,57 +135,59 @@ def prepare_run(
     model: ChatModel | None = None,
     options: LearnOptions | None = None,
 ) -> PreparedRun | None:
-    """Everything slow about learning from a run; None when there is nothing to learn."""
+    """Everything slow about learning from a run; None when there is nothing to learn.
+
+    The run is judged with the notebook's scorers (`book.scoring`); without a notebook,
+    with none (no task known, no answer scored)."""
     options = options or LearnOptions()
-    view = view_run(events)
-    if view is None or not view.question.strip():
+    run = outline(events)
+    if run.started is None or not run.question.strip():
         return None
-    if view.status not in LEARNABLE_STATUSES:
-        log.info("run %s ended %s: nothing learned", view.run_id, view.status or "unfinished")
+    if run.status not in LEARNABLE_STATUSES:
+        log.info("run %s ended %s: nothing learned", run.run_id, run.status)
         return None
-    verification = _verify(book, events, view, options)
-    drafts = distill_run(view, verification)
-    tools = _tool_drafts(view, verification)
+    scoring = book.scoring if book is not None else NO_SCORING
+    verification = _verify(book, run, scoring, options)
+    drafts = distill_run(run, verification, scoring)
+    tools = _tool_drafts(run, verification, scoring)
     drafts.extend(draft for draft, _tool in tools)
     online = model_can_reflect(model)
     reflection = "skipped: no model" if model is None else "skipped: offline model"
     if online and options.reflect:
         assert model is not None
-        extra, reflection = reflect(model, view, verification)
+        extra, reflection = reflect(model, run, verification)
         drafts.extend(extra)
     elif online:
         reflection = "skipped: turned off"
-    terms = question_terms(view.question)
+    terms = question_terms(run.question)
     choice, rejected = TypeChoice(), []
     if online and options.pick_type and book is not None:
         assert model is not None
         with book.reading() as conn:
             candidates = score_types(conn, terms, limit=5, params=options.params)
-        choice = choose_type(model, view.question, _descriptions(book, candidates))
+        choice = choose_type(model, run.question, _descriptions(book, candidates))
         if choice.declined:
             rejected = [match.type_id for match in candidates]
-    tool_tests, tool_testing = _test_tools(book, view, tools, terms, choice, options)
+    tool_tests, tool_testing = _test_tools(book, run, tools, terms, choice, options)
     agreeing = (
-        agreeing_runs(book, view)
-        if book is not None and verification.level == "independent"
-        else []
+        agreeing_runs(book, run) if book is not None and verification.level == "independent" else []
     )
-    vector = _vector(view.question) if options.semantic else None
+    vector = _vector(run.question, scoring) if options.semantic else None
     return PreparedRun(
-        run_id=view.run_id,
-        question=view.question,
-        task=view.task,
-        answer=view.answer,
-        target=view.target,
-        status=view.status,
+        run_id=run.run_id,
+        question=run.question,
+        task=run.task,
+        answer=run.answer,
+        target=run.target,
+        status=run.status,
         verification=asdict(verification),
         drafts=[asdict(d) for d in drafts],
         tools={draft.skeleton: tool.to_json() for draft, tool in tools},
         terms=sorted(terms),
         choice=asdict(choice),
         rejected_types=rejected,
-        recalled=list(view.recall.notes) if view.recall is not None else [],
-        cited=sorted(cited_notes(view)),
+        recalled=list(run.recall.notes) if run.recall is not None else [],
+        cited=sorted(cited_notes(run)),
         agreeing=agreeing,
         vector=base64.b64encode(vector).decode("ascii") if vector is not None else None,
         reflection=reflection,
@@ -231,7 +234,7 @@ def _stated(text: str, limit: int) -> str:
 
 def _test_tools(
     book: Notebook | None,
-    view: RunView,
+    run: RunOutline,
     tools: list[tuple[NoteDraft, Tool]],
     terms: set[str],
     choice: TypeChoice,
@@ -245,14 +248,14 @@ def _test_tools(
     if book is None:
         return {}, "skipped: no notebook"
     try:
-        type_ids = [] if view.task else _kind_types(book, terms, choice, options.params)
+        type_ids = [] if run.task else _kind_types(book, terms, choice, options.params)
         return run_tool_tests(
             book,
             options.sandbox,
             tools,
-            run_id=view.run_id,
-            question=view.question,
-            task=view.task,
+            run_id=run.run_id,
+            question=run.question,
+            task=run.task,
             type_ids=type_ids,
             budget=options.tool_budget,
         )
@@ -282,49 +285,56 @@ def _descriptions(book: Notebook, matches: list[TypeMatch]) -> list[tuple[TypeMa
 
 
 def _verify(
-    book: Notebook | None, events: list[Event], view: RunView, options: LearnOptions
+    book: Notebook | None, run: RunOutline, scoring: TaskScoring, options: LearnOptions
 ) -> Verification:
     """The scorer's verdict; without a target, a tested tool's or another run's agreement."""
-    verification = verify_run(events, sandbox=options.sandbox, use_target=options.use_target)
+    verification = verify_run(
+        run, scoring=scoring, sandbox=options.sandbox, use_target=options.use_target
+    )
     if book is None or verification.level != "none" or verification.outcome != "unverified":
         return verification
-    assert view.answer is not None
-    if options.sandbox is not None and not shown_its_own_answer(book, view):
-        for stored in best_tools(book, view.question, exclude_question=True)[:1]:
+    assert run.answer is not None
+    if options.sandbox is not None and not shown_its_own_answer(book, run):
+        for stored in best_tools(book, run.question, exclude_question=True)[:1]:
             if stored.tests and stored.pass_rate >= 0.9:
                 try:
-                    answer = run_tool(stored.tool, view.question, options.sandbox)
+                    answer = run_tool(stored.tool, run.question, options.sandbox, scoring=scoring)
                 except Exception as exc:  # no reproduction; the other evidence still counts
                     log.warning("a stored tool could not run in the sandbox: %s", exc)
                     answer = None
+                judge = scoring.judge_for(run.task)
                 if answer is not None and answers_agree(
-                    judge_for(view.task), view.question, answer, view.answer
+                    scoring, judge, run.question, answer, run.answer
                 ):
-                    return verify_run(events, reproduced=True, use_target=options.use_target)
-    if agreeing_runs(book, view):
+                    return verify_run(
+                        run, scoring=scoring, reproduced=True, use_target=options.use_target
+                    )
+    if agreeing_runs(book, run):
         return Verification(
             "independent", "verified", "another run not shown it gave the same answer"
         )
     return verification
 
 
-def _tool_drafts(view: RunView, verification: Verification) -> list[tuple[NoteDraft, Tool]]:
+def _tool_drafts(
+    run: RunOutline, verification: Verification, scoring: TaskScoring
+) -> list[tuple[NoteDraft, Tool]]:
     """Tools from the programs that printed a trusted answer (one per distinct program)."""
-    if not verification.trustworthy or view.answer is None:
+    if not verification.trustworthy or run.answer is None:
         return []
     out: dict[str, tuple[NoteDraft, Tool]] = {}
-    for run in view.code_runs:
-        if run.ok and run.code.strip():
-            made = tool_draft(view.question, run.code, run.stdout, view.answer)
+    for x in run.execs:
+        if x.result.ok and x.code.strip():
+            made = tool_draft(run.question, x.code, x.result.stdout, run.answer, scoring=scoring)
             if made is not None:
                 out.setdefault(made[1].tool_hash, made)
     return list(out.values())
 
 
-def _vector(question: str) -> bytes | None:
+def _vector(question: str, scoring: TaskScoring) -> bytes | None:
     """The question's sentence vector, made before the write transaction (it is slow)."""
     from lessons.read import semantic
 
     if not semantic.available():
         return None
-    return semantic.vector_blob(core_input(question))
+    return semantic.vector_blob(core_input(question, scoring))

@@ -1,8 +1,8 @@
 """How far a finished run's answer can be trusted, and on what evidence.
 
 The answer is judged by the task's own scorer (the application's conductor/scoring,
-reached through the kernel port `conductor_kernel.task_scoring`), never by a matcher
-of the notebook's. Evidence, strongest first; every note records which one it has:
+given to the notebook as a `conductor_kernel.interfaces.TaskScoring`), never by a
+matcher of the notebook's. Evidence, strongest first; every note records which one it has:
 
 - `target`: the scorer compared the answer with a known answer. A rubric (the sonnet
   task's `ABAB CDCD EFEF GG, grass value jail`) or an empty target is no known answer.
@@ -27,45 +27,18 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from dataclasses import dataclass
 from fractions import Fraction
 
-from conductor_kernel.events import (
-    Event,
-    ExpertCallFinished,
-    ExpertCallStarted,
-    RunFinished,
-    RunStarted,
-    SandboxExec,
-)
-from conductor_kernel.interfaces import Sandbox
-from conductor_kernel.task_scoring import RecognisedTask, TaskJudge, task_scoring
+from conductor_kernel.interfaces import Sandbox, TaskScoring
+from lessons.forms.judging import judge_by_target, scorer_verdict, usable_target
+from lessons.values import EVIDENCE_WORDS, Verification
+from record.fold import RunOutline
 
 log = logging.getLogger("conductor.notebook")
 
-LEVELS = ("target", "checker", "tool", "independent", "sandbox-check", "none")
-EVIDENCE_WORDS = {
-    "target": "the task's scorer accepted it against the known answer",
-    "checker": "the task's scorer checked it without a known answer",
-    "tool": "a tested tool, run afresh on the question, gave the same answer",
-    "independent": "two derivations that were not shown it arrived at it",
-    "sandbox-check": "a program that tested it in the sandbox passed it",
-    "none": "not verified",
-}
 LEARNABLE_STATUSES = ("answered", "limit", "no_answer")
 """Run endings the notebook learns from; errors, interruptions and labelled non-answers
 (a model saying it cannot) teach nothing about the task."""
-
-
-@dataclass(frozen=True)
-class Verification:
-    level: str  # one of LEVELS
-    outcome: str  # correct | wrong | verified | unverified | unanswered
-    detail: str = ""
-
-    @property
-    def trustworthy(self) -> bool:
-        return self.outcome in ("correct", "verified")
 
 
 def normalise(text: str) -> str:
@@ -103,60 +76,6 @@ def output_contains(output: str, answer: str) -> bool:
     return len(numbers) == 1 and len(a) <= 24 and numbers[0] in numbers_in(o)
 
 
-# -- the task's scorer -------------------------------------------------------------------
-
-
-def judge_for(task: str) -> TaskJudge | None:
-    """The judge of a task name (built-in or a scorer's name), None when unknown."""
-    return task_scoring().judge_for(task)
-
-
-def recognised_task(question: str) -> RecognisedTask | None:
-    """The built-in task a question asked without one surely is (solve, the TUI)."""
-    return task_scoring().recognise(question)
-
-
-_CHOICE_TARGET = re.compile(r"^\(?[A-Za-z]\)$")
-_NUMBER_TARGET = re.compile(r"^-?[\d,]*\d(?:\.\d+)?$")
-
-
-def judge_by_target(target: str) -> TaskJudge:
-    """A run without a task but with a target: the scorer its form calls for."""
-    text = target.strip()
-    if _CHOICE_TARGET.match(text):
-        scorer = "choice"
-    elif _NUMBER_TARGET.match(text):
-        scorer = "numeric"
-    else:
-        scorer = "exact"
-    return TaskJudge(f"({scorer})", scorer, "", True)
-
-
-def usable_target(target: str | None, judge: TaskJudge | None) -> str | None:
-    """The target as a known answer, or None when it is empty or only a rubric."""
-    if target is None or not target.strip():
-        return None
-    if judge is not None and not judge.needs_target:
-        return None  # the scorer decides alone; what the file holds is a rubric at most
-    return target
-
-
-def scorer_verdict(
-    judge: TaskJudge,
-    question: str,
-    answer: str,
-    target: str | None,
-    *,
-    sandbox: Sandbox | None = None,
-) -> bool | None:
-    """The task scorer's decision, or None when it cannot decide here."""
-    if judge.needs_target and target is None:
-        return None
-    if judge.scorer == "p3" and sandbox is None:
-        return None  # sat() only ever runs in the sandbox
-    return task_scoring().verdict(judge, question, answer, target, sandbox)
-
-
 # -- evidence without a target ----------------------------------------------------------
 
 
@@ -170,22 +89,22 @@ def _answer_as_data(code: str, answer: str) -> bool:
     return len(squeezed) >= 3 and squeezed in re.sub(r"[\s'\"]", "", code)
 
 
-def independent_derivations(events: list[Event], answer: str) -> int:
+def independent_derivations(run: RunOutline, answer: str) -> int:
     """Expert replies and program outputs giving `answer` whose instruction did not."""
-    instructions = {e.id: e.instruction for e in events if isinstance(e, ExpertCallStarted)}
     count = 0
-    for event in events:
-        if isinstance(event, ExpertCallFinished) and event.error is None:
-            shown = instructions.get(event.parent_id or "", "")
-            if output_contains(event.text, answer) and not output_contains(shown, answer):
+    for call in run.replied:
+        reply = call.finished
+        if reply is not None and reply.error is None:
+            shown = call.instruction
+            if output_contains(reply.text, answer) and not output_contains(shown, answer):
                 count += 1
     return count
 
 
-def sandbox_checked(events: list[Event], answer: str) -> bool:
+def sandbox_checked(run: RunOutline, answer: str) -> bool:
     """A clean program that holds the answer as data printed a passing verdict."""
-    for event in events:
-        if not isinstance(event, SandboxExec) or not event.result.ok:
+    for event in run.execs:
+        if not event.result.ok:
             continue
         out = event.result.stdout
         passed = _VERDICT_WORDS.search(out) and not _NEGATIVE.search(out)
@@ -195,22 +114,22 @@ def sandbox_checked(events: list[Event], answer: str) -> bool:
 
 
 def verify_run(
-    events: list[Event],
+    run: RunOutline,
     *,
+    scoring: TaskScoring,
     sandbox: Sandbox | None = None,
     reproduced: bool = False,
     use_target: bool = True,
 ) -> Verification:
-    """The run's outcome and its evidence.
+    """The run's outcome and its evidence, judged with `scoring`'s task scorers.
 
     `reproduced`: a tested tool gave the same answer (lessons/forms/tools.py decides it).
     `use_target=False` withholds the target, as the benchmark does to measure the
     labels given without one.
     """
-    started = next((e for e in events if isinstance(e, RunStarted)), None)
-    finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+    started, finished = run.started, run.finished
     answer = finished.final_answer if finished is not None else None
-    judge = judge_for(started.task) if started is not None else None
+    judge = scoring.judge_for(started.task) if started is not None else None
     target = usable_target(started.target if started and use_target else None, judge)
     if judge is None and target is not None:
         judge = judge_by_target(target)
@@ -222,11 +141,11 @@ def verify_run(
     if judge is None and target is None and (started is None or not started.target):
         # Asked without a task (solve, the TUI): a question that surely is a built-in
         # task's is judged by its scorer, the known answer being what the question fixes.
-        recognised = recognised_task(question)
+        recognised = scoring.recognise(question)
         if recognised is not None:
             judge, question, target = recognised.judge, recognised.task_input, recognised.target
     if judge is not None:
-        verdict = scorer_verdict(judge, question, answer, target, sandbox=sandbox)
+        verdict = scorer_verdict(scoring, judge, question, answer, target, sandbox=sandbox)
         if verdict is not None:
             level = "checker" if target is None or recognised is not None else "target"
             words = EVIDENCE_WORDS[level]
@@ -245,9 +164,9 @@ def verify_run(
             return Verification(level, "wrong", why)
     if reproduced:
         return Verification("tool", "verified", EVIDENCE_WORDS["tool"])
-    derivations = independent_derivations(events, answer)
+    derivations = independent_derivations(run, answer)
     if derivations >= 2:
         return Verification("independent", "verified", f"{derivations} derivations not shown it")
-    if sandbox_checked(events, answer):
+    if sandbox_checked(run, answer):
         return Verification("sandbox-check", "verified", EVIDENCE_WORDS["sandbox-check"])
     return Verification("none", "unverified", "nothing independent checked the answer")

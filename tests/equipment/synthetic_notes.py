@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from lessons.forms.tasktypes import materialize
-from lessons.published import example_events
 from lessons.storage.store import Notebook
 from lessons.write.learn import LearnOptions, learn_from_run
+from record.published import example_events
 
 
 class Synth:
@@ -108,7 +108,9 @@ class Synth:
 
 
 def _writer(path: str, start: int, step: int, runs: int) -> None:
-    book = Notebook(path)
+    from conductor.notebook_hooks import open_notebook
+
+    book = open_notebook(path)  # a writer as the application opens one
     for k in range(start, runs, step):
         question = f"Sort the following words alphabetically: List: w{k} x{k % 7} y{k % 11}"
         code = f"def solve_{k}():\n    return {k}\n\nprint(solve_{k}())\n"

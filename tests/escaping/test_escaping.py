@@ -145,7 +145,7 @@ def test_terminal_diff_emits_no_raw_control_character(left: str, right: str) -> 
 @given(hostile_text)
 @PROPERTY
 def test_markdown_export_holds_no_raw_control_character(text: str) -> None:
-    markdown = to_markdown(hostile_events(text))
+    markdown = to_markdown(outline(hostile_events(text)))
     assert UNSAFE.search(markdown) is None
 
 
@@ -154,7 +154,7 @@ def test_markdown_fences_cannot_be_closed_from_inside() -> None:
     from markdown_it import MarkdownIt
 
     text = "```` ``` `````\n# not a heading\n<script>x</script>"
-    tokens = MarkdownIt("commonmark").parse(to_markdown(hostile_events(text)))
+    tokens = MarkdownIt("commonmark").parse(to_markdown(outline(hostile_events(text))))
     headings = [t.content for t in tokens if t.type == "inline" and "not a heading" in t.content]
     fenced = [t for t in tokens if t.type == "fence" and "# not a heading" in t.content]
     assert fenced and all(t.content.rstrip("\n") == text for t in fenced)

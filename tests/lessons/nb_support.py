@@ -1,7 +1,11 @@
-"""Helpers for the notebook tests: finished runs as events, without running a model."""
+"""Helpers for the notebook tests: finished runs as events, without running a model, and
+the application's task scorers, handed to the notebook as the application does."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from conductor.scoring.task_scoring import BuiltinTaskScoring
 from conductor_kernel.events import (
     Event,
     ExpertCallFinished,
@@ -14,6 +18,16 @@ from conductor_kernel.events import (
     SandboxExec,
 )
 from conductor_kernel.interfaces import ExecResult
+from lessons.values import Verification
+from lessons.write.verify import verify_run
+from record.fold import outline
+
+SCORING = BuiltinTaskScoring()
+
+
+def verify_events(events: list[Event], **options: Any) -> Verification:
+    """`verify_run` on a run's events, judged with the application's scorers."""
+    return verify_run(outline(events), scoring=options.pop("scoring", SCORING), **options)
 
 
 def run_events(

@@ -14,13 +14,13 @@ from conductor.batch.ablation import AblationPlan, paired_change, run_ablation, 
 from conductor.batch.setup import make_scorer
 from conductor.cli import main
 from conductor.config import load_settings
+from conductor.notebook_hooks import open_notebook
 from conductor.session import Session
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import get_spec
 from conductor_kernel.interfaces import Message
 from conductor_kernel.run_config import RunConfig
 from experts.scripted import ScriptedModel
-from lessons.storage.store import Notebook
 from sandbox.subprocess_backend import SubprocessSandbox
 
 WORDS = [
@@ -98,7 +98,7 @@ def test_the_ab_harness_reports_the_notebooks_effect(tmp_path: Path) -> None:
     assert paired["change"] == 1.0 and paired["ci95"][0] > 0
     assert on["tokens"] > 0 and off["tokens"] > 0 and report["learn"]["tokens"] > 0
     # Learning went into the ablation's notebook, from split A only.
-    book = Notebook(tmp_path / "ab.db")
+    book = open_notebook(tmp_path / "ab.db")
     learned = {r["run_id"] for r in book.read("select run_id from distilled_runs")}
     assert len(learned) == len(report["learn_items"])
     assert book.read_one("select count(*) n from tools")["n"] >= 1

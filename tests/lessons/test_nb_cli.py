@@ -11,15 +11,15 @@ from nb_support import sort_run
 
 from conductor.cli import main
 from conductor.config import load_settings
+from conductor.notebook_hooks import open_notebook
 from conductor.session import build_session
-from lessons.storage.store import Notebook
 from lessons.write.learn import learn_from_run
 
 
 @pytest.fixture
 def path(tmp_path: Path) -> Path:
     path = tmp_path / "nb.db"
-    book = Notebook(path)
+    book = open_notebook(path)
     learn_from_run(book, sort_run("run-a", ["pear", "apple"], target="apple pear"))
     learn_from_run(book, sort_run("run-b", ["kiwi", "fig", "plum"], target="fig kiwi plum"))
     book.close()
@@ -47,7 +47,7 @@ def test_list_shows_every_note_with_its_run(path: Path, capsys: pytest.CaptureFi
 def test_show_a_note_names_its_run_and_history(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    note = Notebook(path).read_one("select id from notes where kind = 'code'")["id"]
+    note = open_notebook(path).read_one("select id from notes where kind = 'code'")["id"]
     code, out, _ = cli(capsys, "notebook", "show", note[:7], "--notebook", str(path))
     assert code == 0 and "from run: run-a" in out and "sorted(words)" in out
     assert "merged" in out and "created" in out
@@ -78,7 +78,7 @@ def test_stats_export_import_round_trip(
     other = tmp_path / "other.db"
     code, _, err = cli(capsys, "notebook", "import", str(dump), "--notebook", str(other))
     assert code == 0 and "notes 5" in err
-    copy = Notebook(other)
+    copy = open_notebook(other)
     assert copy.read_one("select count(*) n from notes")["n"] == 5
     # Imported types match as at home: recall works in the copy.
     from lessons.read.recall import recall
@@ -107,7 +107,7 @@ def test_import_refuses_a_file_that_is_no_export(
 
 
 def test_retire_and_restore(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    note = Notebook(path).read_one("select id from notes where kind = 'example'")["id"]
+    note = open_notebook(path).read_one("select id from notes where kind = 'example'")["id"]
     code, out, _ = cli(
         capsys, "notebook", "retire", note, "--reason", "stale", "--notebook", str(path)
     )
@@ -165,7 +165,7 @@ def test_solve_learns_then_recalls_through_the_cli(
         str(notebook),
     ]
     assert cli(capsys, *base, "Use 4 5 6 10 to make 24")[0] == 0
-    book = Notebook(notebook)
+    book = open_notebook(notebook)
     assert book.read_one("select count(*) n from distilled_runs")["n"] == 1
     assert cli(capsys, *base, "--no-learn", "Use 3 3 8 8 to make 24")[0] == 0
     assert book.read_one("select count(*) n from distilled_runs")["n"] == 1
@@ -189,7 +189,7 @@ def test_the_printed_recall_names_each_note_so_it_can_be_shown(
     line = " ".join(out[out.index("recalled") :].split("\n\n")[0].split())
     named = dict((nid, kind) for kind, nid in re.findall(r"(\w+) (n[0-9a-f]{6,}) \(", line))
     assert named, line
-    kinds = {r["id"]: r["kind"] for r in Notebook(notebook).read("select id, kind from notes")}
+    kinds = {r["id"]: r["kind"] for r in open_notebook(notebook).read("select id, kind from notes")}
     assert all(kinds.get(nid) == kind for nid, kind in named.items())
     # Without a task the demo's answer has no independent evidence: no program is kept
     # as trusted, only the worked example, labelled unverified.

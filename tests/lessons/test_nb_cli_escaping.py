@@ -12,8 +12,8 @@ import pytest
 from nb_support import sort_run
 
 from conductor.cli import main
+from conductor.notebook_hooks import open_notebook
 from conductor_kernel.display import UNSAFE
-from lessons.storage.store import Notebook
 from lessons.write.learn import learn_from_run
 
 # Each short enough that no view cuts it; each shown literally (escapes as `\x1b`...).
@@ -30,7 +30,7 @@ HOSTILE = [
 def hostile(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
     text = HOSTILE[request.param]
     path = tmp_path / "nb.db"
-    book = Notebook(path)
+    book = open_notebook(path)
     learn_from_run(book, sort_run("run-a", ["pear", "apple"], target="apple pear"))
     book.close()
     with sqlite3.connect(path) as db:
@@ -55,7 +55,7 @@ def test_every_notebook_view_shows_model_text_inert(
     hostile: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, text = hostile
-    book = Notebook(path)
+    book = open_notebook(path)
     note = book.read_one("select id from notes limit 1")["id"]
     kind = book.read_one("select id from task_types limit 1")["id"]
     book.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from nb_support import run_events
 
-from lessons.storage.store import Notebook
+from conductor.notebook_hooks import open_notebook
 from lessons.write.learn import learn_from_run
 
 WRITERS = 8
@@ -31,7 +31,7 @@ def run_of(k: int) -> list:
 
 
 def writer(path: str, ks: list[int]) -> None:
-    book = Notebook(path)
+    book = open_notebook(path)
     for k in ks:
         learn_from_run(book, run_of(k))
     book.close()
@@ -53,7 +53,7 @@ def test_eight_writers_lose_nothing_and_corrupt_nothing(tmp_path: Path) -> None:
     assert [p.exitcode for p in processes] == [0] * WRITERS
     elapsed = time.monotonic() - started
 
-    book = Notebook(path)
+    book = open_notebook(path)
     assert book.read_one("pragma integrity_check")["integrity_check"] == "ok"
     learned = {r["run_id"] for r in book.read("select run_id from distilled_runs")}
     assert learned == {f"run-{k:04d}" for k in range(RUNS)}

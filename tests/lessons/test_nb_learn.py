@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from nb_support import SORT_CODE, run_events, sort_run
 
+from conductor.notebook_hooks import open_notebook
 from experts.scripted import ScriptedModel
 from lessons.storage.notes import retire
 from lessons.storage.store import Notebook
@@ -16,7 +17,7 @@ from lessons.write.learn import LearnOptions, learn_from_run, model_can_reflect
 
 @pytest.fixture
 def book(tmp_path: Path) -> Notebook:
-    return Notebook(tmp_path / "notebook.db")
+    return open_notebook(tmp_path / "notebook.db")
 
 
 def notes(book: Notebook, **where: str) -> list[dict]:

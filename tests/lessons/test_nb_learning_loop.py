@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conductor.notebook_hooks import NotebookHooks
+from conductor.notebook_hooks import NotebookHooks, open_notebook
 from conductor.session import Session
 from conductor_kernel.events import Event, MetaTurnStarted, NotesWritten, Recall
 from conductor_kernel.interfaces import Message
@@ -54,7 +54,7 @@ def conductor_with_notebook(
     """The scripted conductor with a fresh notebook attached (recall and learning on)."""
     model = ScriptedModel(meta, expert)
     sandbox = SubprocessSandbox()
-    book = Notebook(tmp_path / "notebook.db")
+    book = open_notebook(tmp_path / "notebook.db")
     session = Session(
         meta_model=model,
         expert_model=model,

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from nb_support import sort_run
 
+from conductor.notebook_hooks import open_notebook
 from conductor_kernel.interfaces import StreamStopped
 from equipment.wire_server import WireServer
 from experts.openai_model import OpenAIModel
-from lessons.storage.store import Notebook
 from lessons.write.asking import RepetitionGuard
 from lessons.write.distill import parse_reflection
 from lessons.write.induction import parse_experience
@@ -83,7 +83,7 @@ class Said:
 
 
 def test_a_type_choice_out_of_form_leaves_the_lexical_match_standing(tmp_path: Path) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     learn_from_run(book, sort_run("r1", ["pear", "apple"]))
     # What SmolLM2 answered: prose, no KIND line.
     prose = Said("This question is about sorting words alphabetically.")
@@ -108,7 +108,7 @@ def test_a_looping_reply_is_cut_short_and_its_reflection_fails_cleanly(tmp_path:
     looping = "The session failed.\n\n" * 200
     with WireServer(responder=lambda _body: looping, chunk_chars=8) as server:
         model = OpenAIModel("t", base_url=server.openai_url, api_key="k", max_retries=0)
-        book = Notebook(tmp_path / "nb.db")
+        book = open_notebook(tmp_path / "nb.db")
         written = learn_from_run(book, sort_run("r1", ["pear", "apple"]), model=model)
     assert written is not None
     assert (

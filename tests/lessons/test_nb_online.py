@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from nb_support import sort_run
 
+from conductor.notebook_hooks import open_notebook
 from equipment.wire_server import Fault, WireServer
 from experts.openai_model import OpenAIModel
 from lessons.storage.store import Notebook
@@ -42,7 +43,7 @@ def online(tmp_path: Path) -> Iterator[tuple[Notebook, OpenAIModel, Replies]]:
     replies = Replies()
     with WireServer(responder=replies) as server:
         model = OpenAIModel("t", base_url=server.openai_url, api_key="k", max_retries=0)
-        yield Notebook(tmp_path / "nb.db"), model, replies
+        yield open_notebook(tmp_path / "nb.db"), model, replies
 
 
 def types(book: Notebook) -> list[dict[str, Any]]:
@@ -87,7 +88,7 @@ def test_the_models_pick_joins_the_question_to_that_type(online) -> None:
 def test_a_failing_model_costs_only_its_own_part(tmp_path: Path) -> None:
     with WireServer(responder=lambda _body: Fault(status=400)) as server:
         model = OpenAIModel("t", base_url=server.openai_url, api_key="k", max_retries=0)
-        book = Notebook(tmp_path / "nb.db")
+        book = open_notebook(tmp_path / "nb.db")
         written = learn_from_run(book, sort_run("r1", ["pear", "apple"]), model=model)
     assert written is not None and written.reflection.startswith("failed")
     kinds = {r["kind"] for r in book.read("select kind from notes")}

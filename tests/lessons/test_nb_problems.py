@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nb_support import run_events
+from nb_support import SCORING, run_events
 
+from conductor.notebook_hooks import open_notebook
 from lessons.forms.problems import core_input, problem_numbers, same_question
-from lessons.published import example_events
 from lessons.read.recall import RecallOptions, recall
 from lessons.read.render import count_tokens
-from lessons.storage.store import Notebook
+from lessons.values import NO_SCORING
 from lessons.write.learn import LearnOptions, learn_from_run
+from record.published import example_events
 
 
 def test_numbers_are_read_in_any_script_and_grouping() -> None:
@@ -27,15 +28,18 @@ def test_the_same_question_with_or_without_a_task_description() -> None:
     question = "Sort the following words alphabetically: List: pear apple"
     assert same_question(question, "Put them in order.\n\n" + question)
     assert not same_question(question, question.replace("pear", "plum"))
-    assert core_input("You get four whole numbers. Combine all four, each exactly once, with "
-                      "addition, subtraction, multiplication, division and parentheses, so that "
-                      "the result is exactly 24. Give as your final answer only the arithmetic "
-                      "expression, written with + - * / and parentheses, with nothing after it."
-                      "\n\n4 5 6 10") == "4 5 6 10"  # fmt: skip
+    game = ("You get four whole numbers. Combine all four, each exactly once, with "
+            "addition, subtraction, multiplication, division and parentheses, so that "
+            "the result is exactly 24. Give as your final answer only the arithmetic "
+            "expression, written with + - * / and parentheses, with nothing after it."
+            "\n\n4 5 6 10")  # fmt: skip
+    assert core_input(game, SCORING) == "4 5 6 10"
+    # The descriptions are the scorers': a notebook given none takes nothing off.
+    assert core_input(game, NO_SCORING) == game
 
 
 def test_a_translated_problem_finds_its_kin(tmp_path: Path) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     learned = [
         "Janet's ducks lay 16 eggs per day. She eats 3 and bakes with 4. She sells the rest "
         "for $2 each. How much does she make?",
@@ -56,7 +60,7 @@ def test_a_translated_problem_finds_its_kin(tmp_path: Path) -> None:
 
 
 def test_two_runs_not_shown_each_other_verify_each_other(tmp_path: Path) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     question = "Janet has 16 eggs and eats 3. How many are left?"
     options = LearnOptions(use_target=False)
     first = learn_from_run(
@@ -94,9 +98,9 @@ def test_the_budget_counts_real_tokens() -> None:
 def test_kin_is_found_behind_many_newer_notes_of_other_kinds(tmp_path: Path) -> None:
     """Every note carries its question's terms; the example must not be crowded out."""
     from lessons.storage.notes import Provenance, add_note
-    from lessons.write.distill import NoteDraft
+    from lessons.values import NoteDraft
 
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     question = "Janet's ducks lay 16 eggs per day. She eats 3 and bakes with 4. How many left?"
     learn_from_run(book, example_events("en-0", question, "9"))
     source = Provenance("later", question, "", None, "none", "unverified")
@@ -121,7 +125,7 @@ def test_the_terms_searched_do_not_depend_on_the_process(tmp_path: Path) -> None
         "Notebook\nbook = Notebook(sys.argv[1])\n"
         "print(particulars(book, {'plum', 'pear', 'kiwi', 'lime', 'date', 'fig'}, set()))\n"
     )
-    Notebook(tmp_path / "nb.db").close()
+    open_notebook(tmp_path / "nb.db").close()
     seen = {
         subprocess.run(
             [sys.executable, "-c", program, str(tmp_path / "nb.db")],

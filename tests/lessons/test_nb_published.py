@@ -1,31 +1,32 @@
-"""Learning from the paper's published records (needs ../shared; skips without it)."""
+"""Learning from the paper's published records (needs ../shared; skips without it), read
+through the one reader and conversion of published records (record/published.py)."""
 
 from __future__ import annotations
 
-from itertools import islice
+from dataclasses import replace
 from pathlib import Path
 
+from nb_support import verify_events
+
+from conductor.notebook_hooks import open_notebook
+from conductor.tasks.files import read_task_file
 from conductor_kernel.events import FinalAnswer, SandboxExec
-from lessons.published import example_events, read_records, record_events
 from lessons.read.recall import recall
-from lessons.storage.store import Notebook
 from lessons.write.learn import learn_from_run
-from lessons.write.verify import verify_run
+from record.published import example_events, published_events, read_published
 
 
 def test_published_transcripts_read_as_runs(shared_dir: Path) -> None:
     path = shared_dir / "transcripts" / "with-python" / "word_sorting.jsonl"
-    outcomes = [
-        verify_run(record_events(r, f"ws-{i}", task="word_sorting")).outcome
-        for i, r in enumerate(read_records(path))
-    ]
+    records = read_published(path).records
+    outcomes = [verify_events(published_events(r)).outcome for r in records]
     # The paper scores 249 of 250 with Python (README); so does the task's scorer.
     assert outcomes.count("correct") == 249
     # Without the task's name the target's form picks the scorer (words: exact).
-    unnamed = verify_run(record_events(next(read_records(path)), "ws-x"))
+    unnamed = verify_events(published_events(replace(records[0], task="")))
     assert (unnamed.level, unnamed.outcome) == ("target", "correct")
-    game = next(read_records(shared_dir / "transcripts" / "with-python" / "GameOf24.jsonl"))
-    events = record_events(game, "g-0")
+    game = read_published(shared_dir / "transcripts" / "with-python" / "GameOf24.jsonl", limit=1)
+    events = published_events(game.records[0])
     assert any(isinstance(e, FinalAnswer) for e in events)
     runs = [e for e in events if isinstance(e, SandboxExec)]
     assert runs and all(r.code.strip() for r in runs)
@@ -34,20 +35,21 @@ def test_published_transcripts_read_as_runs(shared_dir: Path) -> None:
 def test_learned_published_runs_are_recalled_for_the_same_task(
     shared_dir: Path, tmp_path: Path
 ) -> None:
-    book = Notebook(tmp_path / "notebook.db")
+    book = open_notebook(tmp_path / "notebook.db")
     transcripts = shared_dir / "transcripts" / "with-python"
-    for name in ("word_sorting", "geometric_shapes", "multistep_arithmetic_two"):
-        for i, record in enumerate(islice(read_records(transcripts / f"{name}.jsonl"), 12)):
-            learn_from_run(book, record_events(record, f"{name}-{i}"))
-    sonnets = shared_dir / "tasks" / "Sonnets-Standard.jsonl"
-    for i, record in enumerate(islice(read_records(sonnets), 12)):
-        learn_from_run(book, example_events(f"sonnet-{i}", record["input"], record["target"]))
-    for name in ("word_sorting", "geometric_shapes", "multistep_arithmetic_two"):
-        record = list(islice(read_records(transcripts / f"{name}.jsonl"), 100))[-1]
-        shown = recall(book, record["input"]).shown
+    names = ("word_sorting", "geometric_shapes", "multistep_arithmetic_two")
+    for name in names:
+        for i, record in enumerate(read_published(transcripts / f"{name}.jsonl", limit=12).records):
+            # Learned without the task's name: recall must find the kind by itself.
+            learn_from_run(book, published_events(replace(record, task=""), run_id=f"{name}-{i}"))
+    sonnets = read_task_file(shared_dir / "tasks" / "Sonnets-Standard.jsonl").items
+    for i, item in enumerate(sonnets[:12]):
+        learn_from_run(book, example_events(f"sonnet-{i}", item.input, item.target or ""))
+    for name in names:
+        record = read_published(transcripts / f"{name}.jsonl", limit=100).records[-1]
+        shown = recall(book, record.question).shown
         assert shown and {s.note["source_run"].rsplit("-", 1)[0] for s in shown} == {name}
-    sonnet = list(islice(read_records(sonnets), 40))[-1]
-    assert {s.note["source_run"][:6] for s in recall(book, sonnet["input"]).shown} == {"sonnet"}
+    assert {s.note["source_run"][:6] for s in recall(book, sonnets[39].input).shown} == {"sonnet"}
     # A task never seen: nothing clears the threshold.
-    chess = next(read_records(shared_dir / "tasks" / "CheckmateInOne.jsonl"))
-    assert recall(book, chess["input"]).shown == []
+    chess = read_task_file(shared_dir / "tasks" / "CheckmateInOne.jsonl").items[0]
+    assert recall(book, chess.input).shown == []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from nb_support import run_events, sort_run
 
-from conductor.notebook_hooks import NotebookHooks
+from conductor.notebook_hooks import NotebookHooks, open_notebook
 from experts.scripted import ScriptedModel
 from lessons.forms.tasktypes import MatchParams, score_types
 from lessons.forms.terms import question_terms
@@ -27,7 +27,7 @@ SPANISH = [
 
 @pytest.fixture
 def book(tmp_path: Path) -> Notebook:
-    book = Notebook(tmp_path / "notebook.db")
+    book = open_notebook(tmp_path / "notebook.db")
     for i, words in enumerate(
         [["pear", "apple", "fig"], ["kiwi", "plum"], ["oak", "elm", "ash", "yew"]]
     ):
@@ -141,7 +141,7 @@ def test_a_very_long_question_is_still_typed_by_words_late_in_the_alphabet(
 ) -> None:
     # Questions of a program-puzzle task run to ~1,500 distinct terms; the type's own
     # words here sort last, so a cut by the alphabet would lose every one of them.
-    book = Notebook(tmp_path / "long.db")
+    book = open_notebook(tmp_path / "long.db")
 
     def long_question(seed: int) -> str:
         filler = " ".join(f"aa{seed}x{j}" for j in range(1200))

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from lessons.published import example_events
+from conductor.notebook_hooks import open_notebook
 from lessons.read import semantic
 from lessons.read.recall import RecallOptions, recall
-from lessons.storage.store import Notebook
 from lessons.write.learn import LearnOptions, learn_from_run
+from record.published import example_events
 
 pytestmark = pytest.mark.skipif(
     not semantic.available(), reason="the notebook's semantic extra is not installed"
@@ -29,7 +29,7 @@ def test_the_encoder_places_paraphrases_together() -> None:
 def test_a_paraphrase_without_shared_numbers_is_ranked_first_with_the_index(
     tmp_path: Path,
 ) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     learned = [
         "A farmer keeps hens that lay a dozen eggs daily; she sells them all. How much "
         "money does she make in a week at two dollars each?",
@@ -50,7 +50,7 @@ def test_a_retired_note_is_not_brought_back_by_the_index(tmp_path: Path) -> None
     from lessons.read.kin import _semantic_kin
     from lessons.storage.notes import retire
 
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     learned = (
         "A farmer keeps hens that lay a dozen eggs daily; she sells them all. How much "
         "money does she make in a week at two dollars each?"

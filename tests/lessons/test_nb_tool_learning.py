@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from nb_support import run_events, sort_run
 
-from conductor.notebook_hooks import NotebookHooks
+from conductor.notebook_hooks import NotebookHooks, open_notebook
 from conductor.session import Session
 from conductor_kernel.events import Event, NotesWritten, RunFinished
 from conductor_kernel.interfaces import ExecResult, Message
@@ -79,7 +79,7 @@ def written_of(events: list[Event]) -> NotesWritten:
 def test_learning_tests_a_new_tool_in_the_runs_sandbox_and_stores_its_pass_rate(
     tmp_path: Path,
 ) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     eyes = by_eye(book, 4)
     # A wrong answer with its target known: the tool is judged by the scorer there.
     learn_from_run(book, run_events("bad", SORT + "z y", "z y", target="y z", task="word_sorting"))
@@ -103,7 +103,7 @@ def test_learning_tests_a_new_tool_in_the_runs_sandbox_and_stores_its_pass_rate(
 
 
 def test_without_a_sandbox_learning_leaves_the_tool_untested_as_before(tmp_path: Path) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     by_eye(book, 3)
     written = learn_from_run(book, sort_run("made", ["kiwi", "fig"]))
     assert written is not None
@@ -113,7 +113,7 @@ def test_without_a_sandbox_learning_leaves_the_tool_untested_as_before(tmp_path:
 
 
 def test_a_tool_is_not_tested_on_the_question_it_was_made_from(tmp_path: Path) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     box = Box()
     try:
         first = learn_from_run(
@@ -133,7 +133,7 @@ def test_a_tool_is_not_tested_on_the_question_it_was_made_from(tmp_path: Path) -
 
 
 def test_a_wrong_tool_is_measured_wrong_and_the_right_one_comes_first(tmp_path: Path) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     by_eye(book, 4)
     box = Box()
     options = LearnOptions(sandbox=box)
@@ -171,7 +171,7 @@ def test_an_untested_tool_ranks_above_one_whose_tests_went_badly() -> None:
 
 
 def test_the_budget_caps_the_questions(tmp_path: Path) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     by_eye(book, 6)
     box = Box()
     try:
@@ -187,7 +187,7 @@ def test_the_budget_caps_the_questions(tmp_path: Path) -> None:
 def test_the_budget_caps_the_time_and_a_test_it_cuts_short_does_not_count(
     tmp_path: Path,
 ) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     by_eye(book, 6)
     now = [0.0]
 
@@ -217,7 +217,7 @@ def test_the_budget_caps_the_time_and_a_test_it_cuts_short_does_not_count(
 def test_a_broken_sandbox_costs_the_tool_its_tests_not_the_learning(
     tmp_path: Path, how: str
 ) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     by_eye(book, 3)
 
     def broken(n: int, _timeout: float) -> ExecResult | None:
@@ -264,7 +264,7 @@ def expert(_name: str, instruction: str) -> str:
 def session_with(tmp_path: Path, box: Box) -> tuple[Session, Notebook]:
     """A session whose run has a sandbox of its own and whose learning opens `box`."""
     model = ScriptedModel(meta, expert)
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     run_box = Box()
     session = Session(meta_model=model, expert_model=model, sandbox=run_box,
                       config=RunConfig(max_rounds=3), runs_path=tmp_path / "runs",
@@ -377,7 +377,7 @@ def test_the_models_narrowing_never_hides_or_demotes_a_tool_whose_tests_passed(
 ) -> None:
     """SmolLM2 answered the narrowing prompt with `USE: none` or reordered the list; the
     tool with a measured pass rate stays first, and the model picks among the rest."""
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     by_eye(book, 4)
     box = Box()
     try:

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from conductor.cli import main
+from conductor.notebook_hooks import open_notebook
 from conductor_kernel import prompts
 from conductor_kernel.events import NotesWritten, Recall
 from equipment.wire_server import WireServer
+from lessons import prompts as notebook_prompts
 from lessons.forms.toolbox import tools_of
-from lessons.storage.store import Notebook
-from lessons.write import prompts as notebook_prompts
 from record.reader import read_transcript
 
 SORT = "Sort the following words alphabetically: List: "
@@ -129,7 +129,7 @@ def test_a_solve_learns_a_tool_whose_pass_rate_its_learning_measured(
     assert good.tool_testing == "tested 1 tool(s) on 3 question(s): 3 passed"
     (good_id,) = good.tools
     assert f"tool {good_id}: passed 3 of 3 tests" in printed
-    book = Notebook(notebook)
+    book = open_notebook(notebook)
     try:
         stored = {t.note_id: (t.passes, t.tests) for t in tools_of(book)}
         tested_on = book.read_one("select tested_on from tools where note_id = ?", (good_id,))

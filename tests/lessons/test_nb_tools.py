@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from nb_support import run_events, sort_run
+from nb_support import SCORING, run_events, sort_run
 
+from conductor.notebook_hooks import open_notebook
 from conductor_kernel.interfaces import SandboxUnavailable
 from lessons.forms.toolbox import retest_tools, run_tool, tools_of
 from lessons.forms.tools import applies, instantiate, make_tool, program_for
 from lessons.read.recall import RecallOptions, recall
-from lessons.storage.store import Notebook
 from lessons.write.learn import learn_from_run
 from sandbox.subprocess_backend import SubprocessSandbox
 
@@ -38,19 +38,27 @@ def test_literals_from_the_question_become_parameters() -> None:
         "words = ['pear', 'apple', 'fig']\nprint(' '.join(sorted(words)))",
         "apple fig pear\n",
         "apple fig pear",
+        scoring=SCORING,
     )
     assert sort is not None and [p.kind for p in sort.params] == ["words"]
     assert "pear" not in sort.program
-    written = instantiate(sort, "Sort the following words alphabetically: List: kiwi yam")
+    written = instantiate(
+        sort, "Sort the following words alphabetically: List: kiwi yam", scoring=SCORING
+    )
     assert written is not None and "['kiwi', 'yam']" in written
-    game = make_tool("4 5 6 10", GAME, "((4+5)*6)-10\n", "((4+5)*6)-10")
+    game = make_tool("4 5 6 10", GAME, "((4+5)*6)-10\n", "((4+5)*6)-10", scoring=SCORING)
     assert game is not None and [p.kind for p in game.params] == ["ints"]
-    expr = make_tool("((-1 + 2 + 9 * 5) - (-2 + -4 + -4 * -7)) =", ARITHMETIC, "24\n", "24")
+    expr = make_tool(
+        "((-1 + 2 + 9 * 5) - (-2 + -4 + -4 * -7)) =", ARITHMETIC, "24\n", "24", scoring=SCORING
+    )
     assert expr is not None and [p.kind for p in expr.params] == ["expr"]
     # A program that takes nothing from the question is not a tool.
-    assert make_tool("4 5 6 10", "print('(4+5*6)-10')", "(4+5*6)-10\n", "(4+5*6)-10") is None
+    assert (
+        make_tool("4 5 6 10", "print('(4+5*6)-10')", "(4+5*6)-10\n", "(4+5*6)-10", scoring=SCORING)
+        is None
+    )
     # Nor is one whose output does not state the answer.
-    assert make_tool("4 5 6 10", GAME, "no luck\n", "(4+5*6)-10") is None
+    assert make_tool("4 5 6 10", GAME, "no luck\n", "(4+5*6)-10", scoring=SCORING) is None
 
 
 def test_a_tool_is_not_applied_to_a_task_that_only_looks_alike() -> None:
@@ -59,19 +67,28 @@ def test_a_tool_is_not_applied_to_a_task_that_only_looks_alike() -> None:
         "words = ['pear', 'apple']\nprint(' '.join(sorted(words)))",
         "apple pear\n",
         "apple pear",
+        scoring=SCORING,
     )
     assert sort is not None
-    assert applies(sort, "Sort the following words alphabetically: List: kiwi yam fig")
-    assert not applies(sort, "Sort the following words in reverse alphabetical order: List: a b")
-    assert not applies(sort, "Sort the following words alphabetically by length: List: a bb")
-    game = make_tool("4 5 6 10", GAME, "((4+5)*6)-10\n", "((4+5)*6)-10")
-    assert game is not None and applies(game, "1 2 4 7")
-    assert not applies(game, "Which two of the numbers 1 2 4 7 have the largest product?")
-    assert not applies(game, "1 2 4 7 8")  # five numbers, not four
+    assert applies(
+        sort, "Sort the following words alphabetically: List: kiwi yam fig", scoring=SCORING
+    )
+    assert not applies(
+        sort, "Sort the following words in reverse alphabetical order: List: a b", scoring=SCORING
+    )
+    assert not applies(
+        sort, "Sort the following words alphabetically by length: List: a bb", scoring=SCORING
+    )
+    game = make_tool("4 5 6 10", GAME, "((4+5)*6)-10\n", "((4+5)*6)-10", scoring=SCORING)
+    assert game is not None and applies(game, "1 2 4 7", scoring=SCORING)
+    assert not applies(
+        game, "Which two of the numbers 1 2 4 7 have the largest product?", scoring=SCORING
+    )
+    assert not applies(game, "1 2 4 7 8", scoring=SCORING)  # five numbers, not four
 
 
 def test_tools_run_in_the_sandbox_and_are_tested_on_stored_questions(tmp_path: Path) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     lists = [["pear", "apple"], ["kiwi", "fig", "date"], ["yam", "oat"], ["b", "a", "c"]]
     for i, words in enumerate(lists):
         learn_from_run(book, sort_run(f"r{i}", words))
@@ -87,7 +104,7 @@ def test_tools_run_in_the_sandbox_and_are_tested_on_stored_questions(tmp_path: P
         (tool,) = retest_tools(book, sandbox, per_tool=10)
         assert tool.tests == 4 and tool.passes == 4  # every other stored question
         question = "Sort the following words alphabetically: List: zeta alpha mu"
-        assert run_tool(tool.tool, question, sandbox) == "alpha mu zeta"
+        assert run_tool(tool.tool, question, sandbox, scoring=SCORING) == "alpha mu zeta"
     finally:
         sandbox.close()
     shown = recall(book, question).shown
@@ -100,7 +117,7 @@ def test_tools_run_in_the_sandbox_and_are_tested_on_stored_questions(tmp_path: P
 
 
 def test_the_best_tested_tool_comes_first(tmp_path: Path) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     # One program sorts right; the other keeps the list's order (wrong in general).
     learn_from_run(book, sort_run("good", ["b", "a"]))
     keep = "words = ['a', 'b']\nprint(' '.join(words))"
@@ -133,11 +150,11 @@ def test_a_tool_runs_in_the_docker_sandbox(require_docker: None) -> None:
     except SandboxUnavailable as exc:
         skip_or_fail(str(exc), "CONDUCTOR_REQUIRE_DOCKER")
         return
-    game = make_tool("4 5 6 10", GAME, "((4+5)*6)-10\n", "((4+5)*6)-10")
+    game = make_tool("4 5 6 10", GAME, "((4+5)*6)-10\n", "((4+5)*6)-10", scoring=SCORING)
     assert game is not None
     try:
         result = sandbox.run(program_for(game), timeout=20, stdin="1 2 4 7")
-        answer = run_tool(game, "1 2 4 7", sandbox)
+        answer = run_tool(game, "1 2 4 7", sandbox, scoring=SCORING)
     finally:
         sandbox.close()
     assert result.ok and answer is not None
@@ -146,7 +163,7 @@ def test_a_tool_runs_in_the_docker_sandbox(require_docker: None) -> None:
 
 
 def test_evaluation_never_recalls_a_note_from_the_same_question(tmp_path: Path) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     learn_from_run(book, sort_run("r1", ["pear", "apple"]))
     learn_from_run(book, sort_run("r2", ["kiwi", "fig"]))
     question = "Sort the following words alphabetically: List: pear apple"
@@ -168,7 +185,7 @@ def test_the_cli_tests_tools_and_prints_their_pass_rate(
     from conductor.cli import main
 
     path = tmp_path / "nb.db"
-    book = Notebook(path)
+    book = open_notebook(path)
     for i, words in enumerate([["pear", "apple"], ["yam", "oat"], ["b", "a"]]):
         learn_from_run(book, sort_run(f"r{i}", words))
     book.close()

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from conductor.notebook_hooks import open_notebook
 from lessons.storage.store import Notebook
 
 np = pytest.importorskip("numpy")
@@ -66,7 +67,7 @@ def test_the_int8_scan_returns_what_a_float32_scan_returns(
     rng = np.random.default_rng(3)
     questions = unit(rng.standard_normal((12, DIM)))
     matrix = neighbours(rng, 4000, questions[:8])  # four questions have no neighbours
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     ids = store(book, matrix)
     index = semantic.VectorIndex()
     for q in questions:
@@ -94,7 +95,7 @@ def test_a_code_is_never_further_from_its_vector_than_it_says() -> None:
 
 def test_the_index_is_topped_up_when_vectors_are_written(tmp_path: Path) -> None:
     rng = np.random.default_rng(7)
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     first = unit(rng.standard_normal((300, DIM)))
     store(book, first)
     index = semantic.VectorIndex()
@@ -121,9 +122,9 @@ needs_model = pytest.mark.skipif(
 def test_a_question_is_embedded_once_for_recall_and_for_learning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lessons.published import example_events
     from lessons.read.recall import RecallOptions, recall
     from lessons.write.learn import LearnOptions, learn_from_run
+    from record.published import example_events
 
     real = semantic.encoder()
     embedded: list[str] = []
@@ -135,7 +136,7 @@ def test_a_question_is_embedded_once_for_recall_and_for_learning(
 
     monkeypatch.setattr(semantic, "encoder", Counting)
     semantic.forget()
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     question = "A baker sells 14 loaves each morning at 3 dollars. What does she earn daily?"
     recall(book, question, options=RecallOptions(semantic=True))
     learn_from_run(book, example_events("r0", question, "42"), options=LearnOptions(semantic=True))
@@ -153,9 +154,9 @@ def test_an_older_notebook_gets_vectors_of_this_encoder_when_the_index_opens(
     """Notes learned with the index off, a vector of the wrong size (the encoder before
     this one made 384) and a notebook whose vectors another encoder made: each question
     is embedded again, once, and found."""
-    from lessons.published import example_events
     from lessons.read.recall import RecallOptions, recall
     from lessons.write.learn import LearnOptions, learn_from_run
+    from record.published import example_events
 
     questions = {
         "r0": "A farmer keeps hens that lay a dozen eggs daily; she sells them all. How much "
@@ -164,7 +165,7 @@ def test_an_older_notebook_gets_vectors_of_this_encoder_when_the_index_opens(
         "r2": "Sort the following words alphabetically: List: pear apple fig",
     }
     path = tmp_path / "nb.db"
-    book = Notebook(path)
+    book = open_notebook(path)
     for run, question in questions.items():
         learn_from_run(book, example_events(run, question, "1"), options=LearnOptions())
     assert book.read_one("select count(*) c from note_vectors")["c"] == 0  # learned lexically
@@ -184,7 +185,7 @@ def test_an_older_notebook_gets_vectors_of_this_encoder_when_the_index_opens(
         "update notebook_meta set value = 'another-encoder' where key = 'vector_encoder'"
     ))  # fmt: skip
     book.close()
-    book = Notebook(path)  # a new process: the index opens afresh
+    book = open_notebook(path)  # a new process: the index opens afresh
     asked = "Eggs from her chickens, twelve every day, are all sold by a farmer at $2 apiece: her weekly income?"
     shown = recall(book, asked, options=RecallOptions(semantic=True)).shown
     assert shown and shown[0].note["source_run"] == "r0"

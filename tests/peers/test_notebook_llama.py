@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from servers import LlamaServer
 
-from conductor.notebook_hooks import NotebookHooks
+from conductor.notebook_hooks import NotebookHooks, open_notebook
 from conductor.session import Session
 from conductor_kernel.events import Event, NotesWritten, Recall, RunFinished
 from conductor_kernel.interfaces import Completion, Message, Usage
@@ -28,8 +28,7 @@ from conductor_kernel.run_config import RunConfig
 from experts.anthropic_model import AnthropicModel
 from experts.openai_model import OpenAIModel
 from experts.scripted import ScriptedModel
-from lessons.storage.store import Notebook
-from lessons.write import prompts
+from lessons import prompts
 from lessons.write.asking import is_placeholder
 from lessons.write.distill import parse_reflection
 from sandbox.subprocess_backend import SubprocessSandbox
@@ -95,7 +94,7 @@ def test_the_notebook_learns_with_smollm2_and_keeps_only_keyed_lessons(
     provider: str, llama: LlamaServer, tmp_path: Path, peers_dir: Path
 ) -> None:
     recorder = Recorder(smollm2(provider, llama))
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     scripted = ScriptedModel(conductor_turn, python_expert)
     sandbox = SubprocessSandbox()
     session = Session(meta_model=scripted, expert_model=scripted, sandbox=sandbox,

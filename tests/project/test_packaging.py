@@ -66,11 +66,10 @@ def test_the_wheel_holds_only_what_a_user_runs(wheel: Path) -> None:
     assert tops == OUR_PACKAGES
     assert not [n for n in names if "wire_" in n or "synthetic" in n or "equipment" in n]
     assert not [n for n in names if n.startswith(("tests/", "bench/", "notebook/"))]
-    # the application's scorers reach the notebook through this entry point
+    # the application hands the notebook its scorers itself: no plug-in entry point
     [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "[conductor.task_scoring]" in text
-    assert "conductor.scoring.task_scoring:BuiltinTaskScoring" in text
+    assert "[console_scripts]" in text and "task_scoring" not in text
     # data files the code opens by path are inside (templates, styles, the Dockerfile)
     assert any(n.startswith("conductor/export/html/templates/") for n in names)
     assert any(n.endswith(".tcss") for n in names)
@@ -126,8 +125,8 @@ def test_the_wheel_installs_next_to_jupyter_notebook(wheel: Path, tmp_path: Path
         python,
         "-c",
         "import notebook, lessons.storage.store, conductor.cli, conductor_kernel.loop;"
-        "from conductor_kernel.task_scoring import task_scoring;"
-        "print(notebook.__version__, type(task_scoring()).__name__)",
+        "from conductor.notebook_hooks import open_notebook;"
+        "print(notebook.__version__, type(open_notebook('nb.db').scoring).__name__)",
         cwd=tmp_path,
     )
     assert both.returncode == 0, both.stderr[-2000:]

@@ -16,7 +16,13 @@ from conductor_kernel.events import (
     SandboxExec,
 )
 from conductor_kernel.interfaces import ExecResult
-from record.audit import audit_events, normalise, program_failed, summarise
+from record.audit import audit_outline, normalise, program_failed, summarise
+from record.findings import AuditReport
+from record.fold import outline
+
+
+def audit(events: list[Event]) -> AuditReport:
+    return audit_outline(outline(events))
 
 
 class Run:
@@ -60,7 +66,7 @@ class Run:
         return self
 
     def kinds(self) -> dict[str, int]:
-        return audit_events(self.events).counts()
+        return audit(self.events).counts()
 
 
 OK = ExecResult(stdout="(4 + 5 * 6) - 10\n", exit_code=0)
@@ -95,7 +101,7 @@ def test_an_answer_no_second_expert_or_program_confirmed() -> None:
 
 def test_an_instruction_leaning_on_unseen_context() -> None:
     run = Run().turn("x").expert("Expert Reviewer", "Verify the previous solution again.", "ok")
-    report = audit_events(run.events)
+    report = audit(run.events)
     assert [f.kind for f in report.findings] == ["hidden_context"]
     assert "previous solution" in report.findings[0].message
     fine = (
@@ -150,8 +156,8 @@ def test_limits_nudges_and_fabricated_replies() -> None:
 def test_normalise_and_summarise() -> None:
     assert normalise(' "Apple  Fig." ') == "applefig"
     reports = [
-        audit_events(Run().turn("x").expert("E", "the above", "1").answer("1").events),
-        audit_events(Run(task="word_sorting").answer("a").events),
+        audit(Run().turn("x").expert("E", "the above", "1").answer("1").events),
+        audit(Run(task="word_sorting").answer("a").events),
     ]
     table = summarise(reports)
     assert table["GameOf24"] == {"runs": 1, "unconfirmed_answer": 1, "hidden_context": 1}

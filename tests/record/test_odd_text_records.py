@@ -47,8 +47,8 @@ def test_a_transcript_that_cannot_be_indexed_does_not_stop_a_rebuild(
         model = ScriptedModel(['>> FINAL ANSWER:\n"""\n42\n"""'], lambda n, i: "")
         list(Session(model, config=RunConfig(python=False), runs_path=runs).solve("q"))
     first, second = sorted(runs.glob("*.jsonl"))
-    # Well-formed JSON of the wrong types: the reader takes it, SQLite cannot store it.
-    text = first.read_text().replace('"rounds": 1', '"rounds": {"a": 1}')
+    # A count no SQLite integer holds: the reader takes it, SQLite cannot store it.
+    text = first.read_text().replace('"rounds": 1', '"rounds": ' + "9" * 30)
     assert text != first.read_text()
     first.write_text(text)
     index, count, _ = RunIndex.reindex(tmp_path / "runs.db", runs)

@@ -24,6 +24,7 @@ from conductor_kernel.events import (
     RunStarted,
 )
 from experts.scripted import ScriptedModel
+from record.fold import outline
 from record.reader import iter_events, read_transcript
 from transcripts.index import RunIndex
 
@@ -140,7 +141,7 @@ def test_index_records_and_searches_runs(tmp_path: Path) -> None:
 
 def test_markdown_export_holds_the_whole_run(tmp_path: Path) -> None:
     events, _, _ = solve(tmp_path)
-    md = to_markdown(events)
+    md = to_markdown(outline(events))
     assert md.startswith("# Run ")
     assert "Name the capital of France." in md and "## Final answer" in md and "Paris" in md
     assert md.count("## Round") == 2

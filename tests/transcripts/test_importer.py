@@ -19,9 +19,9 @@ from conductor_kernel.events import (
     RunStarted,
     SandboxExec,
 )
-from record.published import read_published
+from record.published import read_published, recorded_result, run_id_for
 from record.reader import read_transcript
-from transcripts.importer import import_file, recorded_result, run_id_for
+from transcripts.importer import import_file
 from transcripts.index import RunIndex
 
 

@@ -228,7 +228,11 @@ async def test_opening_a_notes_source_run_shows_that_run(source_run: str) -> Non
         await pilot.press("ctrl+o")
         await wait_for(pilot, lambda: isinstance(app.screen, RunDetailScreen))
         screen = app.screen
-        assert screen.pages is not None and screen.pages.started.run_id == source_run
+        assert (
+            screen.pages is not None
+            and screen.pages.run.started is not None
+            and screen.pages.run.started.run_id == source_run
+        )
         header = _plain(screen.query_one("#run-header"))
         assert source_run in header and "Use 4 5 6 10 to make 24" in header
 

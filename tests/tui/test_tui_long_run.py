@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from tui_helpers import make_settings, wait_for
 
+from record.pages import TranscriptPages
 from tui.app import ConductorApp
-from tui.pages import TranscriptPages
 from tui.screens.run_detail import RunDetailScreen
 from tui.widgets.blocks import TurnBlock
 
@@ -51,7 +51,7 @@ def test_a_cut_short_transcript_opens_up_to_the_bad_line(tmp_path: Path) -> None
     path.write_text(text[: text.rindex('{"v"')] + '{"v": 1, "kind": "run_finished", "run')
     pages = TranscriptPages.open(path)
     assert pages.problem is not None and "line" in str(pages.problem)
-    assert len(pages.pages) == 4 and pages.finished is None
+    assert len(pages.pages) == 4 and pages.run.finished is None
 
 
 async def test_only_the_shown_round_is_drawn(tmp_path: Path) -> None:

@@ -16,8 +16,8 @@ from textual.app import App, ComposeResult
 from tui_helpers import make_settings, wait_for
 
 from record.home import runs_dir
+from record.pages import TranscriptPages
 from tui.app import ConductorApp
-from tui.pages import TranscriptPages
 from tui.screens.run_detail import RunDetailScreen, header_text, note_rows
 from tui.screens.runs import RunsScreen
 from tui.widgets.run_view import RunView
@@ -110,7 +110,7 @@ async def test_every_published_transcript_opens_in_every_view(shared_dir: Path) 
             for number, path in enumerate(paths):
                 pages = TranscriptPages.open(path)
                 header_text(pages)
-                note_rows(pages.recalls, pages.notes_written)
+                note_rows(pages.run.recalls, pages.run.notes_written)
                 for i in range(len(pages.pages)):
                     events = pages.events(i)
                     pages_read += 1

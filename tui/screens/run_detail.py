@@ -1,7 +1,9 @@
 """One run, for audit: step through its rounds, see its findings, notes, raw events.
 
-The transcript is opened lazily (tui/pages.py) and only the shown round is drawn, so
-a run of thousands of rounds opens at once; the findings are computed in a thread.
+The transcript is opened lazily (record/pages.py) and only the shown round is drawn, so
+a run of thousands of rounds opens at once; the header and the notes come from the
+run's fold of its head events, the findings from the audit of its whole fold, computed
+in a thread.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from conductor.export.wording import plural
 from conductor_kernel.display import visible, visible_line
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import NotesWritten, Recall
-from record.audit import AuditReport, audit_events
+from record.audit import AuditReport, audit_outline
+from record.fold import outline, outline_file
 from record.home import home_dir
-from tui.pages import TranscriptPages
+from record.pages import TranscriptPages
 from tui.screens.raw_events import RawEventsScreen
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.round_list import RoundList
@@ -43,7 +46,7 @@ def _count(value: object) -> int:
 
 def header_text(pages: TranscriptPages) -> Text:
     """The run's id, task, model and question, then how it ended."""
-    start, end = pages.started, pages.finished
+    start, end = pages.run.started, pages.run.finished
     text = Text()
     if start is not None:
         text.append(visible(str(start.run_id)), "bold")
@@ -188,7 +191,7 @@ class RunDetailScreen(Screen[None]):
     def _fill_notes(self) -> None:
         assert self.pages is not None
         notes = self.query_one("#notes", OptionList)
-        rows = note_rows(self.pages.recalls, self.pages.notes_written)
+        rows = note_rows(self.pages.run.recalls, self.pages.run.notes_written)
         for note_id, label in rows:
             notes.add_option(
                 Option(Text(label), id=f"note:{note_id}" if note_id else None, disabled=not note_id)
@@ -233,10 +236,8 @@ class RunDetailScreen(Screen[None]):
     # -- findings and notes ----------------------------------------------------------
     @work(thread=True, exclusive=True, group="audit")
     def audit(self) -> None:
-        from record.reader import read_transcript
-
         try:
-            report = audit_events(read_transcript(self.path).events)
+            report = audit_outline(outline_file(self.path))
         except Exception as exc:  # a finding we cannot compute must not hide the run
             self.post_message(self.Audited(None, str(exc)))
             return
@@ -288,7 +289,7 @@ class RunDetailScreen(Screen[None]):
             name = started.run_id if started else self.path.stem
             target = home_dir() / "exports" / f"{name}.md"
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(to_markdown(transcript.events), encoding="utf-8")
+            target.write_text(to_markdown(outline(transcript.events)), encoding="utf-8")
         except (OSError, UserFacingError, ValueError, TypeError, AttributeError) as exc:
             # A damaged or foreign transcript: say so, keep the view.
             self.notify(f"cannot export {self.path.name}: {exc}", severity="error", title="export")

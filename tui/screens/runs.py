@@ -23,7 +23,8 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from conductor_kernel.display import visible
 from conductor_kernel.errors import UserFacingError
-from record.audit import audit_events
+from record.audit import audit_outline
+from record.fold import outline_file
 from record.fts import quote_words
 from transcripts.index import FILTER_COLUMNS, RunFilter, RunIndex, RunRecord
 from tui.widgets.key_bar import KeyBar
@@ -45,14 +46,12 @@ _BADGES: dict[tuple[str, float], str] = {}  # (path, mtime) -> badges, across sc
 
 def badges_for(path: str) -> str:
     """The findings badges of one transcript (cached while the file is unchanged)."""
-    from record.reader import read_transcript
-
     file = Path(path)
     if not path or not file.exists():
         return "no transcript"
     key = (path, file.stat().st_mtime)
     if key not in _BADGES:
-        report = audit_events(read_transcript(file).events)
+        report = audit_outline(outline_file(file))
         _BADGES[key] = " ".join(report.badges) or "-"
     return _BADGES[key]
 

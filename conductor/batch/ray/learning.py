@@ -124,7 +124,7 @@ class ClusterLearning:
         """Write every pending learned run into the notebook (the single writer)."""
         if self.notebook is None:
             return
-        from lessons.storage.store import Notebook
+        from conductor.notebook_hooks import open_notebook
         from lessons.write.learn import PreparedRun, write_prepared
 
         with self._merge_lock:
@@ -132,7 +132,7 @@ class ClusterLearning:
                 pending, self._pending = self._pending, []
             if not pending:
                 return
-            book = Notebook(self.notebook)
+            book = open_notebook(self.notebook)
             try:
                 for data in pending:
                     written = write_prepared(book, PreparedRun.from_dict(data), model=self.model)

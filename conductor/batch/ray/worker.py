@@ -35,7 +35,6 @@ from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import Sandbox, Usage
-from lessons.storage.store import Notebook
 from lessons.write.prepare import LearnOptions, model_can_reflect, prepare_run
 
 log = logging.getLogger("conductor.batch")
@@ -234,11 +233,11 @@ class ItemWorker:
                 return
             import ray
 
-            from conductor.notebook_hooks import NotebookHooks
+            from conductor.notebook_hooks import NotebookHooks, open_notebook
 
             path = self.scratch / f"notebook-v{version}.db"
             path.write_bytes(ray.get(ref))
-            hooks = NotebookHooks(Notebook(path), model=self.meta)
+            hooks = NotebookHooks(open_notebook(path), model=self.meta)
             with self._lock:
                 self._snapshot_version, self._hooks = version, hooks
 

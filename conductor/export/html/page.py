@@ -26,7 +26,7 @@ from pygments.lexers import PythonLexer
 from conductor.export.terminal import exec_status
 from conductor_kernel.display import visible, visible_line
 from conductor_kernel.interfaces import Usage
-from record.audit import FINDING_KINDS
+from record.findings import FINDING_KINDS
 
 _FORMATTER = HtmlFormatter(nowrap=True, classes=True)
 _LEXER = PythonLexer()

@@ -18,6 +18,7 @@ from typing import Any
 
 from conductor.export.html.page import render
 from conductor_kernel.events import Event
+from record.audit import audited
 from record.fold import RunOutline, outline, outline_file
 
 log = logging.getLogger("conductor")
@@ -93,6 +94,7 @@ def run_html(
     """The page for one run. `score` overrides the run's own (a batch knows it)."""
     if not isinstance(run, RunOutline):
         run = outline(list(run))
+    audited(run)
     if notes is None:
         notes = note_rows(run, notebook)
     started_at = ""

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from export_runs import published_events, python_run, write
+from export_runs import published_run, python_run, write
 
 from conductor.cli import main
 from conductor.export.html.run_page import run_html
@@ -20,7 +20,7 @@ def count(page: str, pattern: str) -> int:
 
 
 def test_published_run_page_holds_every_round_and_call(shared_dir: Path, tmp_path: Path) -> None:
-    events = published_events(shared_dir, "with-python/GameOf24.jsonl", 1)
+    events = published_run(shared_dir, "with-python/GameOf24.jsonl", 1)
     run = outline(events)
     path = write(tmp_path / "run.jsonl", events)
     out = tmp_path / "page.html"

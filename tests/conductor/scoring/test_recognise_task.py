@@ -23,11 +23,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conductor.scoring.recognise import Recognised, recognise
+from conductor.scoring.task_scoring import BuiltinTaskScoring
 from conductor.tasks.specs import BUILTIN
 from conductor_kernel.events import FinalAnswer, RunFinished, RunStarted
 from lessons.write.verify import verify_run
+from record.fold import outline
 
 REPO = Path(__file__).resolve().parents[3]
+SCORING = BuiltinTaskScoring()
+
+
+def _verify(events):
+    return verify_run(outline(events), scoring=SCORING)
 
 
 @pytest.mark.parametrize(
@@ -174,20 +181,20 @@ def _run(question: str, answer: str, *, task: str = "", target: str | None = Non
 def test_a_run_without_a_task_is_judged_by_the_recognised_scorer(
     question: str, answer: str, outcome: str
 ) -> None:
-    checked = verify_run(_run(question, answer))
+    checked = _verify(_run(question, answer))
     assert (checked.level, checked.outcome) == ("checker", outcome)
     assert "recognised as" in checked.detail
 
 
 def test_a_run_with_a_task_or_a_target_is_not_second_guessed() -> None:
     # Its own task decides (here: the exact scorer against the file's target).
-    checked = verify_run(_run("What is 2 * (3 - 10)?", "5", task="word_sorting", target="5"))
+    checked = _verify(_run("What is 2 * (3 - 10)?", "5", task="word_sorting", target="5"))
     assert (checked.level, checked.outcome) == ("target", "correct")
     # A target given without a task: the target's form decides, as before.
-    checked = verify_run(_run("Use 1 2 3 4 to make 24", "1 * 2 * 3 * 4", target="nope"))
+    checked = _verify(_run("Use 1 2 3 4 to make 24", "1 * 2 * 3 * 4", target="nope"))
     assert checked.outcome == "wrong" and "recognised" not in checked.detail
     # Not a recognisable question: nothing judges it.
-    checked = verify_run(_run("Name a prime above 10.", "11"))
+    checked = _verify(_run("Name a prime above 10.", "11"))
     assert checked.outcome == "unverified"
 
 
@@ -197,9 +204,9 @@ def test_a_tool_tested_on_a_recognised_question_is_judged_by_its_scorer() -> Non
 
     row = {"task": "", "target": None, "question": "Use 1 2 3 4 to make 24",
            "answer": "1 * 2 * 3 * 4", "outcome": "correct"}  # fmt: skip
-    assert judge_answer(row, "", "(1 + 2 + 3) * 4", None)
-    assert not judge_answer(row, "", "1 * 2 * 3 * 5", None)
+    assert judge_answer(row, "", "(1 + 2 + 3) * 4", None, scoring=SCORING)
+    assert not judge_answer(row, "", "1 * 2 * 3 * 5", None, scoring=SCORING)
     sorting = {"task": "", "target": None, "question": "Sort these words: pear, apple, fig",
                "answer": "", "outcome": "unverified"}  # fmt: skip
-    assert judge_answer(sorting, "", "apple fig pear", None)
-    assert not judge_answer(sorting, "", "pear fig apple", None)
+    assert judge_answer(sorting, "", "apple fig pear", None, scoring=SCORING)
+    assert not judge_answer(sorting, "", "pear fig apple", None, scoring=SCORING)

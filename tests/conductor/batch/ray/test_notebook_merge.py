@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conductor.cli import main
+from conductor.notebook_hooks import open_notebook
 from conductor_kernel.events import (
     Event,
     ExpertCallFinished,
@@ -26,7 +27,6 @@ from conductor_kernel.events import (
 )
 from conductor_kernel.interfaces import ExecResult
 from lessons.exchange.merge import source_runs
-from lessons.storage.store import Notebook
 from lessons.write.learn import learn_from_run, write_prepared
 from lessons.write.prepare import PreparedRun, prepare_run
 
@@ -67,7 +67,7 @@ WORDS = [
 
 
 def learned(path: Path, runs: list[tuple[str, list[str]]]) -> Path:
-    book = Notebook(path)
+    book = open_notebook(path)
     try:
         for run_id, words in runs:
             learn_from_run(book, sort_run(run_id, words))
@@ -149,8 +149,8 @@ def test_a_worker_distilled_run_merged_by_the_driver_equals_learning_in_place(
     learns from the same runs: notes, tools, verification and the runs' records."""
     runs = [(f"r{n}", WORDS[n]) for n in range(4)]
     in_place = learned(tmp_path / "in_place.db", runs)
-    split = Notebook(tmp_path / "split.db")
-    snapshot = Notebook(tmp_path / "snapshot.db")  # what the workers read: empty here
+    split = open_notebook(tmp_path / "split.db")
+    snapshot = open_notebook(tmp_path / "snapshot.db")  # what the workers read: empty here
     try:
         for run_id, words in runs:
             prepared = prepare_run(snapshot, sort_run(run_id, words))
@@ -189,7 +189,7 @@ def test_a_worker_distilled_run_merged_by_the_driver_equals_learning_in_place(
 def test_a_prepared_run_carries_its_vector_and_is_none_when_the_run_is_not_learnable(
     tmp_path: Path,
 ) -> None:
-    book = Notebook(tmp_path / "nb.db")
+    book = open_notebook(tmp_path / "nb.db")
     try:
         cut_short = sort_run("cut", WORDS[0])
         cut_short[-1] = RunFinished(run_id="cut", status="error", rounds=3)
@@ -219,7 +219,7 @@ def test_learned_notes_a_dead_driver_left_unmerged_are_merged_by_the_next_sessio
     monkeypatch.setattr(ClusterLearning, "_publish", lambda self: None)  # no Ray here
     notebook = tmp_path / "nb.db"
     first = ClusterLearning("frozen", notebook=str(notebook), folder=tmp_path, recall=True)
-    snapshot = Notebook(tmp_path / "snapshot.db")
+    snapshot = open_notebook(tmp_path / "snapshot.db")
     for run_id, words in [("r0", WORDS[0]), ("r1", WORDS[1])]:
         first.received(prepare_run(snapshot, sort_run(run_id, words)).to_dict())  # type: ignore[union-attr]
     snapshot.close()

@@ -179,7 +179,7 @@ def test_a_killed_driver_resumes_without_rerunning_finished_items(
 
 def learning_responder(body: dict[str, Any]) -> Answer:
     """The batch's answers, plus the notebook's calls: one kind of task, one lesson."""
-    from lessons.write import prompts as notebook_prompts
+    from lessons import prompts as notebook_prompts
 
     system = (body.get("messages") or [{}])[0].get("content")
     if system == notebook_prompts.TYPE_SYSTEM:

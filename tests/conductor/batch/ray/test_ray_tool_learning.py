@@ -16,7 +16,7 @@ from local_cluster import LocalCluster
 
 from conductor.batch.ray.worker import ItemWorker
 from conductor.cli import main
-from conductor.notebook_hooks import NotebookHooks
+from conductor.notebook_hooks import NotebookHooks, open_notebook
 from conductor_kernel import prompts
 from conductor_kernel.events import (
     Event,
@@ -30,8 +30,8 @@ from conductor_kernel.events import (
 from conductor_kernel.interfaces import ExecResult
 from equipment.wire_server import WireServer
 from experts.scripted import ScriptedModel
+from lessons import prompts as notebook_prompts
 from lessons.storage.store import Notebook
-from lessons.write import prompts as notebook_prompts
 from lessons.write.learn import learn_from_run, write_prepared
 from lessons.write.prepare import PreparedRun
 from sandbox.subprocess_backend import SubprocessSandbox
@@ -80,13 +80,13 @@ def test_a_worker_tests_the_runs_tool_in_its_sandbox_and_the_driver_keeps_the_re
     tmp_path: Path,
 ) -> None:
     # The driver's notebook, and the snapshot of it a worker recalls from and tests on.
-    driver = Notebook(tmp_path / "driver.db")
+    driver = open_notebook(tmp_path / "driver.db")
     for i, words in enumerate(LISTS[:3]):
         learn_from_run(driver, sort_run(f"eye{i}", words, code=False))
     driver.close()
     snapshot_path = tmp_path / "snapshot.db"
     snapshot_path.write_bytes((tmp_path / "driver.db").read_bytes())
-    worker = bare_worker(Notebook(snapshot_path))
+    worker = bare_worker(open_notebook(snapshot_path))
     sandbox = SubprocessSandbox()
     try:
         assert worker._distill(sort_run("made", LISTS[3]), sandbox=sandbox) == []
@@ -96,7 +96,7 @@ def test_a_worker_tests_the_runs_tool_in_its_sandbox_and_the_driver_keeps_the_re
     made = PreparedRun.from_dict(json.loads(json.dumps(worker._learned["made"])))  # via Ray
     assert made.tool_testing == "tested 1 tool(s) on 3 question(s): 3 passed"
     assert worker._learned["bare"]["tool_testing"] == "skipped: no sandbox"
-    driver = Notebook(tmp_path / "driver.db")
+    driver = open_notebook(tmp_path / "driver.db")
     try:
         written = write_prepared(driver, made)
         assert written is not None and list(written.tools.values()) == [[3, 3]]

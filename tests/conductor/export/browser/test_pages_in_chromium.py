@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from export_runs import (
-    published_events,
     published_record,
+    published_run,
     python_run,
     replay,
     with_reply_changed,
@@ -130,7 +130,7 @@ def assert_quiet(opened: Opened) -> None:
 def test_published_transcript_renders_expands_and_shows_the_answer(
     browser, shared_dir: Path, tmp_path: Path
 ) -> None:
-    events = published_events(shared_dir, "with-python/GameOf24.jsonl", 1)
+    events = published_run(shared_dir, "with-python/GameOf24.jsonl", 1)
     run = outline(events)
     page_file = write_run_html(write(tmp_path / "run.jsonl", events), tmp_path / "run.html")
     opened = browser(page_file)

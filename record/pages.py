@@ -1,21 +1,23 @@
-"""A transcript opened lazily, one page per round, for the audit view.
+"""A transcript opened lazily, one page per round, for a view of a long run (the TUI's
+run detail).
 
 Opening scans the file once for where each line starts and what kind of event it holds
 (read from the start of the line, without parsing the rest), so a 2,000-round run opens
-in a fraction of a second; a page's events are parsed only when it is shown.
+in a fraction of a second; a page's events are parsed only when it is shown, by the one
+decoder (`record.reader.parse_event`). The few events about the whole run (its start and
+end, recalls, notes written) are parsed at open and folded (`outline`).
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from conductor_kernel.errors import TranscriptError
-from conductor_kernel.events import Event, NotesWritten, Recall, RunFinished, RunStarted
-from conductor_kernel.interfaces import ExecResult, Usage
+from conductor_kernel.events import Event
+from record.fold import RunOutline, outline
+from record.reader import parse_event
 
 _KIND_RE = re.compile(rb'"kind"\s*:\s*"([a-z_]+)"')
 # How our writer starts every line; other writers fall back to the pattern above.
@@ -24,55 +26,6 @@ _PREFIX = b'{"v": 1, "kind": "'
 _ROUND_RE = re.compile(rb'"round"\s*:\s*(\d+)')
 # Events the header and the notes panel need, parsed at open time (there are few).
 _HEAD_KINDS = {"run_started", "recall", "run_finished", "notes_written"}
-
-
-# A field's declared type (as written in conductor_kernel/events.py) -> what to show instead of
-# a value of the wrong type, so a hand-edited or foreign file cannot crash a view.
-_FALLBACK: dict[str, Any] = {"str": "", "int": 0, "float": 0.0, "bool": False}
-
-
-def _fix(value: Any, declared: str) -> Any:
-    optional = declared.endswith("| None")
-    base = declared.removesuffix("| None").strip()
-    if value is None and optional:
-        return None
-    if base in _FALLBACK:
-        kind = type(_FALLBACK[base])
-        if base == "float" and isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, kind) and (base == "bool" or not isinstance(value, bool)):
-            return value
-        if base == "str" and value is not None:
-            return str(value)
-        return None if optional else _FALLBACK[base]
-    if base.startswith("list"):
-        return value if isinstance(value, list) else []
-    if base.startswith("dict"):
-        return value if isinstance(value, dict) else {}
-    if base in ("Usage", "ExecResult"):
-        made = {"Usage": Usage, "ExecResult": ExecResult}[base]
-        return _fix_fields(value if isinstance(value, made) else made())
-    return value
-
-
-def _fix_fields(obj: Any) -> Any:
-    for f in fields(obj):
-        setattr(obj, f.name, _fix(getattr(obj, f.name), str(f.type)))
-    return obj
-
-
-def parse_event(line: bytes | str) -> Event:
-    """One transcript line as an event whose fields all have their declared types."""
-    data = json.loads(line)
-    if not isinstance(data, dict):
-        raise TypeError(f"a JSON {type(data).__name__}, not an object")
-    try:
-        event = Event.from_dict(data)
-    except (TypeError, ValueError, AttributeError, KeyError):
-        # A field of the wrong shape inside Usage or ExecResult: keep the event's kind.
-        plain = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
-        event = Event.from_dict(plain)
-    return _fix_fields(event)
 
 
 @dataclass
@@ -111,6 +64,9 @@ class TranscriptPages:
     lines: int = 0
     # Set when a line could not be read: pages stop before it, as the reader does.
     problem: TranscriptError | None = None
+    # The run as far as its head events tell it: start, end, recalls, notes written (no
+    # rounds: those are read a page at a time).
+    run: RunOutline = field(default_factory=RunOutline)
 
     @classmethod
     def open(cls, path: Path | str) -> TranscriptPages:
@@ -148,6 +104,7 @@ class TranscriptPages:
                 offset += len(line)
                 self.lines = number
         page.end = offset
+        self.run = outline(self.head)
 
     def _kind(self, line: bytes, number: int) -> str:
         if line.startswith(_PREFIX):
@@ -181,22 +138,6 @@ class TranscriptPages:
                 except (ValueError, TypeError):
                     break  # a cut-short last line: show what came before it
         return events
-
-    @property
-    def started(self) -> RunStarted | None:
-        return next((e for e in self.head if isinstance(e, RunStarted)), None)
-
-    @property
-    def finished(self) -> RunFinished | None:
-        return next((e for e in reversed(self.head) if isinstance(e, RunFinished)), None)
-
-    @property
-    def recalls(self) -> list[Recall]:
-        return [e for e in self.head if isinstance(e, Recall)]
-
-    @property
-    def notes_written(self) -> list[NotesWritten]:
-        return [e for e in self.head if isinstance(e, NotesWritten)]
 
     def page_of_round(self, round_no: int) -> int | None:
         return next((i for i, p in enumerate(self.pages) if p.round == round_no), None)

@@ -1,0 +1,79 @@
+"""What the audit finds (record/audit.py) as plain values: the kinds of finding, one
+finding, and a run's report. Kept apart so the fold can carry a run's findings beside
+its rounds and calls without importing the audit, which reads the fold.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+AUDIT_FORMAT_VERSION = 1
+
+# kind -> (short badge, what it means). The order is the order of columns in reports.
+FINDING_KINDS: dict[str, tuple[str, str]] = {
+    "unconfirmed_answer": (
+        "unconf",
+        "the final answer was not confirmed by a second expert or by a sandbox run",
+    ),
+    "hidden_context": (
+        "ctx",
+        "an expert instruction leans on context the expert cannot see",
+    ),
+    "ignored_error": (
+        "err",
+        "a Python error or timeout that the meta model's next turn did not take up",
+    ),
+    "changed_after_verified": (
+        "changed",
+        "the final answer differs from one that code or an expert had verified",
+    ),
+    "limit_hit": ("limit", "a run or sandbox limit was reached"),
+    "nudged": ("nudge", "the meta model had to be nudged to call an expert or answer"),
+    "fabricated_reply": (
+        "fake",
+        "the meta model wrote an expert's reply itself",
+    ),
+}
+
+
+@dataclass
+class Finding:
+    kind: str
+    message: str
+    round: int | None = None
+    event_id: str | None = None
+
+    @property
+    def badge(self) -> str:
+        return FINDING_KINDS[self.kind][0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class AuditReport:
+    run_id: str
+    task: str = ""
+    question: str = ""
+    findings: list[Finding] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        counted = Counter(f.kind for f in self.findings)
+        return {kind: counted[kind] for kind in FINDING_KINDS if counted[kind]}
+
+    @property
+    def badges(self) -> list[str]:
+        return [FINDING_KINDS[kind][0] for kind in self.counts()]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "v": AUDIT_FORMAT_VERSION,
+            "run_id": self.run_id,
+            "task": self.task,
+            "question": self.question,
+            "counts": self.counts(),
+            "findings": [f.to_dict() for f in self.findings],
+        }
