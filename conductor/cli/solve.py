@@ -14,7 +14,15 @@ from conductor_kernel.events import FinalAnswer, RunFinished, RunStarted
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """Flags shared by every command that starts runs."""
+    from conductor.methods import METHODS
+
     parser.add_argument("--model", help="meta model: auto, demo, anthropic:NAME, openai:NAME")
+    parser.add_argument(
+        "--method",
+        metavar="NAME",
+        help="how the run asks the model: meta (default; with --no-python, meta without "
+        f"Python) or a baseline of the paper's Table 1. One of: {', '.join(METHODS)}",
+    )
     parser.add_argument("--expert-model", help="model for the experts (default: the meta model)")
     parser.add_argument("--sandbox", help="auto, docker, bwrap, or subprocess (unsafe)")
     parser.add_argument("--max-rounds", type=int, help="meta-model turns at most (default 15)")
@@ -70,6 +78,14 @@ def settings_from_args(args: argparse.Namespace):
     return load_settings(overrides)
 
 
+def method_of(args: argparse.Namespace) -> str | None:
+    """The method the flags name, checked (None: the default, meta-prompting)."""
+    from conductor.methods import check_method
+
+    name = getattr(args, "method", None)
+    return check_method(name) if name else None
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("solve", help="solve one question, printing the run live")
     p.add_argument("question", help="the question (use - to read it from stdin)")
@@ -87,14 +103,18 @@ def run_solve(args: argparse.Namespace) -> int:
 
     question = sys.stdin.read() if args.question == "-" else args.question
     settings = settings_from_args(args)
+    method_of(args)  # an unknown method is refused before anything starts
     choice = choose(settings.model)
     if choice.provider == "demo" and not args.json:
         interrupts.say(f"Using the offline demo model ({choice.reason}). {CONFIGURE_HINT}")
-    if settings.run.python and not args.json and sys.stderr.isatty():
+    from conductor.methods import get_method
+
+    runs_code = get_method(method_of(args) or "meta", python=settings.run.python).python
+    if runs_code and not args.json and sys.stderr.isatty():
         # Starting a sandbox can take seconds on a cold machine: say so at once.
         interrupts.say(f"starting the {settings.sandbox} sandbox…")
     try:
-        session = build_session(settings)
+        session = build_session(settings, method=method_of(args))
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", "SIGINT")
         interrupts.say(f"stopped by {name} before the run started; nothing was recorded.")
@@ -159,6 +179,7 @@ def run_solve(args: argparse.Namespace) -> int:
                 json.dumps(
                     {
                         "run_id": finished.run_id,
+                        "method": started.method_name if started is not None else None,
                         "status": finished.status,
                         "answer": answer,
                         "rounds": finished.rounds,
