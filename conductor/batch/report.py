@@ -55,6 +55,8 @@ class ItemRecord(TypedDict, total=False):
     learning_usage: dict[str, Any]  # what distilling this run into notes cost
     node: str  # --ray: the worker that ran it
     moved_from: list[str]  # --ray: workers lost while running it
+    method: str  # a comparison (--methods): the method of this run
+    task_item_id: str  # a comparison: the task item (item_id names the item and method)
 
 
 def is_scored(record: ItemRecord) -> bool:

@@ -51,6 +51,7 @@ class BaselineRecord:
     method: str
     question: str  # the task's description and input, as the first user message gave them
     target: str | None
+    task_input: str = ""  # the record's `input`, as the task file has it
     turns: list[str] = field(default_factory=list)  # the model's turns, in order
     identity: str | None = None  # expert-dynamic: the description the model wrote first
     capped: bool = False  # the log ends with a nudge nobody answered: the cap was hit
@@ -92,6 +93,7 @@ def parse_baseline(raw: dict[str, Any], *, line: int, task: str, method: str) ->
         method=method,
         question=question_in(published.first_user, published.question),
         target=published.target,
+        task_input=published.question,
         turns=turns,
         capped=log[-1]["role"] == "user",
         notice_round=published.notice_round,
