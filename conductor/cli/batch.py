@@ -20,7 +20,7 @@ from conductor.batch.report import ItemRecord, Tally, render_markdown, write_rep
 from conductor.batch.runner import BatchPlan, BatchRunner
 from conductor.batch.setup import BatchSetup, IndexSink, live_setup, make_scorer, replay_setup
 from conductor.batch.store import BatchFolder, batch_id, is_finished
-from conductor.cli.solve import add_run_options, settings_from_args
+from conductor.cli.solve import add_run_options, method_of, settings_from_args
 from conductor.config import Settings
 from conductor.tasks.files import Problem, TaskItem, read_task_file
 from conductor.tasks.specs import TaskSpec, resolve_spec
@@ -34,7 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run a task file's items through the conductor. Re-running the same "
         "command resumes: finished items are skipped.",
     )
-    p.add_argument("task_file", metavar="TASKFILE", help="JSONL or CSV task file")
+    p.add_argument(
+        "task_file",
+        metavar="TASKFILE",
+        nargs="+",
+        help="JSONL or CSV task file (several, with --methods: a suite of comparisons)",
+    )
     p.add_argument("--task", help="built-in task name (default: from the file's name)")
     p.add_argument("--spec", help="task spec file (TOML or JSON: name, description, scorer)")
     p.add_argument("--description", help="rules put before each input (with --scorer)")
@@ -74,6 +79,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="A/B the notebook: learn on one split, test the other with recall on and off "
         "(same order; SEED picks the split, default 0); see docs/notebook.md",
     )  # fmt: skip
+    p.add_argument(
+        "--methods",
+        metavar="A,B,...",
+        help="compare methods: every item under each (same model, items and order), "
+        "reported side by side against meta; `all` for the seven of Table 1 "
+        "(see docs/methods.md)",
+    )
+    p.add_argument(
+        "--with-notebook",
+        action="store_true",
+        help="with --methods: every method recalls and learns as configured "
+        "(default: none does, so the comparison measures the methods)",
+    )
+    p.add_argument(
+        "--replay-dir",
+        metavar="DIR",
+        help="with --methods: answer every run from the paper's published runs under DIR "
+        "(with-python, without-python, baselines/METHOD), offline",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_run_options(p)
     from conductor.cli.ray import add_ray_options
@@ -111,11 +135,29 @@ def _items(args: argparse.Namespace) -> list[TaskItem]:
 
 
 def run_batch(args: argparse.Namespace) -> int:
+    if args.methods is not None:
+        from conductor.cli.compare import run_comparisons
+
+        return run_comparisons(args)
+    for flag, given in (("--with-notebook", args.with_notebook), ("--replay-dir", args.replay_dir)):
+        if given:
+            raise ConfigError(f"{flag} goes with --methods (a comparison of methods)")
+    if len(args.task_file) > 1:
+        raise ConfigError(
+            "several task files run as a suite of comparisons: add --methods (e.g. "
+            "--methods all), or give one task file"
+        )
+    args.task_file = args.task_file[0]
     if getattr(args, "ray", None) is not None:
+        if getattr(args, "method", None):
+            raise ConfigError("--ray runs meta-prompting only; drop --method or --ray")
         from conductor.cli.ray import run_ray_batch
 
         return run_ray_batch(args)
     settings = settings_from_args(args)
+    method = method_of(args)
+    if method is not None and (args.replay or args.ablation is not None):
+        raise ConfigError("--replay and --ablation run meta-prompting only; drop --method")
     if args.replay:
         settings = dataclasses.replace(settings, recall=False, learn=False)
     spec = _spec(args)
@@ -134,7 +176,7 @@ def run_batch(args: argparse.Namespace) -> int:
             settings, spec, items, runs, on_error=args.on_error, warn=_stderr
         )
     else:
-        setup = live_setup(settings, spec, runs)
+        setup = live_setup(settings, spec, runs, method=method)
     concurrency = args.concurrency
     if settings.learn and args.learn_order == "sequential" and concurrency != 1:
         print("note: --learn-order sequential runs one item at a time", file=sys.stderr)
