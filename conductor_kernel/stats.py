@@ -25,7 +25,10 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
     centre = p + z * z / (2 * trials)
     spread = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
     scale = 1 + z * z / trials
-    return max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale)
+    # At 0 or all successes an end is exactly 0 or 1; floats would miss it by an ulp.
+    low = 0.0 if successes == 0 else max(0.0, (centre - spread) / scale)
+    high = 1.0 if successes == trials else min(1.0, (centre + spread) / scale)
+    return low, high
 
 
 def mcnemar_exact(only_first: int, only_second: int) -> float:
