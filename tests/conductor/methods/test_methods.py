@@ -135,7 +135,7 @@ def test_expert_dynamic_answers_in_a_new_conversation_as_the_expert_it_described
     tmp_path: Path,
 ) -> None:
     events, model, _ = solve("expert-dynamic", [IDENTITY, PROSE, ANSWER], tmp_path)
-    (role1, system1, messages1), (_, system2, messages2), (_, system3, messages3) = model.requests
+    (_, system1, messages1), (_, system2, messages2), (_, _, messages3) = model.requests
     assert system1 == method_prompts.IDENTITY_SYSTEM and len(messages1) == 1
     assert QUESTION in messages1[0].content and "Do not answer" in messages1[0].content
     # The answer is asked for afresh: one message, the description first, then the question.
@@ -238,7 +238,7 @@ def test_method_lists_are_checked(tmp_path: Path) -> None:
 
     assert parse_methods("all") == list(METHODS)
     assert parse_methods(" meta , standard,meta") == ["meta", "standard"]
-    with pytest.raises(UnknownMethodError, match="unknown method 'cot'.*zero-shot-cot"):
+    with pytest.raises(UnknownMethodError, match=r"unknown method 'cot'.*zero-shot-cot"):
         parse_methods("standard,cot")
     with pytest.raises(UnknownMethodError):
         parse_methods(" , ")
