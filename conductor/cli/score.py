@@ -175,10 +175,8 @@ def expand(paths: list[str]) -> tuple[list[str], dict[str, str], bool]:
             if not found:
                 raise UserFacingError(f"{path}: a folder with no .jsonl files in it")
             files += found
-        elif Path(path).is_file():
-            files.append(path)
         else:
-            raise UserFacingError(f"{path}: no such file or folder; check the path")
+            files.append(path)  # a missing one is named once its task is known
     methods = {}
     for file in files:
         folder = Path(file).resolve().parent.name
@@ -189,6 +187,9 @@ def expand(paths: list[str]) -> tuple[list[str], dict[str, str], bool]:
 def run_score(args: argparse.Namespace) -> int:
     files, methods, layout = expand(args.files)
     specs = [(path, resolve_spec(path, task=args.task)) for path in files]
+    for path, _ in specs:
+        if not Path(path).is_file():
+            raise UserFacingError(f"{path}: no such file or folder; check the path")
     for _, spec in specs:
         check_dependencies(spec)  # refuse before any number is printed
     sandbox: Sandbox | None = None

@@ -36,24 +36,28 @@ if TYPE_CHECKING:
 
 
 def batch_total(folder: Path, manifest: dict[str, Any], records: int) -> int:
-    """Items in scope: from the final report, else the task file (and --limit)."""
+    """Runs in scope: from the final report, else the task file (and --limit), times
+    the methods of a comparison."""
     report = folder / "report.json"
     if report.exists():
         try:
-            return int(json.loads(report.read_text(encoding="utf-8"))["items"]["total"])
-        except (ValueError, KeyError, TypeError):
+            items = json.loads(report.read_text(encoding="utf-8"))["items"]
+            return int(items.get("pairs", items["total"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
             pass
     sessions = manifest.get("sessions") or [{}]
     limit = sessions[-1].get("limit")
+    methods = len(sessions[-1].get("methods") or [None])
     task_file = Path((manifest.get("identity") or {}).get("task_file") or "")
     total = records
     if task_file.is_file() and not (manifest.get("identity") or {}).get("replay"):
         with task_file.open(encoding="utf-8", errors="replace") as fh:
-            total = sum(1 for line in fh if line.strip())
+            lines = sum(1 for line in fh if line.strip())
             if task_file.suffix.lower() == ".csv":
-                total -= 1  # the header
-    if limit:
-        total = min(total, int(limit))
+                lines -= 1  # the header
+        total = (min(lines, int(limit)) if limit else lines) * methods
+    elif limit:
+        total = min(total, int(limit) * methods)
     return max(total, records)
 
 

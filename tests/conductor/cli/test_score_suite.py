@@ -64,5 +64,5 @@ def test_a_folder_without_runs_is_refused(
 ) -> None:
     assert main(["score", str(tmp_path)]) == 2
     assert "no .jsonl files" in capsys.readouterr().err
-    assert main(["score", str(tmp_path / "missing")]) == 2
+    assert main(["score", str(tmp_path / "GameOf24.jsonl")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
