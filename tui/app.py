@@ -21,6 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 
 from conductor.config import Settings, load_settings
+from conductor.methods import METHODS, label
 from conductor.session import Session, build_session
 from conductor_kernel.display import visible, visible_line
 from conductor_kernel.errors import UserFacingError
@@ -116,7 +117,9 @@ class ConductorApp(App[None]):
     ) -> None:
         super().__init__()
         self.settings = settings or load_settings()
-        self.session_factory = session_factory or (lambda s: build_session(s))
+        # How the next runs ask the model (conductor/methods); the palette changes it.
+        self.method = "meta"
+        self.session_factory = session_factory or (lambda s: build_session(s, method=self.method))
         self.clock = clock
         self.start_mode = start_mode
         self.run_to_open = open_run
@@ -155,13 +158,17 @@ class ConductorApp(App[None]):
             choice = choose(self.settings.model)
         except UserFacingError as exc:
             return str(exc)
+        method = "" if self.method == "meta" else f" Method: {self.method}."
         if choice.provider == "demo":
             return (
                 f"Demo model ({choice.reason}): recorded Game of 24 and word-sorting sessions. "
                 "For a real model set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL "
-                "(vLLM, Ollama, llama.cpp), or pick one with ctrl+p."
+                "(vLLM, Ollama, llama.cpp), or pick one with ctrl+p." + method
             )
-        return f"Model: {choice.provider} {choice.model or '(served default)'} ({choice.reason})."
+        return (
+            f"Model: {choice.provider} {choice.model or '(served default)'} ({choice.reason})."
+            + method
+        )
 
     def check_sandbox(self) -> None:
         """Probe the chosen sandbox (slow: call from a thread); keeps why it cannot run."""
@@ -191,6 +198,14 @@ class ConductorApp(App[None]):
         ]
         entries += [
             PaletteEntry(
+                f"Method: {name}",
+                f"Ask the model as {label(name)} does in the next runs (docs/methods.md).",
+                partial(self.set_method, name),
+            )
+            for name in METHODS
+        ]
+        entries += [
+            PaletteEntry(
                 "Notebook: default",
                 "Recall from and learn into notebook.db.",
                 lambda: self.set_notebook(""),
@@ -212,6 +227,10 @@ class ConductorApp(App[None]):
     def set_model(self, name: str) -> None:
         self.settings = replace(self.settings, model=name)
         self._settings_changed(f"meta model: {name}")
+
+    def set_method(self, name: str) -> None:
+        self.method = name
+        self._settings_changed(f"method: {name} ({label(name)})")
 
     def set_sandbox(self, name: str) -> None:
         self.settings = replace(self.settings, sandbox=name)

@@ -311,7 +311,7 @@ def baseline_markdown(reports: list[FileReport]) -> str:
             both = r.records - len(_differing(r))
             same, total = same + both, total + r.records
             row.append(f"{both}/{r.records}")
-        row.append(f"{same}/{total} ({_share(same, total)})")
+        row.append(f"{same:,}/{total:,} ({_share(same, total)})")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 

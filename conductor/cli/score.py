@@ -128,6 +128,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
     p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the Table 1 layout (tasks by methods, each file's folder its method) "
+        "as Markdown, as README.md shows it",
+    )
+    p.add_argument(
         "--rule",
         choices=("ours", "paper"),
         default="ours",
@@ -199,12 +205,16 @@ def run_score(args: argparse.Namespace) -> int:
             if spec.scorer == "p3" and sandbox is None:
                 sandbox = _open_sandbox(args.sandbox)
             tallies.append(score_file(path, spec, sandbox=sandbox, on_error=args.on_bad_line))
-            if args.json and not layout:
+            if args.json and not (layout or args.markdown):
                 print(json.dumps(tallies[-1].to_dict(args.rule), ensure_ascii=False), flush=True)
     finally:
         if sandbox is not None:
             sandbox.close()
-    if layout:
+    if args.markdown:
+        from conductor.export.suite import render_markdown
+
+        print("\n\n".join(render_markdown(t) for t in suite_tables(tallies, methods).values()))
+    elif layout:
         _print_suite(tallies, methods, as_json=args.json, rule=args.rule)
     elif not args.json:
         _print_table(tallies, args.rule)

@@ -47,6 +47,16 @@ def test_the_published_folders_give_table_1(
     assert {f["method"] for f in out["files"]} == set(METHODS) and len(out["files"]) == 42
 
 
+def test_the_readme_table_is_what_the_command_prints(
+    shared_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- table1 -->")[1].split("<!-- /table1 -->")[0]
+    assert main(["score", "--markdown", *folders(shared_dir)]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed in block
+
+
 def test_the_layout_is_printed_as_a_table(
     shared_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -119,9 +119,14 @@ def test_every_published_baseline_record_replays_the_same(
     files = [str(p) for p in _files(shared_dir)]
     assert main(["replay", *files, "--markdown", "--jobs", "2", "--sandbox", "none"]) == 0
     table = capsys.readouterr().out
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- baseline-replay-table -->")[1].split(
+        "<!-- /baseline-replay-table -->"
+    )[0]
+    assert table.strip() in block  # README's table is what the command prints
     for row in ("Standard", "0-CoT", "Expert static", "Expert dynamic", "Multi-persona"):
         line = next(x for x in table.splitlines() if x.startswith(f"| {row} |"))
-        same, total = line.split("|")[-2].split("(")[0].strip().split("/")
+        same, total = line.split("|")[-2].split("(")[0].strip().replace(",", "").split("/")
         assert int(same) / int(total) >= 0.99 and int(total) == 1350
 
 
