@@ -253,3 +253,41 @@ def test_solve_takes_the_method_and_says_it(tmp_path: Path, capsys, monkeypatch)
     assert out["method"] == "standard" and code in (0, 1)
     assert main(["solve", "x", "--model", "demo", "--method", "nope"]) == 2
     assert "unknown method 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["standard", "expert-dynamic", "multipersona"])
+def test_a_baseline_with_the_notebook_on_learns_and_recalls(method: str, tmp_path: Path) -> None:
+    """Off by default, the notebook works for a baseline as for meta-prompting when
+    turned on: the run is judged and learned, and a later question is shown the notes
+    before its question."""
+    from conductor.notebook_hooks import NotebookHooks
+    from conductor_kernel.events import NotesWritten, Recall
+    from lessons.storage.store import Notebook
+
+    def model_reply(messages: list) -> str:
+        text = messages[-1].content
+        if "Describe the expert" in text:
+            return IDENTITY
+        words = text.rsplit("List: ", 1)[-1].split("\n")[0].split()
+        return ANSWER.replace("42", " ".join(sorted(words)))
+
+    model = ScriptedModel(model_reply)
+    book = Notebook(tmp_path / "notebook.db")
+    session = Session(
+        model, model, None, RunConfig(python=False), runs_path=tmp_path / "runs",
+        method=get_method(method),
+    )  # fmt: skip
+    NotebookHooks(book, model=model).attach(session)
+    ask = "Sort the following words alphabetically: List: "
+    try:
+        first = list(session.solve(ask + "pear apple fig", target="apple fig pear"))
+        second = list(session.solve(ask + "kiwi date lime", target="date kiwi lime"))
+    finally:
+        book.close()
+    (written,) = [e for e in first if isinstance(e, NotesWritten)]
+    assert written.outcome == "correct" and written.note_ids
+    (recall,) = [e for e in second if isinstance(e, Recall)]
+    assert recall.notes and recall.rendered
+    answering = [e for e in second if isinstance(e, MetaTurnStarted)][-1]
+    assert recall.rendered in answering.user_message
+    assert answering.user_message.index(recall.rendered) < answering.user_message.index("kiwi")
