@@ -7,11 +7,15 @@ against the ledger, and `RunFinished.usage`, `runs.db` and batch reports read it
 call that returned is counted whichever way the run ends afterwards.
 
 A call cut short (cancelled mid-stream) records what it had used with `record()`.
+
+`MeteredModel` is the one wrapper that counts calls; what it counts into is passed in
+(a meter), so the batch's ablation and the Ray rate gate use it too.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +32,10 @@ from conductor_kernel.interfaces import (
 # are made after `RunFinished` and are reported in their own event.
 RUN_PURPOSES = ("meta", "expert", "recall")
 LEARNING_PURPOSES = ("reflection", "type_choice", "induction", "learning")
+
+
+# What a metered model tells after each call that returned: its completion.
+Meter = Callable[[Completion], None]
 
 
 @dataclass(frozen=True)
@@ -89,24 +97,50 @@ class UsageLedger:
             out[entry.purpose] = out.get(entry.purpose, Usage()) + entry.usage
         return out
 
+    def meter(self, purpose: str) -> LedgerMeter:
+        """A meter that records each call on this ledger under `purpose`."""
+        return LedgerMeter(self, purpose)
+
     def metered(self, model: ChatModel, purpose: str) -> MeteredModel:
-        return MeteredModel(model, self, purpose)
+        """`model` with its calls recorded here under `purpose`. A model already metered
+        on this ledger is recorded once, under the new purpose; its other meters (a
+        cluster's rate gate, another ledger) stay."""
+        meters: tuple[Meter, ...] = ()
+        if isinstance(model, MeteredModel):
+            meters = tuple(m for m in model.meters if getattr(m, "ledger", None) is not self)
+            model = model.inner
+        return MeteredModel(model, *meters, self.meter(purpose))
+
+
+@dataclass(frozen=True)
+class LedgerMeter:
+    """Records each call's usage on a ledger under one purpose."""
+
+    ledger: UsageLedger
+    purpose: str
+
+    def __call__(self, completion: Completion) -> None:
+        self.ledger.record(self.purpose, completion.usage, completion.model)
 
 
 class MeteredModel:
-    """A `ChatModel` that records each returned call's usage in a ledger.
+    """A `ChatModel` that hands each returned call to its meters, in order.
 
-    Every other attribute (`name`, an `offline` flag...) is the wrapped model's.
+    The one wrapper for counting calls: a run's ledger (`UsageLedger.metered`), the
+    ablation's tally of what learning cost, a Ray cluster's token budget. Metering a
+    metered model again adds meters to one wrapper rather than nesting wrappers. Every
+    other attribute (`name`, an `offline` flag, `backoff`...) is the wrapped model's.
     """
 
     inner: ChatModel
+    meters: tuple[Meter, ...]
 
-    def __init__(self, model: ChatModel, ledger: UsageLedger, purpose: str) -> None:
+    def __init__(self, model: ChatModel, *meters: Meter) -> None:
         if isinstance(model, MeteredModel):
-            model = model.inner  # never count a call twice
+            meters = (*model.meters, *meters)
+            model = model.inner
         self.inner = model
-        self.ledger = ledger
-        self.purpose = purpose
+        self.meters = meters
 
     @property
     def name(self) -> str:
@@ -133,5 +167,6 @@ class MeteredModel:
             role=role,
             max_tokens=max_tokens,
         )
-        self.ledger.record(self.purpose, completion.usage, completion.model)
+        for meter in self.meters:
+            meter(completion)
         return completion

@@ -22,6 +22,7 @@ from conductor_kernel.events import Event, LimitHit, TextDelta
 from conductor_kernel.interfaces import StreamStopped, Usage
 from conductor_kernel.ledger import UsageLedger
 from conductor_kernel.run_config import RunConfig
+from conductor_kernel.tokens import by_characters, estimate_tokens
 
 T = TypeVar("T")
 _DONE = object()
@@ -168,15 +169,13 @@ class StreamWatch:
 
     def _in_flight(self) -> tuple[int, float]:
         """This call's tokens so far, estimated: prompt (by tokenizer, once) plus output
-        (a streamed piece is about a token; four characters a token if pieces are big)."""
+        (a streamed piece is about a token; the tokenizer's fallback rule if pieces are big)."""
         cfg = self.guard.config
         if cfg.max_tokens is None and cfg.max_cost_usd is None:
             return 0, 0.0
         if self._prompt_tokens is None:
-            from conductor_kernel.tokens import estimate_tokens
-
             self._prompt_tokens = estimate_tokens(self._prompt(), wait=False)
-        output = max(self.pieces, self.chars // 4)
+        output = max(self.pieces, by_characters(self.chars))
         cost = 0.0
         if self.price is not None and cfg.max_cost_usd is not None:
             cost = self.price.cost(Usage(input_tokens=self._prompt_tokens, output_tokens=output))

@@ -1,7 +1,16 @@
 """Numbered, recorded, append-only SQLite migrations (one registry per database).
 
 Each migration is a function named `mNNN_description(db)`; applied names are stored in
-`_migrations` so each runs once, in order. Never edit an applied migration: add one.
+`_migrations` so each runs once, in order, in one transaction with its record. Never
+change what an applied migration makes: add one.
+
+Both databases (transcripts/runs_schema.py, lessons/storage/schema.py) are declared
+one way, sqlite-utils' as simonw/llm uses it: `db.table(name).create(columns, pk=...,
+not_null=..., defaults=...)`, `create_index(..., index_name=...)`, `add_column(...)`,
+and full-text search with `enable_fts(columns, create_triggers=True)`. SQL is written
+only for what sqlite-utils has no word for (a WITHOUT ROWID table, an index on an
+expression, a trigger narrowed to one column), with the reason beside it. Each module
+also names the tables a usable file must hold (`TABLES`).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from conductor_kernel.events import (
     SandboxExec,
 )
 from conductor_kernel.interfaces import ExecResult, Usage
-from conductor_kernel.tokens import rough_tokens as estimate_tokens
+from conductor_kernel.tokens import estimate_tokens
 from record.home import runs_dir
 from record.published import (
     PublishedRecord,

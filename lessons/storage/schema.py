@@ -1,5 +1,8 @@
 """The notebook's SQLite schema, as numbered migrations (append only; never edit one).
 
+Declared as runs.db is (record/migrations.py says the idiom): tables, indexes and the
+full-text index through sqlite-utils, SQL only for what it has no word for.
+
 Tables:
 - `task_types`: kinds of question. A name, an abstract description, an experience of two
   bounded lists (suggestions and a procedure, JSON), counters, and the statistics that
@@ -43,187 +46,244 @@ TABLES = {
 }
 
 
+# Three small lookup tables keyed by their terms: stored as their primary key's B-tree
+# alone (WITHOUT ROWID), which sqlite-utils cannot say, so its CREATE TABLE gets the
+# clause added.
+def _without_rowid(create_table_sql: str) -> str:
+    return create_table_sql.rstrip().removesuffix(";") + " WITHOUT ROWID"
+
+
+# The full-text index keeps `_` inside a term and é apart from e (lessons/forms/terms.py
+# makes the terms).
+NOTES_TOKENIZER = "unicode61 remove_diacritics 0 tokenchars '_'"
+
+
 @migrations
 def m001_notebook(db: sqlite_utils.Database) -> None:
     # Migrations.apply runs this in one transaction: a failure leaves no half-made schema.
-    db.executescript(
+    db.table("task_types").create(
+        {
+            "id": str,
+            "name": str,
+            "description": str,
+            "members": int,
+            "base": float,
+            "template_questions": int,
+            "suggestions": str,
+            "procedure": str,
+            "inherited_from": str,
+            "experience_version": int,
+            "notes_since_induction": int,
+            "runs": int,
+            "correct": int,
+            "wrong": int,
+            "failed": int,
+            "retired": int,
+            "created_at": float,
+            "updated_at": float,
+        },
+        pk="id",
+        not_null={
+            "name", "description", "members", "base", "template_questions", "suggestions",
+            "procedure", "experience_version", "notes_since_induction", "runs", "correct",
+            "wrong", "failed", "retired", "created_at", "updated_at",
+        },
+        defaults={
+            "description": "", "members": 0, "base": 0, "template_questions": 0,
+            "suggestions": "[]", "procedure": "[]", "experience_version": 0,
+            "notes_since_induction": 0, "runs": 0, "correct": 0, "wrong": 0, "failed": 0,
+            "retired": 0,
+        },
+    )  # fmt: skip
+    db.execute(
+        _without_rowid(
+            db.create_table_sql(
+                "type_terms",
+                {"type_id": str, "term": str, "count": int},
+                pk=("type_id", "term"),
+                not_null={"type_id", "term", "count"},
+            )
+        )
+    )
+    db.table("type_terms").create_index(["type_id", "count"], index_name="type_terms_by_count")
+    db.table("type_terms").create_index(["term"], index_name="type_terms_by_term")
+    db.execute(
+        _without_rowid(
+            db.create_table_sql(
+                "type_template",
+                {"term": str, "type_id": str, "frequency": float, "delta": float},
+                pk=("term", "type_id"),
+                not_null={"term", "type_id", "frequency", "delta"},
+            )
+        )
+    )
+    db.table("type_template").create_index(["type_id"], index_name="type_template_by_type")
+    db.execute(
+        _without_rowid(
+            db.create_table_sql("term_df", {"term": str, "df": int}, pk="term", not_null={"df"})
+        )
+    )
+
+    notes = db.table("notes")
+    notes.create(
+        {
+            "seq": int,
+            "id": str,
+            "type_id": str,
+            "kind": str,
+            "key": str,
+            "text": str,
+            "code": str,
+            "answer": str,
+            "source_run": str,
+            "source_question": str,
+            "source_task": str,
+            "verification": str,
+            "outcome": str,
+            "confidence": float,
+            "helpful": int,
+            "harmful": int,
+            "uses": int,
+            "support": int,
+            "content_hash": str,
+            "near_hash": str,
+            "retired": int,
+            "retired_reason": str,
+            "author": str,
+            "terms": str,
+            "created_at": float,
+            "updated_at": float,
+        },
+        pk="seq",
+        not_null={
+            "id", "kind", "key", "text", "code", "source_question", "source_task",
+            "verification", "outcome", "confidence", "helpful", "harmful", "uses", "support",
+            "content_hash", "near_hash", "retired", "author", "terms", "created_at",
+            "updated_at",
+        },
+        defaults={
+            "key": "", "text": "", "code": "", "source_question": "", "source_task": "",
+            "verification": "none", "outcome": "unverified", "confidence": 0.5,
+            "helpful": 0, "harmful": 0, "uses": 0, "support": 1, "retired": 0,
+            "author": "distill", "terms": "",
+        },
+    )  # fmt: skip
+    notes.create_index(["id"], index_name="notes_by_id", unique=True)
+    notes.create_index(["type_id", "retired", "kind"], index_name="notes_by_type")
+    notes.create_index(["content_hash"], index_name="notes_by_hash")
+    notes.create_index(["type_id", "kind", "near_hash"], index_name="notes_by_near")
+    notes.create_index(["source_run"], index_name="notes_by_run")
+    # Most trusted first within a type: an index on an expression, which sqlite-utils
+    # cannot declare.
+    db.execute(
+        "CREATE INDEX notes_by_trust ON notes "
+        "(type_id, retired, (helpful - harmful) DESC, support DESC, seq DESC)"
+    )
+    notes.enable_fts(["terms"], tokenize=NOTES_TOKENIZER, create_triggers=True)
+    # sqlite-utils' update trigger re-indexes a note on any update; its counters change
+    # at every recall and its terms almost never, so re-index only when they do.
+    db.execute("DROP TRIGGER notes_au")
+    db.execute(
         """
-        CREATE TABLE task_types (
-            id TEXT PRIMARY KEY,
-            name TEXT NOT NULL,
-            description TEXT NOT NULL DEFAULT '',
-            members INTEGER NOT NULL DEFAULT 0,
-            base REAL NOT NULL DEFAULT 0,
-            template_questions INTEGER NOT NULL DEFAULT 0,
-            suggestions TEXT NOT NULL DEFAULT '[]',
-            procedure TEXT NOT NULL DEFAULT '[]',
-            inherited_from TEXT,
-            experience_version INTEGER NOT NULL DEFAULT 0,
-            notes_since_induction INTEGER NOT NULL DEFAULT 0,
-            runs INTEGER NOT NULL DEFAULT 0,
-            correct INTEGER NOT NULL DEFAULT 0,
-            wrong INTEGER NOT NULL DEFAULT 0,
-            failed INTEGER NOT NULL DEFAULT 0,
-            retired INTEGER NOT NULL DEFAULT 0,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL
-        );
-        CREATE TABLE type_terms (
-            type_id TEXT NOT NULL,
-            term TEXT NOT NULL,
-            count INTEGER NOT NULL,
-            PRIMARY KEY (type_id, term)
-        ) WITHOUT ROWID;
-        CREATE INDEX type_terms_by_count ON type_terms (type_id, count);
-        CREATE INDEX type_terms_by_term ON type_terms (term);
-        CREATE TABLE type_template (
-            term TEXT NOT NULL,
-            type_id TEXT NOT NULL,
-            frequency REAL NOT NULL,
-            delta REAL NOT NULL,
-            PRIMARY KEY (term, type_id)
-        ) WITHOUT ROWID;
-        CREATE INDEX type_template_by_type ON type_template (type_id);
-        CREATE TABLE term_df (
-            term TEXT PRIMARY KEY,
-            df INTEGER NOT NULL
-        ) WITHOUT ROWID;
-        CREATE TABLE notes (
-            seq INTEGER PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE,
-            type_id TEXT,
-            kind TEXT NOT NULL,
-            key TEXT NOT NULL DEFAULT '',
-            text TEXT NOT NULL DEFAULT '',
-            code TEXT NOT NULL DEFAULT '',
-            answer TEXT,
-            source_run TEXT,
-            source_question TEXT NOT NULL DEFAULT '',
-            source_task TEXT NOT NULL DEFAULT '',
-            verification TEXT NOT NULL DEFAULT 'none',
-            outcome TEXT NOT NULL DEFAULT 'unverified',
-            confidence REAL NOT NULL DEFAULT 0.5,
-            helpful INTEGER NOT NULL DEFAULT 0,
-            harmful INTEGER NOT NULL DEFAULT 0,
-            uses INTEGER NOT NULL DEFAULT 0,
-            support INTEGER NOT NULL DEFAULT 1,
-            content_hash TEXT NOT NULL,
-            near_hash TEXT NOT NULL,
-            retired INTEGER NOT NULL DEFAULT 0,
-            retired_reason TEXT,
-            author TEXT NOT NULL DEFAULT 'distill',
-            terms TEXT NOT NULL DEFAULT '',
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL
-        );
-        CREATE INDEX notes_by_type ON notes (type_id, retired, kind);
-        CREATE INDEX notes_by_hash ON notes (content_hash);
-        CREATE INDEX notes_by_near ON notes (type_id, kind, near_hash);
-        CREATE INDEX notes_by_run ON notes (source_run);
-        CREATE INDEX notes_by_trust ON notes (
-            type_id, retired, (helpful - harmful) DESC, support DESC, seq DESC
-        );
-        CREATE VIRTUAL TABLE notes_fts USING fts5(
-            terms, content='notes', content_rowid='seq',
-            tokenize="unicode61 remove_diacritics 0 tokenchars '_'"
-        );
-        CREATE TRIGGER notes_ai AFTER INSERT ON notes BEGIN
-            INSERT INTO notes_fts (rowid, terms) VALUES (new.seq, new.terms);
-        END;
-        CREATE TRIGGER notes_ad AFTER DELETE ON notes BEGIN
-            INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.seq, old.terms);
-        END;
         CREATE TRIGGER notes_au AFTER UPDATE OF terms ON notes BEGIN
             INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.seq, old.terms);
             INSERT INTO notes_fts (rowid, terms) VALUES (new.seq, new.terms);
-        END;
-        CREATE TABLE note_history (
-            id INTEGER PRIMARY KEY,
-            note_id TEXT NOT NULL,
-            at REAL NOT NULL,
-            action TEXT NOT NULL,
-            run_id TEXT,
-            detail TEXT NOT NULL DEFAULT '{}'
-        );
-        CREATE INDEX note_history_by_note ON note_history (note_id);
-        CREATE INDEX note_history_by_run ON note_history (run_id);
-        CREATE TABLE type_history (
-            id INTEGER PRIMARY KEY,
-            type_id TEXT NOT NULL,
-            at REAL NOT NULL,
-            action TEXT NOT NULL,
-            run_id TEXT,
-            detail TEXT NOT NULL DEFAULT '{}'
-        );
-        CREATE INDEX type_history_by_type ON type_history (type_id);
-        CREATE TABLE recalls (
-            id INTEGER PRIMARY KEY,
-            run_id TEXT NOT NULL,
-            note_id TEXT NOT NULL,
-            rank INTEGER NOT NULL,
-            score REAL NOT NULL,
-            relevance REAL NOT NULL,
-            outcome TEXT,
-            at REAL NOT NULL
-        );
-        CREATE INDEX recalls_by_note ON recalls (note_id);
-        CREATE INDEX recalls_by_run ON recalls (run_id);
-        CREATE TABLE distilled_runs (
-            run_id TEXT PRIMARY KEY,
-            at REAL NOT NULL,
-            question TEXT NOT NULL,
-            task TEXT NOT NULL DEFAULT '',
-            type_id TEXT,
-            status TEXT NOT NULL DEFAULT '',
-            answer TEXT,
-            target TEXT,
-            verification TEXT NOT NULL,
-            outcome TEXT NOT NULL,
-            notes_written INTEGER NOT NULL DEFAULT 0,
-            notes_merged INTEGER NOT NULL DEFAULT 0,
-            notes_skipped INTEGER NOT NULL DEFAULT 0
-        );
-        CREATE TABLE notebook_meta (
-            key TEXT PRIMARY KEY,
-            value INTEGER NOT NULL
-        );
-        INSERT INTO notebook_meta (key, value) VALUES ('questions', 0);
+        END
         """
     )
+
+    for history, subject, by_subject in (
+        ("note_history", "note_id", "note_history_by_note"),
+        ("type_history", "type_id", "type_history_by_type"),
+    ):
+        db.table(history).create(
+            {"id": int, subject: str, "at": float, "action": str, "run_id": str, "detail": str},
+            pk="id",
+            not_null={subject, "at", "action", "detail"},
+            defaults={"detail": "{}"},
+        )
+        db.table(history).create_index([subject], index_name=by_subject)
+    db.table("note_history").create_index(["run_id"], index_name="note_history_by_run")
+
+    recalls = db.table("recalls")
+    recalls.create(
+        {
+            "id": int,
+            "run_id": str,
+            "note_id": str,
+            "rank": int,
+            "score": float,
+            "relevance": float,
+            "outcome": str,
+            "at": float,
+        },
+        pk="id",
+        not_null={"run_id", "note_id", "rank", "score", "relevance", "at"},
+    )
+    recalls.create_index(["note_id"], index_name="recalls_by_note")
+    recalls.create_index(["run_id"], index_name="recalls_by_run")
+
+    db.table("distilled_runs").create(
+        {
+            "run_id": str,
+            "at": float,
+            "question": str,
+            "task": str,
+            "type_id": str,
+            "status": str,
+            "answer": str,
+            "target": str,
+            "verification": str,
+            "outcome": str,
+            "notes_written": int,
+            "notes_merged": int,
+            "notes_skipped": int,
+        },
+        pk="run_id",
+        not_null={
+            "at", "question", "task", "status", "verification", "outcome", "notes_written",
+            "notes_merged", "notes_skipped",
+        },
+        defaults={
+            "task": "", "status": "", "notes_written": 0, "notes_merged": 0,
+            "notes_skipped": 0,
+        },
+    )  # fmt: skip
+
+    meta = db.table("notebook_meta")
+    meta.create({"key": str, "value": int}, pk="key", not_null={"value"})
+    meta.insert({"key": "questions", "value": 0})
 
 
 @migrations
 def m002_tools_and_problems(db: sqlite_utils.Database) -> None:
     """Tested tools, and the question's hash on runs and notes (problem-level lookups)."""
-    db.executescript(
-        """
-        CREATE TABLE tools (
-            note_id TEXT PRIMARY KEY,
-            type_id TEXT,
-            task TEXT NOT NULL DEFAULT '',
-            spec TEXT NOT NULL,
-            tests INTEGER NOT NULL DEFAULT 0,
-            passes INTEGER NOT NULL DEFAULT 0,
-            tested_on TEXT NOT NULL DEFAULT '[]',
-            updated_at REAL NOT NULL
-        );
-        CREATE INDEX tools_by_type ON tools (type_id);
-        ALTER TABLE distilled_runs ADD COLUMN question_hash TEXT NOT NULL DEFAULT '';
-        CREATE INDEX distilled_by_question ON distilled_runs (question_hash);
-        ALTER TABLE notes ADD COLUMN question_hash TEXT NOT NULL DEFAULT '';
-        CREATE INDEX notes_by_question ON notes (question_hash);
-        """
+    tools = db.table("tools")
+    tools.create(
+        {
+            "note_id": str,
+            "type_id": str,
+            "task": str,
+            "spec": str,
+            "tests": int,
+            "passes": int,
+            "tested_on": str,
+            "updated_at": float,
+        },
+        pk="note_id",
+        not_null={"task", "spec", "tests", "passes", "tested_on", "updated_at"},
+        defaults={"task": "", "tests": 0, "passes": 0, "tested_on": "[]"},
     )
+    tools.create_index(["type_id"], index_name="tools_by_type")
+    for table, index in (
+        ("distilled_runs", "distilled_by_question"),
+        ("notes", "notes_by_question"),
+    ):
+        db.table(table).add_column("question_hash", str, not_null_default="")
+        db.table(table).create_index(["question_hash"], index_name=index)
 
 
 @migrations
 def m003_note_vectors(db: sqlite_utils.Database) -> None:
     """Sentence vectors of example notes (the optional semantic index, lessons/read/semantic.py)."""
-    db.executescript(
-        """
-        CREATE TABLE note_vectors (
-            note_id TEXT PRIMARY KEY,
-            vec BLOB NOT NULL
-        );
-        """
-    )
+    db.table("note_vectors").create({"note_id": str, "vec": bytes}, pk="note_id", not_null={"vec"})

@@ -9,6 +9,7 @@ have no cycle.
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -21,7 +22,19 @@ import pytest
 
 from support import REPO
 
-PACKAGES = ("conductor_kernel", "experts", "sandbox", "transcripts", "lessons", "conductor", "tui")
+PACKAGES = (
+    "conductor_kernel",
+    "record",
+    "experts",
+    "sandbox",
+    "transcripts",
+    "lessons",
+    "conductor",
+    "tui",
+)
+# The composition root: it registers every command, the TUI's included, so it is drawn
+# as a node of its own above `tui` (pyproject.toml puts it first among the layers).
+ROOT_OF_COMPOSITION = "conductor.cli"
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
@@ -61,7 +74,14 @@ PLANTED = [
     ("experts", "sandbox.registry", "experts is not allowed to import sandbox"),
     ("transcripts", "lessons.storage.store", "transcripts is not allowed to import lessons"),
     ("conductor_kernel", "transcripts.index", "conductor_kernel is not allowed to import"),
-    ("conductor", "tui.app", "conductor is not allowed to import tui"),
+    ("conductor/export", "tui.app", "conductor.export is not allowed to import tui"),
+    (
+        "conductor/batch",
+        "conductor.cli.batch",
+        "conductor.batch is not allowed to import conductor.cli",
+    ),
+    ("conductor/scoring", "conductor.session", "conductor.scoring is not allowed to import"),
+    ("record", "transcripts.index", "record is not allowed to import transcripts"),
     ("conductor_kernel", "openai", "conductor_kernel is not allowed to import openai"),
     ("sandbox", "textual", "sandbox is not allowed to import textual"),
 ]
@@ -72,6 +92,7 @@ def test_a_planted_violation_breaks_the_contracts(
     package_copy: Path, package: str, target: str, named: str
 ) -> None:
     planted = package_copy / package / "planted_violation.py"
+    module = package.replace("/", ".") + ".planted_violation"
     # Inside a function, as a lazy import would be: those count too.
     planted.write_text(f"def _late() -> None:\n    import {target}  # noqa: F401\n")
     try:
@@ -80,18 +101,28 @@ def test_a_planted_violation_breaks_the_contracts(
         planted.unlink()
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert named in done.stdout
-    assert f"{package}.planted_violation -> {target}" in done.stdout
+    assert f"{module} -> {target}" in done.stdout
 
 
 def package_graph(graph: grimp.ImportGraph, packages: Iterable[str]) -> dict[str, set[str]]:
-    """Which top-level package imports which (any module, any import, lazy ones too)."""
-    names = tuple(packages)
+    """Which package imports which (any module, any import, lazy ones too); the composition
+    root is a node of its own."""
+    names = (*packages, ROOT_OF_COMPOSITION)
+
+    def node(module: str) -> str | None:
+        if module == ROOT_OF_COMPOSITION or module.startswith(ROOT_OF_COMPOSITION + "."):
+            return ROOT_OF_COMPOSITION
+        top = module.split(".")[0]
+        return top if top in names else None
+
     edges: dict[str, set[str]] = {name: set() for name in names}
-    for source in names:
-        for target in names:
-            if source != target and graph.direct_import_exists(
-                importer=source, imported=target, as_packages=True
-            ):
+    for module in graph.modules:
+        source = node(module)
+        if source is None:
+            continue
+        for imported in graph.find_modules_directly_imported_by(module):
+            target = node(imported)
+            if target is not None and target != source:
                 edges[source].add(target)
     return edges
 
@@ -128,6 +159,8 @@ def test_the_package_graph_is_acyclic() -> None:
     # The kernel is the floor: it imports none of the others, and all of them import it.
     assert edges["conductor_kernel"] == set(), listing
     assert all("conductor_kernel" in edges[p] for p in PACKAGES if p != "conductor_kernel")
+    # The TUI never reaches back into the command line that registers it.
+    assert ROOT_OF_COMPOSITION not in edges["tui"], listing
 
 
 def test_the_cycle_finder_finds_a_planted_cycle(package_copy: Path) -> None:
@@ -148,3 +181,94 @@ def test_the_cycle_finder_finds_a_planted_cycle(package_copy: Path) -> None:
     cycle = find_cycle(package_graph(graph, PACKAGES))
     assert cycle is not None
     assert cycle[0] == cycle[-1] and {"conductor_kernel", "experts"} <= set(cycle)
+
+
+# --- dynamic imports ---------------------------------------------------------------
+
+
+def _dynamic_import_targets(path: Path) -> list[tuple[int, str]]:
+    """Module names a file imports by string: the literal argument of
+    `importlib.import_module`/`__import__`/`find_spec`, or, when the argument is computed,
+    every dotted string constant of first-party packages in the file (the registries those
+    calls read, e.g. a dict of backend modules)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr in DYNAMIC)
+            or (isinstance(node.func, ast.Name) and node.func.id in DYNAMIC)
+        )
+    ]
+    if not calls:
+        return []
+    found: list[tuple[int, str]] = []
+    for call in calls:
+        if (
+            call.args
+            and isinstance(call.args[0], ast.Constant)
+            and isinstance(call.args[0].value, str)
+        ):
+            found.append((call.lineno, call.args[0].value))
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value.split(".")[0] in PACKAGES
+                and all(part.isidentifier() for part in node.value.split("."))
+            ):
+                found.append((node.lineno, node.value))
+    return sorted(set(found))
+
+
+DYNAMIC = {"import_module", "__import__", "find_spec"}
+
+
+def _is_module(root: Path, name: str) -> bool:
+    path = root.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _may_name(root: Path, module: str, target: str) -> bool:
+    """A module may import by name what lies in its own folder or below it (a registry of
+    its package's backends, of its room's scorers), never across folders or floors."""
+    folder = module.rsplit(".", 1)[0]
+    if (root.joinpath(*module.split(".")) / "__init__.py").is_file():
+        folder = module
+    return target == folder or target.startswith(folder + ".")
+
+
+def hidden_layer_edges(root: Path) -> list[str]:
+    problems = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            if "runner" in path.parts:  # the in-cell runner never runs on the host
+                continue
+            module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
+                ".__init__"
+            )
+            for line, target in _dynamic_import_targets(path):
+                if _is_module(root, target) and not _may_name(root, module, target):
+                    problems.append(f"{module}:{line} imports {target} by name")
+    return problems
+
+
+def test_no_dynamic_import_hides_a_layer_edge() -> None:
+    """Dynamic imports stay inside their own room (a registry of scorers or backends); an
+    edge between rooms or floors is a plain import, which the contracts can see."""
+    assert hidden_layer_edges(REPO) == []
+
+
+def test_a_hidden_edge_is_found(package_copy: Path) -> None:
+    planted = package_copy / "conductor" / "export" / "planted_dynamic.py"
+    planted.write_text(
+        "import importlib\n\nSCREENS = {'runs': 'tui.screens.runs'}\n\n"
+        "def load(name: str) -> object:\n    return importlib.import_module(SCREENS[name])\n"
+    )
+    try:
+        problems = hidden_layer_edges(package_copy)
+    finally:
+        planted.unlink()
+    assert problems == ["conductor.export.planted_dynamic:3 imports tui.screens.runs by name"]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[1]  # tests/, where conftest.py and support.py live
 
 
 def test_skips_are_summed_up_once_at_the_end_by_reason(tmp_path: Path) -> None:

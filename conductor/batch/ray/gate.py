@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
+from conductor_kernel.interfaces import Completion
 from experts.retry import Backoff
 
 WINDOW_S = 60.0  # what "per minute" means for the budgets
@@ -117,19 +119,12 @@ class ClusterBackoff(Backoff):
         return waited
 
 
-class MeteredModel:
-    """A chat model that reports each call's tokens to the gate (for a tokens budget)."""
+def spent_on(gate: Any) -> Callable[[Completion], None]:
+    """A meter (conductor_kernel/ledger.py) that tells the gate each call's tokens, for
+    a tokens-per-minute budget. The report is not waited for: the call is done."""
 
-    def __init__(self, model: Any, gate: Any) -> None:
-        self.model = model
-        self.gate = gate
+    def report(completion: Completion) -> None:
+        usage = completion.usage
+        gate.spent.remote(int(usage.input_tokens) + int(usage.output_tokens))
 
-    def complete(self, *args: Any, **kwargs: Any) -> Any:
-        completion = self.model.complete(*args, **kwargs)
-        usage = getattr(completion, "usage", None)
-        if usage is not None:
-            self.gate.spent.remote(int(usage.input_tokens) + int(usage.output_tokens))
-        return completion
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.model, name)
+    return report

@@ -87,15 +87,20 @@ class ItemWorker:
         self._stopped: str | None = None
 
     def _share_gate(self, gate: Any, *, metered: bool) -> None:
-        from conductor.batch.ray.gate import ClusterBackoff, MeteredModel
+        from conductor.batch.ray.gate import ClusterBackoff, spent_on
+        from conductor_kernel.ledger import MeteredModel
 
         backoff = ClusterBackoff(gate)
         for model in {id(self.meta): self.meta, id(self.expert): self.expert}.values():
             if model is not None and hasattr(model, "backoff"):
                 model.backoff = backoff
         if metered:
-            wrapped = MeteredModel(self.meta, gate)
-            self.expert = wrapped if self.expert is self.meta else MeteredModel(self.expert, gate)
+            meter = spent_on(gate)
+            wrapped = MeteredModel(self.meta, meter)
+            if self.expert is self.meta:
+                self.expert = wrapped
+            elif self.expert is not None:
+                self.expert = MeteredModel(self.expert, meter)
             self.meta = wrapped
 
     # -- called by the driver -----------------------------------------------------------

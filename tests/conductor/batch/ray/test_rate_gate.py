@@ -29,3 +29,38 @@ def test_a_pause_holds_every_caller_and_budgets_count_the_whole_batch() -> None:
         assert stats["pauses"] == 2 and 1.9 < stats["paused_s"] <= 2.0
 
     asyncio.run(scenario())
+
+
+class _Remote:
+    """A stand-in for an actor method's `.remote`: records what it was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+
+    def remote(self, tokens: int) -> None:
+        self.sent.append(tokens)
+
+
+class _Gate:
+    def __init__(self) -> None:
+        self.spent = _Remote()
+
+
+def test_the_gate_hears_each_calls_tokens_through_the_one_metered_model() -> None:
+    from conductor.batch.ray.gate import spent_on
+    from conductor_kernel.interfaces import Completion, Message, Usage
+    from conductor_kernel.ledger import MeteredModel, UsageLedger
+
+    class Model:
+        name = "m"
+
+        def complete(self, messages: list[Message], **_: object) -> Completion:
+            return Completion("ok", Usage(input_tokens=30, output_tokens=12, calls=1))
+
+    gate, ledger = _Gate(), UsageLedger()
+    on_worker = MeteredModel(Model(), spent_on(gate))
+    # The run's loop meters the worker's model on its ledger: the gate still hears.
+    ledger.metered(on_worker, "meta").complete([Message("user", "hi")])
+    on_worker.complete([Message("user", "again")])
+    assert gate.spent.sent == [42, 42]
+    assert ledger.total().calls == 1
