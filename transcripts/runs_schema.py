@@ -74,8 +74,7 @@ def m002_owner_and_learning(db: sqlite_utils.Database) -> None:
 def m003_method(db: sqlite_utils.Database) -> None:
     """How each run asked its model (conductor/methods). Runs indexed before were
     meta-prompting (`conductor runs reindex` tells those without Python apart)."""
-    runs_table(db).add_column("method", str)
-    db.execute("update runs set method = 'meta' where method is null")
+    runs_table(db).add_column("method", str, not_null_default="meta")
     runs_table(db).create_index(["method"])
 
 
@@ -89,7 +88,7 @@ class RunRecord(TypedDict):
     task: str
     target: str | None
     model: str
-    method: str | None  # meta, meta-no-python, standard, ... (conductor/methods)
+    method: str  # meta, meta-no-python, standard, ... (conductor/methods)
     status: str  # running, answered, ... (incomplete or interrupted when cut short)
     final_answer: str | None
     source: str  # live, published, ...
