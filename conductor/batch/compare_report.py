@@ -200,6 +200,12 @@ def render_comparison(report: dict[str, Any]) -> str:
             "| --- |" + " ---: |" * (len(columns) - 1),
         ]
         lines += ["| " + " | ".join(row[c] for c in columns) + " |" for row in rows]
+    if report.get("reference") is None:
+        lines += [
+            "",
+            "Meta-prompting with Python is not among the methods, so no method is paired "
+            "against it (add `meta` to --methods: only its runs are added).",
+        ]
     lines += [
         "",
         "Accuracy is correct over scored items, with its 95% Wilson interval. Δ is the "
