@@ -6,15 +6,20 @@ events say what the original harness did, as `record.published` recovers it:
 meta turns, the expert calls it dispatched (its name for each, our instruction text),
 the code it ran and the output it reported, nudges, the retry defect, the answer.
 
-Run ids are stable (`published-<task>-<line>`): importing a file again replaces its
+Run ids are stable (`published-<task>-<line>`, with the method first for any but
+meta-prompting: `published-standard-<task>-<line>`): importing a file again replaces its
 runs instead of adding copies. Token counts are estimates; the records hold none.
+
+A baseline's runs (`method` set, `expert_calls=False`) are one conversation: no turn is
+read for calls, a turn without an answer was nudged, and a log ending with a nudge nobody
+answered hit the harness's cap.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conductor_kernel.events import (
@@ -37,6 +42,7 @@ from record.published import (
     PublishedRecord,
     PublishedTurn,
     RecordedCall,
+    harness_answer,
     read_published,
     strip_round,
 )
@@ -61,8 +67,21 @@ class ImportReport:
         return len(self.run_ids)
 
 
-def run_id_for(record: PublishedRecord) -> str:
-    return f"published-{record.task}-{record.line:04d}"
+def run_id_for(record: PublishedRecord, method: str = "") -> str:
+    prefix = f"{method}-" if method and method != "meta" else ""
+    return f"published-{prefix}{record.task}-{record.line:04d}"
+
+
+def without_calls(record: PublishedRecord) -> PublishedRecord:
+    """The record as a baseline's harness ran it: no turn dispatched anything."""
+    turns = []
+    for n, turn in enumerate(record.turns):
+        answer = harness_answer(turn.text) if turn.reply_to_it is None else None
+        outcome = "answer" if answer is not None else ("nudge" if turn.reply_to_it else "last")
+        turns.append(replace(turn, calls=None, answer=answer, outcome=outcome))
+        if n == len(record.turns) - 1:
+            record = replace(record, final_answer=answer)
+    return replace(record, turns=turns)
 
 
 def recorded_result(code_output: str) -> ExecResult:
@@ -79,9 +98,11 @@ def recorded_result(code_output: str) -> ExecResult:
     )
 
 
-def record_events(record: PublishedRecord, *, source_file: str = "") -> Iterator[Event]:
+def record_events(
+    record: PublishedRecord, *, source_file: str = "", method: str = ""
+) -> Iterator[Event]:
     """The events of one published run, in the order they happened."""
-    run_id = run_id_for(record)
+    run_id = run_id_for(record, method)
     clock = _Clock()
     yield RunStarted(
         run_id=run_id,
@@ -89,6 +110,7 @@ def record_events(record: PublishedRecord, *, source_file: str = "") -> Iterator
         question=record.question,
         task=record.task,
         target=record.target,
+        method=method,
         model=MODEL,
         expert_model=MODEL,
         sandbox=RECORDED_BACKEND,
@@ -133,13 +155,14 @@ def record_events(record: PublishedRecord, *, source_file: str = "") -> Iterator
                 yield event
         yield from _turn_outcome(turn, run_id, started.id, clock)
     answered = record.final_answer is not None
-    if not answered and record.rounds >= META_TURN_CAP:
-        yield LimitHit(
-            run_id=run_id, ts=clock(), limit="rounds", value=record.rounds, maximum=META_TURN_CAP
-        )
-    status = (
-        "answered" if answered else ("limit" if record.rounds >= META_TURN_CAP else "no_answer")
+    # A baseline's log that ends with a nudge hit its cap (12 or 16 turns there).
+    capped = record.rounds >= META_TURN_CAP or (
+        bool(method) and bool(record.turns) and record.turns[-1].outcome == "nudge"
     )
+    if not answered and capped:
+        cap = max(record.rounds, META_TURN_CAP) if not method else record.rounds
+        yield LimitHit(run_id=run_id, ts=clock(), limit="rounds", value=record.rounds, maximum=cap)
+    status = "answered" if answered else ("limit" if capped else "no_answer")
     yield RunFinished(
         run_id=run_id,
         ts=clock(),
@@ -241,8 +264,11 @@ def import_file(
     limit: int | None = None,
     runs_path: Path | None = None,
     index: RunIndex | None = None,
+    method: str = "",
+    expert_calls: bool = True,
 ) -> ImportReport:
-    """Write and index one transcript per record of a published file."""
+    """Write and index one transcript per record of a published file; `method` names
+    the method its runs used, and a baseline's (`expert_calls=False`) dispatched none."""
     published = read_published(path, limit=limit)
     directory = runs_path or runs_dir()
     index = index if index is not None else RunIndex()
@@ -250,13 +276,15 @@ def import_file(
     if published.problem is not None:
         report.problem = str(published.problem)
     for record in published.records:
-        target = directory / f"{run_id_for(record)}.jsonl"
+        if not expert_calls:
+            record = without_calls(record)
+        target = directory / f"{run_id_for(record, method)}.jsonl"
         target.unlink(missing_ok=True)  # a re-import replaces the run
         with TranscriptWriter(target) as writer:
-            for event in record_events(record, source_file=Path(path).name):
+            for event in record_events(record, source_file=Path(path).name, method=method):
                 writer.handle(event)
         index.add_transcript(target, source="published")
-        report.run_ids.append(run_id_for(record))
+        report.run_ids.append(run_id_for(record, method))
         report.retry_defect_records += record.retry_defect
         report.answered += record.final_answer is not None
     return report

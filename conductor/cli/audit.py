@@ -54,13 +54,18 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
     path = Path(ref)
     if path.suffix == ".jsonl" and path.is_file():
         if _is_published(path):
+            from conductor.methods import BASELINES
+            from conductor.replay.baselines import method_of_path
             from record.published import read_published
-            from transcripts.importer import record_events
+            from transcripts.importer import record_events, without_calls
 
+            method = method_of_path(path) or ""  # a baseline's turns dispatched nothing
             published = read_published(path, limit=limit)
             _warn(published.problem, f"{len(published.records)} records before it")
             for record in published.records:
-                yield audit_events(record_events(record, source_file=str(path)))
+                if method in BASELINES:
+                    record = without_calls(record)
+                yield audit_events(record_events(record, source_file=str(path), method=method))
             return
         yield audit_events(_read(path))
         return
