@@ -238,15 +238,16 @@ def build_session(
     method: str | None = None,
     notebook_for_baselines: bool = False,
 ) -> Session:
-    """A session from user settings: models by name, the method, the sandbox (only for
-    a method that runs code), the runs index, and the notebook's hooks. A baseline
+    """A session from user settings: models by name, the method (`method`, else the
+    setting), the sandbox (only for a method that runs code), the runs index, and the
+    notebook's hooks. A baseline
     method neither recalls nor learns unless `notebook_for_baselines` says so: its
     prompt is the paper's method, and notes in it would make it another."""
     from conductor.methods import get_method, uses_notebook
     from experts.registry import get_model
     from sandbox.registry import open_sandbox
 
-    chosen = get_method(method or "meta", python=settings.run.python)
+    chosen = get_method(method or settings.method, python=settings.run.python)
     timeout = settings.model_timeout_s
     meta = get_model(settings.model, timeout=timeout)
     expert = get_model(settings.expert_model, timeout=timeout) if settings.expert_model else meta

@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 
 from conductor_kernel.conversation import RunContext, RunState
@@ -63,7 +62,7 @@ class Conductor:
         """The run's limits, with Python on exactly when the method runs code."""
         if self.config.python == self.method.python:
             return self.config
-        return replace(self.config, python=self.method.python)
+        return self.config.model_copy(update={"python": self.method.python})
 
     def run(
         self,

@@ -1,45 +1,107 @@
-"""What one conductor run may do: the limits the loop checks before each model call."""
+"""What one conductor run may do: the limits the loop checks before each model call.
+
+Each field is declared once, with `setting(...)`: its type, default, bounds, one-line
+description and the command-line flag that sets it. The application (conductor/config)
+derives everything else from these declarations: the flags and their help, the checks of
+a value from a flag, a variable or the config file, the messages that refuse one, and the
+README's table of settings.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 
-@dataclass
-class RunConfig:
-    """What one conductor run may do. Every field can be set by flag, env or file."""
+def setting(
+    default: Any,
+    *,
+    flag: str,
+    description: str,
+    metavar: str | None = None,
+    **bounds: Any,
+) -> Any:
+    """The declaration of one setting field.
 
-    max_rounds: int = 15
-    """Meta-model turns at most; the run ends without an answer past it."""
-    last_round_notice: bool = True
-    """Tell the meta model, in the round before the limit, that it must answer now."""
-    last_round_notice_at: int | None = None
-    """Round whose user message carries that notice; unset: the round before the limit."""
-    max_tokens: int | None = None
-    """Total tokens (meta and experts, input and output) a run may spend."""
-    max_cost_usd: float | None = None
-    """Dollars a run may spend, by the price table."""
-    max_wall_s: float | None = None
-    """Seconds a run may take."""
-    python: bool = True
-    """Offer Expert Python and run its code in the sandbox."""
-    python_timeout_s: float = 10.0
-    """Seconds each sandboxed program may run."""
-    output_cap_chars: int = 4000
-    """Characters of each stream of program output shown to the meta model."""
-    expert_reply_cap_chars: int = 20000
-    """Characters of an expert's reply shown to the meta model."""
-    parallel_experts: bool = True
-    """Dispatch several calls of one turn concurrently."""
-    calls_and_answer: str = "calls_first"
-    """A turn with calls and an answer: `calls_first` (as the paper) or `answer`."""
-    prompt_cache: bool = True
-    """Ask the provider to cache the growing meta history."""
-    expert_max_tokens: int = 4096
-    """Output token cap per expert reply; a reply cut there is marked truncated."""
-    meta_max_tokens: int = 4096
-    """Output token cap per meta-model turn; a turn cut there is never acted on."""
+    `flag` is the command-line option that sets it (`--max-rounds`; a true/false field
+    gets `--X` and `--no-X`), `metavar` the word its help shows for the value
+    (SECONDS...), `bounds` pydantic's numeric constraints (`ge`, `gt`, `le`, `lt`).
+    The allowed words of a field with a fixed set of values are its `Literal` type.
+    """
+    extra: dict[str, Any] = {"flag": flag}
+    if metavar:
+        extra["metavar"] = metavar
+    return Field(default, description=description, json_schema_extra=extra, **bounds)
+
+
+class RunConfig(BaseModel):
+    """What one conductor run may do: the `[run]` table of the config file."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    max_rounds: int = setting(
+        15, ge=1, le=1000, flag="--max-rounds", metavar="N",
+        description="Meta-model turns at most; the run ends without an answer past it.",
+    )  # fmt: skip
+    last_round_notice: bool = setting(
+        True, flag="--last-round-notice",
+        description="Tell the meta model, in the round before the limit, that it must answer now.",
+    )  # fmt: skip
+    last_round_notice_at: int | None = setting(
+        None, ge=1, flag="--last-round-notice-at", metavar="ROUND",
+        description="Round whose user message carries that notice; unset: the round before "
+        "the limit.",
+    )  # fmt: skip
+    max_tokens: int | None = setting(
+        None, ge=1, flag="--max-tokens", metavar="N",
+        description="Total tokens (meta and experts, input and output) a run may spend.",
+    )  # fmt: skip
+    max_cost_usd: float | None = setting(
+        None, gt=0, flag="--max-cost", metavar="DOLLARS",
+        description="Dollars a run may spend, by the price table.",
+    )  # fmt: skip
+    max_wall_s: float | None = setting(
+        None, gt=0, flag="--max-wall", metavar="SECONDS",
+        description="Seconds a run may take.",
+    )  # fmt: skip
+    python: bool = setting(
+        True, flag="--python",
+        description="Offer Expert Python and run its code in the sandbox.",
+    )  # fmt: skip
+    python_timeout_s: float = setting(
+        10.0, gt=0, le=3600, flag="--python-timeout", metavar="SECONDS",
+        description="Seconds each sandboxed program may run.",
+    )  # fmt: skip
+    output_cap_chars: int = setting(
+        4000, ge=1, flag="--output-cap", metavar="CHARS",
+        description="Characters of each stream of program output shown to the meta model.",
+    )  # fmt: skip
+    expert_reply_cap_chars: int = setting(
+        20000, ge=1, flag="--expert-reply-cap", metavar="CHARS",
+        description="Characters of an expert's reply shown to the meta model.",
+    )  # fmt: skip
+    parallel_experts: bool = setting(
+        True, flag="--parallel-experts",
+        description="Dispatch several calls of one turn concurrently.",
+    )  # fmt: skip
+    calls_and_answer: Literal["calls_first", "answer"] = setting(
+        "calls_first", flag="--calls-and-answer",
+        description="A turn with calls and an answer: `calls_first` runs the calls (as the "
+        "paper), `answer` takes the answer.",
+    )  # fmt: skip
+    prompt_cache: bool = setting(
+        True, flag="--prompt-cache",
+        description="Ask the provider to cache the growing meta history.",
+    )  # fmt: skip
+    expert_max_tokens: int = setting(
+        4096, ge=1, flag="--expert-max-tokens", metavar="N",
+        description="Output token cap per expert reply; a reply cut there is marked truncated.",
+    )  # fmt: skip
+    meta_max_tokens: int = setting(
+        4096, ge=1, flag="--meta-max-tokens", metavar="N",
+        description="Output token cap per meta-model turn; a turn cut there is never acted on.",
+    )  # fmt: skip
 
     def limits(self) -> dict[str, Any]:
         return {

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -117,9 +116,7 @@ class ConductorApp(App[None]):
     ) -> None:
         super().__init__()
         self.settings = settings or load_settings()
-        # How the next runs ask the model (conductor/methods); the palette changes it.
-        self.method = "meta"
-        self.session_factory = session_factory or (lambda s: build_session(s, method=self.method))
+        self.session_factory = session_factory or (lambda s: build_session(s))
         self.clock = clock
         self.start_mode = start_mode
         self.run_to_open = open_run
@@ -158,7 +155,7 @@ class ConductorApp(App[None]):
             choice = choose(self.settings.model)
         except UserFacingError as exc:
             return str(exc)
-        method = "" if self.method == "meta" else f" Method: {self.method}."
+        method = "" if self.settings.method == "meta" else f" Method: {self.settings.method}."
         if choice.provider == "demo":
             return (
                 f"Demo model ({choice.reason}): recorded Game of 24 and word-sorting sessions. "
@@ -225,15 +222,16 @@ class ConductorApp(App[None]):
             self.solve_screen.settings_changed()
 
     def set_model(self, name: str) -> None:
-        self.settings = replace(self.settings, model=name)
+        self.settings = self.settings.model_copy(update={"model": name})
         self._settings_changed(f"meta model: {name}")
 
     def set_method(self, name: str) -> None:
-        self.method = name
+        """How the next runs ask the model (conductor/methods)."""
+        self.settings = self.settings.model_copy(update={"method": name})
         self._settings_changed(f"method: {name} ({label(name)})")
 
     def set_sandbox(self, name: str) -> None:
-        self.settings = replace(self.settings, sandbox=name)
+        self.settings = self.settings.model_copy(update={"sandbox": name})
         self.sandbox_problem = None
         if name != "subprocess":
             self.run_worker(self.check_sandbox, thread=True, group="probe", exclusive=True)
@@ -241,10 +239,12 @@ class ConductorApp(App[None]):
 
     def set_notebook(self, path: str | None) -> None:
         if path is None:
-            self.settings = replace(self.settings, recall=False, learn=False)
+            self.settings = self.settings.model_copy(update={"recall": False, "learn": False})
             self._settings_changed("notebook off: no recall, no learning")
         else:
-            self.settings = replace(self.settings, notebook=path, recall=True, learn=True)
+            self.settings = self.settings.model_copy(
+                update={"notebook": path, "recall": True, "learn": True}
+            )
             self._settings_changed(f"notebook: {path or 'default'}")
 
     # -- jumping between screens ----------------------------------------------

@@ -15,7 +15,7 @@ import json
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +214,8 @@ def ablate_batch(
     stamp = time.strftime("%Y%m%d-%H%M%S")
     folder = home_dir() / "ablations" / f"{spec.name}-seed{seed}-{stamp}"
 
-    plain = replace(settings, recall=False, learn=False, run=replace(settings.run, python=False))
+    no_python = settings.run.model_copy(update={"python": False})
+    plain = settings.model_copy(update={"recall": False, "learn": False, "run": no_python})
     template = build_session(plain, index=False)
     sandbox_name, open_box = sandbox_opener(settings)
 

@@ -109,12 +109,9 @@ def live_comparison(
     recall = with_notebook and settings.recall
     learn = with_notebook and settings.learn
     notebook = settings.notebook or str(home_dir() / "notebooks" / f"batch-{spec.name}.db")
-    plain = replace(
-        settings,
-        notebook=notebook,
-        recall=recall,
-        learn=learn,
-        run=replace(settings.run, python=False),
+    no_python = settings.run.model_copy(update={"python": False})
+    plain = settings.model_copy(
+        update={"notebook": notebook, "recall": recall, "learn": learn, "run": no_python}
     )
     # Built once without a sandbox: models and notebook hooks are shared by every pair.
     template = build_session(plain, index=False, notebook_for_baselines=True)

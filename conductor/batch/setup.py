@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,22 +55,21 @@ def live_setup(
     from conductor.methods import get_method, uses_notebook
     from conductor.session import build_session
 
-    chosen = get_method(method or "meta", python=settings.run.python)
+    chosen = get_method(method or settings.method, python=settings.run.python)
     if not uses_notebook(chosen.name):
-        settings = replace(settings, recall=False, learn=False)
+        settings = settings.model_copy(update={"recall": False, "learn": False})
     if not chosen.python:
-        settings = replace(settings, run=replace(settings.run, python=False))
+        no_python = settings.run.model_copy(update={"python": False})
+        settings = settings.model_copy(update={"run": no_python})
 
     # A batch learns into a notebook of its own, named for its task, unless told
     # otherwise (--notebook or the `notebook` setting): gold targets in a batch must
     # not leak into the notebook a user's own questions are answered from.
     notebook = settings.notebook or str(home_dir() / "notebooks" / f"batch-{spec.name}.db")
-    settings = replace(settings, notebook=notebook)
+    settings = settings.model_copy(update={"notebook": notebook})
     # Built once without a sandbox: models and notebook hooks are shared by every item.
-    template = build_session(
-        replace(settings, run=replace(settings.run, python=False)),
-        index=False,
-    )
+    no_python = settings.run.model_copy(update={"python": False})
+    template = build_session(settings.model_copy(update={"run": no_python}), index=False)
     meta, expert = template.meta_model, template.expert_model
     shared = getattr(meta, "backoff", None)
     if shared is not None and expert is not meta and hasattr(expert, "backoff"):

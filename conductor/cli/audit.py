@@ -1,8 +1,8 @@
-"""`conductor audit [RUN...] [--json]`: the audit findings of runs, from the command line.
+"""`conductor runs audit [RUN...] [--json]`: the audit findings of runs, from the command line.
 
 A RUN is a run id (or unique prefix), one of our transcript files, or a published
 meta-prompting file (each record audited as the importer reads it). With no RUN, every
-run in runs.db. `attach(parser)` fills in a parser made elsewhere (`conductor runs audit`).
+run in runs.db. `attach(parser)` fills in the parser `conductor runs` makes for it.
 """
 
 from __future__ import annotations
@@ -33,10 +33,6 @@ def attach(p: argparse.ArgumentParser) -> None:
     p.add_argument("--summary", action="store_true", help="print only the per-task counts")
     p.add_argument("--limit", type=int, help="read only the first N records of a published file")
     p.set_defaults(handler=run_audit)
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    attach(sub.add_parser("audit", help="audit findings of runs (also of published transcripts)"))
 
 
 def _is_published(path: Path) -> bool:

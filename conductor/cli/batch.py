@@ -9,22 +9,21 @@ own record (offline). See docs/batch.md.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from conductor.batch import session as batch_session
-from conductor.batch.report import ItemRecord, Tally, render_markdown, write_report
-from conductor.batch.runner import BatchPlan, BatchRunner
-from conductor.batch.setup import BatchSetup, IndexSink, live_setup, make_scorer, replay_setup
-from conductor.batch.store import BatchFolder, batch_id, is_finished
-from conductor.cli.solve import add_run_options, method_of, settings_from_args
-from conductor.config import Settings
-from conductor.tasks.files import Problem, TaskItem, read_task_file
-from conductor.tasks.specs import TaskSpec, resolve_spec
+from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
+
+if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
+    from conductor.batch.report import ItemRecord, Tally
+    from conductor.batch.setup import BatchSetup
+    from conductor.batch.store import BatchFolder
+    from conductor.config import Settings
+    from conductor.tasks.files import Problem, TaskItem
+    from conductor.tasks.specs import TaskSpec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,11 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scorer", help="scorer name for a task that is not built in")
     p.add_argument("--concurrency", type=int, default=4, help="items at once (default 4)")
     p.add_argument("--limit", type=int, help="only the first N items of the file")
-    p.add_argument(
-        "--notebook", help="notebook database (default: notebooks/batch-TASK.db in the home)"
-    )
-    p.add_argument("--no-recall", action="store_true", help="do not recall notes (ablation)")
-    p.add_argument("--no-learn", action="store_true", help="do not learn from runs (ablation)")
     p.add_argument(
         "--learn-order",
         choices=("sequential", "concurrent"),
@@ -99,7 +93,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(with-python, without-python, baselines/METHOD), offline",
     )
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    add_run_options(p)
+    # A batch learns into a notebook of its own unless told otherwise (conductor/batch/setup.py).
+    add_setting_flags(p, notes={"notebook": "In a batch, empty means notebooks/batch-TASK.db."})
     from conductor.cli.ray import add_ray_options
 
     add_ray_options(p)
@@ -107,6 +102,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _spec(args: argparse.Namespace) -> TaskSpec:
+    from conductor.tasks.specs import resolve_spec
+
     if args.description is not None and not (args.scorer or args.task or args.spec):
         raise ConfigError("--description needs --scorer (or --task) to say how to score")
     if args.spec and (args.task or args.scorer or args.description is not None):
@@ -125,6 +122,8 @@ def _stderr(text: str) -> None:
 
 
 def _items(args: argparse.Namespace) -> list[TaskItem]:
+    from conductor.tasks.files import read_task_file
+
     def warn(problem: Problem) -> None:
         _stderr(f"warning: skipped {problem}")
 
@@ -148,18 +147,22 @@ def run_batch(args: argparse.Namespace) -> int:
             "--methods all), or give one task file"
         )
     args.task_file = args.task_file[0]
+    settings = settings_from_args(args)
+    if settings.method not in ("meta", "meta-no-python"):
+        if getattr(args, "ray", None) is not None:
+            raise ConfigError("--ray runs meta-prompting only; choose --method meta")
+        if args.replay or args.ablation is not None:
+            raise ConfigError("--replay and --ablation run meta-prompting only; drop --method")
     if getattr(args, "ray", None) is not None:
-        if getattr(args, "method", None):
-            raise ConfigError("--ray runs meta-prompting only; drop --method or --ray")
         from conductor.cli.ray import run_ray_batch
 
         return run_ray_batch(args)
-    settings = settings_from_args(args)
-    method = method_of(args)
-    if method is not None and (args.replay or args.ablation is not None):
-        raise ConfigError("--replay and --ablation run meta-prompting only; drop --method")
+    from conductor.batch import session as batch_session
+    from conductor.batch.setup import live_setup, replay_setup
+    from conductor.batch.store import BatchFolder, batch_id
+
     if args.replay:
-        settings = dataclasses.replace(settings, recall=False, learn=False)
+        settings = settings.model_copy(update={"recall": False, "learn": False})
     spec = _spec(args)
     items = _items(args)
     if args.ablation is not None:
@@ -176,7 +179,7 @@ def run_batch(args: argparse.Namespace) -> int:
             settings, spec, items, runs, on_error=args.on_error, warn=_stderr
         )
     else:
-        setup = live_setup(settings, spec, runs, method=method)
+        setup = live_setup(settings, spec, runs)
     concurrency = args.concurrency
     if settings.learn and args.learn_order == "sequential" and concurrency != 1:
         print("note: --learn-order sequential runs one item at a time", file=sys.stderr)
@@ -202,6 +205,11 @@ def _run(
     folder: BatchFolder,
     concurrency: int,
 ) -> int:
+    from conductor.batch import session as batch_session
+    from conductor.batch.report import write_report
+    from conductor.batch.runner import BatchPlan, BatchRunner
+    from conductor.batch.setup import IndexSink, make_scorer
+
     session = batch_session.open_session(folder, args, settings, setup, concurrency)
     with batch_session.batch_log(folder.path):
         plan = BatchPlan(
@@ -243,6 +251,8 @@ def _print_report(report: dict[str, Any], *, as_json: bool) -> None:
         return
     from rich.console import Console
     from rich.markdown import Markdown
+
+    from conductor.batch.report import render_markdown
 
     console = Console()
     text = render_markdown(report)
@@ -300,5 +310,7 @@ class _Progress:
         )
 
     def update(self, record: ItemRecord, tally: Tally) -> None:
+        from conductor.batch.store import is_finished
+
         if self._bar is not None and is_finished(record):
             self._fields(tally)

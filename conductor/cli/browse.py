@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 
 def open_book(args: argparse.Namespace, *, create: bool = False) -> Notebook:
     """The notebook the flags or settings name; only `import` may create one."""
-    from conductor.config import load_settings
+    from conductor.config.flags import settings_from_args
     from lessons.storage.store import Notebook, default_path
 
-    path = Path(getattr(args, "notebook", None) or load_settings().notebook or default_path())
+    path = Path(settings_from_args(args).notebook or default_path())
     if not create and not path.expanduser().exists():
         raise UserFacingError(
             f"no notebook at {path} yet. Runs create it as they learn (`conductor solve ...`); "

@@ -28,8 +28,8 @@ from conductor.batch.runner import BatchPlan, BatchRunner
 from conductor.batch.setup import BatchSetup, IndexSink, make_scorer
 from conductor.batch.store import BatchFolder, batch_id
 from conductor.cli.batch import _items, _Progress, _spec
-from conductor.cli.solve import settings_from_args
 from conductor.config import Settings
+from conductor.config.flags import settings_from_args
 from conductor.export.suite import SuiteTable, render_markdown, rich_table
 from conductor.methods import parse_methods
 from conductor.tasks.specs import TaskSpec
@@ -48,7 +48,8 @@ def _refuse_combinations(args: argparse.Namespace, methods: list[str]) -> None:
         )
     if getattr(args, "method", None):
         raise ConfigError("--method names one method; with --methods, list them all there")
-    if args.no_python and "meta" in methods and not args.replay_dir:
+    python = getattr(args, "run.python", None)
+    if python is False and "meta" in methods and not args.replay_dir:
         raise ConfigError(
             "--no-python with --methods: name meta-no-python in --methods instead of meta"
         )

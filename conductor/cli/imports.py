@@ -1,7 +1,6 @@
 """`conductor runs import FILE.jsonl...`: the paper's published runs as our transcripts.
 
-`attach(parser)` fills in a parser made elsewhere (`conductor runs import`);
-`register(sub)` adds the same as a top-level `conductor import`.
+`attach(parser)` fills in the parser `conductor runs` makes for it.
 """
 
 from __future__ import annotations
@@ -25,10 +24,6 @@ def attach(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
     p.set_defaults(handler=run_import)
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    attach(sub.add_parser("import", help="import published meta-prompting transcripts"))
 
 
 def run_import(args: argparse.Namespace) -> int:

@@ -15,15 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conductor.cli.browse import console, one_line, open_book, run_list, run_show, table
+from conductor.config.flags import add_setting_flags
 
 
 def _add_path(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--notebook",
-        metavar="PATH",
-        default=argparse.SUPPRESS,
-        help="notebook file (default: the `notebook` setting, else notebook.db in the data dir)",
-    )
+    # The `notebook` setting's flag, before or after the ACTION (`open_book` reads it).
+    add_setting_flags(parser, only=("notebook",))
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -9,22 +9,19 @@ Ray is an optional extra: `pip install 'conductor[ray]'`. See docs/batch.md.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import math
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from conductor.batch import session as batch_session
-from conductor.batch.ray.learning import POLICIES, ClusterLearning
-from conductor.batch.report import write_report
-from conductor.batch.runner import BatchPlan
-from conductor.batch.setup import IndexSink, live_setup, make_scorer
-from conductor.batch.store import BatchFolder, batch_id
+from conductor.batch.ray.learning import POLICIES, ClusterLearning  # light: no session
 from conductor.cli.batch import _items, _print_report, _Progress, _spec
-from conductor.cli.solve import settings_from_args
+from conductor.config.flags import settings_from_args
 from conductor_kernel.errors import ConfigError, UserFacingError
+
+if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
+    from conductor.batch.store import BatchFolder
 
 # Worker processes get these from the driver's environment (keys, endpoints, the
 # sandbox image cache), so nodes need no per-batch set-up of their own.
@@ -93,11 +90,16 @@ def run_ray_batch(args: argparse.Namespace) -> int:
         raise ConfigError("--replay runs on one machine: drop --ray")
     if args.learn_every < 1:
         raise ConfigError(f"--learn-every must be 1 or more, not {args.learn_every}")
+    from conductor.batch import session as batch_session
+    from conductor.batch.setup import live_setup
+    from conductor.batch.store import BatchFolder, batch_id
+
     settings = settings_from_args(args)
     spec = _spec(args)
     items = _items(args)
     folder_box: list[BatchFolder] = []
-    driver_only = dataclasses.replace(settings, run=dataclasses.replace(settings.run, python=False))
+    no_python = settings.run.model_copy(update={"python": False})
+    driver_only = settings.model_copy(update={"run": no_python})
     setup = live_setup(driver_only, spec, lambda: folder_box[0].path / "runs")
     policy = args.learning if settings.learn else "off"
     order = f"ray-{policy}" + (f"-{args.learn_every}" if policy == "waves" else "")
@@ -126,8 +128,12 @@ def _run(
     cluster: dict[str, Any],
     policy: str,
 ) -> int:
+    from conductor.batch import session as batch_session
     from conductor.batch.ray.pool import WorkerPool, alive_nodes
     from conductor.batch.ray.runner import RayBatchRunner
+    from conductor.batch.report import write_report
+    from conductor.batch.runner import BatchPlan
+    from conductor.batch.setup import IndexSink, make_scorer
 
     concurrency = args.concurrency
     if concurrency < 1:

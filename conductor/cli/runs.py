@@ -1,5 +1,5 @@
-"""`conductor runs list|show|search|export|diff|reindex`: the record of past runs, and
-`conductor batch-report`: a batch as HTML pages."""
+"""`conductor runs list|show|search|export|diff|audit|import|reindex`: the record of past
+runs, and `conductor batch-report`: a batch as HTML pages."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from conductor.cli import audit, imports
 from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
@@ -80,14 +81,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="folder for the pages (default: BATCH/html)")
     p.set_defaults(handler=run_batch_report)
 
-    # `runs audit` and `runs import` are the same commands as `conductor audit` / `import`.
-    for name, module in (("audit", "conductor.cli.audit"), ("import", "conductor.cli.imports")):
-        import importlib.util
-
-        if importlib.util.find_spec(module) is not None:
-            attach = getattr(__import__(module, fromlist=["attach"]), "attach", None)
-            if attach is not None:
-                attach(rsub.add_parser(name, help=f"same as `conductor {name}`"))
+    audit.attach(
+        rsub.add_parser("audit", help="audit findings of runs (also of published transcripts)")
+    )
+    imports.attach(rsub.add_parser("import", help="import published meta-prompting transcripts"))
 
 
 def _index() -> RunIndex:

@@ -5,91 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
-from conductor.config import load_settings
+from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.display import visible
 from conductor_kernel.events import FinalAnswer, RunFinished, RunStarted
-
-
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by every command that starts runs."""
-    from conductor.methods import METHODS
-
-    parser.add_argument("--model", help="meta model: auto, demo, anthropic:NAME, openai:NAME")
-    parser.add_argument(
-        "--method",
-        metavar="NAME",
-        help="how the run asks the model: meta (default; with --no-python, meta without "
-        f"Python) or a baseline of the paper's Table 1. One of: {', '.join(METHODS)}",
-    )
-    parser.add_argument("--expert-model", help="model for the experts (default: the meta model)")
-    parser.add_argument("--sandbox", help="auto, docker, bwrap, or subprocess (unsafe)")
-    parser.add_argument("--max-rounds", type=int, help="meta-model turns at most (default 15)")
-    parser.add_argument("--max-tokens", type=int, help="tokens a run may spend")
-    parser.add_argument("--max-cost", type=float, help="dollars a run may spend")
-    parser.add_argument("--no-python", action="store_true", help="do not offer Expert Python")
-    parser.add_argument(
-        "--model-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="seconds a model call may go silent before it is retried (default 60)",
-    )
-    parser.add_argument(
-        "--python-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="seconds each sandboxed program may run (default 10)",
-    )
-    # The notebook flags (a command may have declared its own already).
-    notebook_flags: tuple[tuple[str, dict[str, Any]], ...] = (
-        ("--notebook", {"metavar": "PATH", "help": "notebook file (default: notebook.db)"}),
-        ("--no-recall", {"action": "store_true", "help": "do not recall notes into the prompt"}),
-        ("--no-learn", {"action": "store_true", "help": "do not distill the run into notes"}),
-    )
-    for flag, options in notebook_flags:
-        if flag not in parser._option_string_actions:
-            parser.add_argument(flag, **options)
-
-
-def settings_from_args(args: argparse.Namespace):
-    run: dict[str, object] = {
-        "max_rounds": args.max_rounds,
-        "max_tokens": args.max_tokens,
-        "max_cost_usd": args.max_cost,
-        "python_timeout_s": getattr(args, "python_timeout", None),
-    }
-    if args.no_python:
-        run["python"] = False
-    overrides = {
-        "model": args.model,
-        "expert_model": args.expert_model,
-        "sandbox": args.sandbox,
-        "model_timeout_s": getattr(args, "model_timeout", None),
-        "run": {k: v for k, v in run.items() if v is not None},
-    }
-    for flag, key in (("notebook", "notebook"),):
-        if getattr(args, flag, None):
-            overrides[key] = getattr(args, flag)
-    if getattr(args, "no_recall", False):
-        overrides["recall"] = False
-    if getattr(args, "no_learn", False):
-        overrides["learn"] = False
-    return load_settings(overrides)
-
-
-def method_of(args: argparse.Namespace) -> str | None:
-    """The method the flags name, checked (None: the default, meta-prompting)."""
-    from conductor.methods import check_method
-
-    name = getattr(args, "method", None)
-    return check_method(name) if name else None
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("solve", help="solve one question, printing the run live")
     p.add_argument("question", help="the question (use - to read it from stdin)")
-    add_run_options(p)
+    add_setting_flags(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--quiet", action="store_true", help="print only the final answer")
     p.set_defaults(handler=run_solve)
@@ -103,18 +28,17 @@ def run_solve(args: argparse.Namespace) -> int:
 
     question = sys.stdin.read() if args.question == "-" else args.question
     settings = settings_from_args(args)
-    method_of(args)  # an unknown method is refused before anything starts
     choice = choose(settings.model)
-    if choice.provider == "demo" and not args.json:
-        interrupts.say(f"Using the offline demo model ({choice.reason}). {CONFIGURE_HINT}")
     from conductor.methods import get_method
 
-    runs_code = get_method(method_of(args) or "meta", python=settings.run.python).python
+    runs_code = get_method(settings.method, python=settings.run.python).python
+    if choice.provider == "demo" and not args.json:
+        interrupts.say(f"Using the offline demo model ({choice.reason}). {CONFIGURE_HINT}")
     if runs_code and not args.json and sys.stderr.isatty():
         # Starting a sandbox can take seconds on a cold machine: say so at once.
         interrupts.say(f"starting the {settings.sandbox} sandbox…")
     try:
-        session = build_session(settings, method=method_of(args))
+        session = build_session(settings)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", "SIGINT")
         interrupts.say(f"stopped by {name} before the run started; nothing was recorded.")

@@ -10,6 +10,7 @@ of the paper's Table 1, and builds them; `docs/methods.md` says what each one se
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal, get_args
 
 from conductor.methods.baselines import (
     expert_dynamic,
@@ -22,16 +23,17 @@ from conductor_kernel.errors import UserFacingError
 from conductor_kernel.interfaces import Method
 from conductor_kernel.meta import META, META_NO_PYTHON, MetaPrompting
 
-# Table 1's column order.
-METHODS: tuple[str, ...] = (
+# The methods, in Table 1's column order (the `method` setting's allowed values).
+MethodName = Literal[
     "standard",
     "zero-shot-cot",
     "expert-static",
     "expert-dynamic",
     "multipersona",
-    META_NO_PYTHON,
-    META,
-)
+    "meta-no-python",
+    "meta",
+]
+METHODS: tuple[str, ...] = get_args(MethodName)
 BASELINES = METHODS[:5]
 # What a comparison measures every method against: meta-prompting with Python.
 REFERENCE = META
@@ -129,6 +131,7 @@ __all__ = [
     "METHODS",
     "PUBLISHED_FOLDERS",
     "REFERENCE",
+    "MethodName",
     "UnknownMethodError",
     "check_method",
     "get_method",

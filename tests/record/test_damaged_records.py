@@ -57,7 +57,7 @@ def _readers(run: str, tmp: Path) -> list[list[str]]:
         ["runs", "export", run, "--markdown", "-o", str(tmp / "r.md")],
         ["runs", "diff", run, run],
         ["runs", "diff", run, run, "--html", "-o", str(tmp / "d.html")],
-        ["audit", run],
+        ["runs", "audit", run],
     ]
 
 
@@ -71,7 +71,7 @@ def test_a_damaged_or_missing_transcript_gives_every_reader_a_clear_message(
     DAMAGE[damage](path)
     try:
         for argv in _readers(run, tmp_path):
-            if damage == "empty" and argv[0] == "audit":
+            if damage == "empty" and argv[:2] == ["runs", "audit"]:
                 continue  # an empty transcript audits as a run with no findings
             assert main(argv) == 2, argv
             err = " ".join(capsys.readouterr().err.split())
@@ -98,7 +98,10 @@ def test_a_transcript_runs_db_could_not_index_is_still_read_by_its_id(
     for argv in _readers(run, tmp_path):
         assert main(argv) == 0, argv
         captured = capsys.readouterr()
-        assert f"{path}:1" in " ".join(captured.err.split()).replace(" ", "") or argv[0] == "audit"
+        assert f"{path}:1" in " ".join(captured.err.split()).replace(" ", "") or argv[:2] == [
+            "runs",
+            "audit",
+        ]
     assert "apple fig pear" in (tmp_path / "r.md").read_text()
 
 
@@ -156,7 +159,7 @@ def test_import_names_a_file_with_brackets_as_it_is(tmp_path: Path, capsys) -> N
     odd = tmp_path / "[bold]x" / "[red]y.jsonl"
     odd.parent.mkdir()
     odd.write_text('{"bad": 1}\n')
-    assert main(["import", str(odd)]) == 0
+    assert main(["runs", "import", str(odd)]) == 0
     captured = capsys.readouterr()
     assert "[bold]x/[red]y.jsonl" in " ".join(captured.err.split()).replace(" ", "")
     assert "[red]y.jsonl" in captured.out

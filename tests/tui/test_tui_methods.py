@@ -20,7 +20,7 @@ async def test_a_method_picked_in_the_palette_runs_and_is_recorded() -> None:
         await pilot.press("ctrl+p", *"Method: zero-shot-cot")
         await pilot.pause(0.3)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.method == "zero-shot-cot")
+        await wait_for(pilot, lambda: app.settings.method == "zero-shot-cot")
         notice = app.screen.query_one("#notice")
         await wait_for(pilot, lambda: "Method: zero-shot-cot" in str(notice.render()))
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from conductor.config import Settings, load_settings
@@ -47,7 +46,7 @@ def sort_expert(name: str, instruction: str) -> str:
 
 def make_settings(**changes: object) -> Settings:
     settings = load_settings({"model": "demo", "sandbox": "subprocess"})
-    return replace(settings, **changes) if changes else settings
+    return settings.model_copy(update=changes) if changes else settings
 
 
 def scripted_factory(

@@ -23,7 +23,6 @@ import socket
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +65,9 @@ class ItemWorker:
         self.label = f"{socket.gethostname()}/{self.node_id[:8]}"
         self.recall_on, self.learn_on = recall, learn
         # Built without the notebook: this worker only reads snapshots, never the file.
-        bare = replace(settings, recall=False, learn=False)
-        template = build_session(replace(bare, run=replace(bare.run, python=False)), index=False)
+        no_python = settings.run.model_copy(update={"python": False})
+        bare = settings.model_copy(update={"recall": False, "learn": False, "run": no_python})
+        template = build_session(bare, index=False)
         self.meta, self.expert = template.meta_model, template.expert_model
         if gate is not None:
             self._share_gate(gate, metered=meter_tokens)

@@ -68,7 +68,7 @@ def test_audit_summary_warns_about_a_truncated_file(tmp_path: Path, capsys) -> N
         json.dumps(RunFinished(run_id="r", status="answered", rounds=1).to_dict())[:30],
     ]
     path.write_text("\n".join(lines) + "\n")
-    assert main(["audit", str(path), "--summary"]) == 0
+    assert main(["runs", "audit", str(path), "--summary"]) == 0
     err = capsys.readouterr().err
     assert "warning" in err and "cut.jsonl" in err
 

@@ -1,0 +1,84 @@
+"""The settings' command-line flags, made from their declarations (none is written by hand).
+
+`add_setting_flags(parser)` gives a command every setting's flag, with its description,
+what it allows and its default as help; `settings_from_args(args)` loads the settings
+with the flags given on top. A flag's text is checked like a variable's, so a bad value is
+refused naming the flag and what is allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
+
+from conductor.config.declaration import Declaration
+from conductor.config.fields import SettingField, setting_fields
+
+if TYPE_CHECKING:
+    from conductor.config.settings import Settings
+
+GENERATED = "setting_path"  # set on each action made here, to the field it sets
+GROUPS = {
+    "": ("settings", "flag > CONDUCTOR_* variable > config file > default"),
+    "run": ("run limits", "the [run] table of the config file; CONDUCTOR_RUN__<NAME>"),
+}
+
+
+def add_setting_flags(
+    parser: argparse.ArgumentParser,
+    *,
+    only: Collection[str] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> None:
+    """Every setting's flag (or those in `only`, by field path) on `parser`.
+
+    `notes` adds a sentence to a field's help where this command treats it its own way
+    (a batch's own notebook). A flag given on the command line is kept for
+    `settings_from_args`; one not given leaves the setting to the other sources.
+    """
+    groups: dict[str, Any] = {}
+    for field in setting_fields(Declaration):
+        if only is not None and field.path not in only:
+            continue
+        if field.section not in groups:
+            title, about = GROUPS.get(field.section, (field.section, ""))
+            groups[field.section] = parser.add_argument_group(title, about)
+        options: dict[str, Any] = {
+            "dest": field.path,
+            "default": argparse.SUPPRESS,
+            "help": flag_help(field, (notes or {}).get(field.path)),
+        }
+        if field.kind == "bool":
+            options["action"] = argparse.BooleanOptionalAction
+        else:
+            options["metavar"] = field.metavar
+        action = groups[field.section].add_argument(field.flag, **options)
+        setattr(action, GENERATED, field.path)
+
+
+def flag_help(field: SettingField, note: str | None = None) -> str:
+    """A flag's help: the field's description, what it allows, its default."""
+    bits = [field.allowed()] if field.kind in ("int", "float") else []
+    bits.append(f"default: {field.shown_default()}")
+    text = f"{field.description} ({'; '.join(bits)})" + (f" {note}" if note else "")
+    return text.replace("%", "%%")  # argparse formats help with %
+
+
+def flag_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the command line gave, nested as the settings are."""
+    given: dict[str, Any] = {}
+    for field in setting_fields(Declaration):
+        if hasattr(args, field.path):
+            *tables, name = field.path.split(".")
+            target = given
+            for table in tables:
+                target = target.setdefault(table, {})
+            target[name] = getattr(args, field.path)
+    return given
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    from conductor.config import load_settings
+
+    return load_settings(flag_values(args))
