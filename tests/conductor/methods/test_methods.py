@@ -252,7 +252,8 @@ def test_solve_takes_the_method_and_says_it(tmp_path: Path, capsys, monkeypatch)
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["method"] == "standard" and code in (0, 1)
     assert main(["solve", "x", "--model", "demo", "--method", "nope"]) == 2
-    assert "unknown method 'nope'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--method" in err and "'nope' is not allowed" in err and "zero-shot-cot" in err
 
 
 @pytest.mark.parametrize("method", ["standard", "expert-dynamic", "multipersona"])
@@ -291,3 +292,26 @@ def test_a_baseline_with_the_notebook_on_learns_and_recalls(method: str, tmp_pat
     answering = [e for e in second if isinstance(e, MetaTurnStarted)][-1]
     assert recall.rendered in answering.user_message
     assert answering.user_message.index(recall.rendered) < answering.user_message.index("kiwi")
+
+
+def test_the_method_is_a_setting_from_every_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conductor.config import load_settings
+    from conductor.session import build_session
+    from conductor_kernel.errors import ConfigError
+
+    config = Path(__import__("os").environ["CONDUCTOR_CONFIG"])
+    config.write_text('model = "demo"\nmethod = "expert-dynamic"\n', encoding="utf-8")
+    assert load_settings().method == "expert-dynamic"
+    monkeypatch.setenv("CONDUCTOR_METHOD", "multipersona")
+    assert load_settings().method == "multipersona"
+    settings = load_settings({"method": "zero-shot-cot"})
+    assert settings.method == "zero-shot-cot"
+    session = build_session(settings, index=False)
+    assert session.method is not None and session.method.name == "zero-shot-cot"
+    no_python = load_settings({"method": "meta", "run": {"python": False}})
+    assert build_session(no_python, index=False).method.name == "meta-no-python"  # type: ignore[union-attr]
+    monkeypatch.setenv("CONDUCTOR_METHOD", "chain")
+    with pytest.raises(ConfigError, match="CONDUCTOR_METHOD"):
+        load_settings()
