@@ -85,8 +85,10 @@ class NotebookHooks:
     ) -> list[Event]:
         """Learn from a finished run; its model calls go on `ledger` as "learning".
 
-        `sandbox` is the run's own: the tools the run made are tested in it, within the
-        options' budget, and testing stops once `cancelled()` says the session was.
+        `sandbox` is a fresh one the session opened for these checks, never the run's
+        own (conductor/fresh_sandbox.py): the tools the run made are tested in it,
+        within the options' budget, and testing stops once `cancelled()` says the
+        session was.
         """
         model = self._model(ledger, "learning")
         options = learning_options(self.learn_options, sandbox, cancelled)
@@ -115,7 +117,7 @@ class NotebookHooks:
 def learning_options(
     base: LearnOptions, sandbox: Sandbox | None, cancelled: Callable[[], bool] | None
 ) -> LearnOptions:
-    """`base` for one run: its sandbox (when it has one) and its session's cancel flag.
+    """`base` for one run: the sandbox for its checks and its session's cancel flag.
     A copy, since one set of hooks serves every thread of a batch."""
     budget = replace(base.tool_budget, stop=cancelled or base.tool_budget.stop)
     return replace(base, sandbox=sandbox or base.sandbox, tool_budget=budget)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor.config import Settings
+from conductor.fresh_sandbox import FreshSandbox
 from conductor_kernel.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
 from conductor_kernel.interfaces import ChatModel, EventSink, Method, Sandbox, Usage
 from conductor_kernel.ledger import UsageLedger
@@ -54,13 +55,18 @@ class Session:
     # Called as recall(question, ledger=...): its model calls go on the run's ledger.
     recall: Callable[..., Recall | None] | None = None
     # Called as hook(events, ledger=..., sandbox=..., cancelled=...) with the finished
-    # run's events, the run's sandbox (None without one) and a callable that is true
-    # once the session is cancelled; the notebook's write path hooks in here. Its model
-    # calls go on the ledger as "learning".
+    # run's events, a sandbox for its checks (a fresh one from `fresh_sandbox`, never
+    # the run's own; None without a factory) and a callable that is true once the
+    # session is cancelled; the notebook's write path hooks in here. Its model calls go
+    # on the ledger as "learning".
     after_run: list[Callable[..., list[Event]]] = field(default_factory=list)
     # How the run asks its model (conductor/methods); None: meta-prompting, with Python
     # as `config.python` says.
     method: Method | None = None
+    # Opens a sandbox like the run's for the after-run checks (tool tests, reproduced
+    # answers, scorers that run code): what the run's cells left behind must not shape
+    # them. Started only when a check runs code, closed when the hooks are done.
+    fresh_sandbox: Callable[[], Sandbox | None] | None = None
     conductor: Conductor | None = None
     # "idle", "running", "learning": lets a signal handler choose how to stop.
     phase: str = "idle"
@@ -170,21 +176,26 @@ class Session:
 
     def _after(self, events: list[Event], ledger: UsageLedger) -> list[Event]:
         produced: list[Event] = []
-        for hook in self.after_run:
-            mark = ledger.mark()
-            try:
-                made = hook(
-                    events, ledger=ledger, sandbox=self.sandbox, cancelled=lambda: self.cancelled
-                )
-            except Exception:  # learning must never cost the user the run
-                log.exception("an after-run hook failed; the run itself is saved")
-                continue
-            spent = ledger.since(mark)
-            for item in made:
-                if isinstance(item, NotesWritten):
-                    item.usage = spent
-                    spent = Usage()  # one event carries the hook's spending
-            produced.extend(made)
+        checks = FreshSandbox(self.fresh_sandbox) if self.fresh_sandbox is not None else None
+        try:
+            for hook in self.after_run:
+                mark = ledger.mark()
+                try:
+                    made = hook(
+                        events, ledger=ledger, sandbox=checks, cancelled=lambda: self.cancelled
+                    )
+                except Exception:  # learning must never cost the user the run
+                    log.exception("an after-run hook failed; the run itself is saved")
+                    continue
+                spent = ledger.since(mark)
+                for item in made:
+                    if isinstance(item, NotesWritten):
+                        item.usage = spent
+                        spent = Usage()  # one event carries the hook's spending
+                produced.extend(made)
+        finally:
+            if checks is not None:
+                checks.close()
         return produced
 
     def _deliver(
@@ -260,6 +271,7 @@ def build_session(
         config=settings.run,
         index=_open_index() if index else None,
         method=chosen,
+        fresh_sandbox=fresh_sandbox_opener(settings),
     )
     recall, learn = settings.recall, settings.learn
     if not (notebook_for_baselines or uses_notebook(chosen.name)):
@@ -271,6 +283,16 @@ def build_session(
         hooks = NotebookHooks.open(settings.notebook or None, model=meta)
         hooks.attach(session, recall=recall, learn=learn)
     return session
+
+
+def fresh_sandbox_opener(settings: Settings) -> Callable[[], Sandbox | None] | None:
+    """How to open a sandbox for a run's after-run checks (None when runs have none)."""
+    if not settings.run.python:
+        return None
+    from sandbox.registry import open_sandbox
+
+    name = settings.sandbox
+    return lambda: open_sandbox(name)
 
 
 def _open_index() -> RunIndex:

@@ -1,35 +1,51 @@
-"""Make untrusted text safe to show: control characters become visible escapes.
+"""Make untrusted text safe to show: control and invisible characters become escapes.
 
 Everything a model or a sandbox produced can hold terminal escape sequences (clear the
 screen, rewrite an earlier line, write the clipboard with OSC 52, hyperlinks with
-OSC 8), 8-bit C1 controls, NUL, or bidirectional overrides that reorder what a reader
-sees. `visible()` turns each of them into a printable escape such as `\\x1b` or
-`\\u202e`, so what is shown is exactly what was sent, and nothing in it can act on the
-terminal, the TUI or a log. Newlines and tabs are kept; a lone carriage return is not
-(it moves the cursor back over text already shown), but CRLF reads as a newline.
+OSC 8), 8-bit C1 controls, NUL, bidirectional overrides that reorder what a reader
+sees, or characters drawn as nothing at all that still carry text (tag characters
+spelling ASCII, 46 variation selectors after an emoji, zero-width joiners, fillers).
+`visible()` turns each of them into a printable escape such as `\\x1b`, `\\u202e` or
+`\\U000e0041`, so what is shown is exactly what was sent, and nothing in it can act on
+the terminal, the TUI or a log, nor reach a reader (or the meta model) unseen.
+Newlines and tabs are kept; a lone carriage return is not (it moves the cursor back
+over text already shown), but CRLF reads as a newline.
+
+The set is derived from Unicode properties, not listed by hand: every code point that
+is Default_Ignorable_Code_Point (which takes in the format characters, variation
+selectors 1-256, Hangul fillers, the combining grapheme joiner, invisible operators,
+soft hyphen, ZWJ/ZWNJ, tag characters and the ranges Unicode reserves for more of
+them), every format (Cf), control (Cc, bar tab and newline), surrogate (Cs), line and
+paragraph separator (Zl, Zp) and noncharacter. Python's `unicodedata` has categories
+but not Default_Ignorable_Code_Point, so the maintained `regex` package (its own,
+current Unicode database) supplies `\\p{...}`. One addition no property names: U+2800
+BRAILLE PATTERN BLANK, a symbol whose glyph is empty and which is used as invisible
+filler. The price is that emoji sequences joined by ZWJ or carrying U+FE0F show their
+escapes; an escape a reader can see beats text nobody can.
 
 Every place that shows such text (the CLI printer, the TUI, `runs show`, exports, log
-lines) passes it through here first; HTML escaping comes on top of this, not instead.
+lines) passes it through here first, and so does the sandbox output the meta model
+reads; HTML escaping comes on top of this, not instead.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 
-# Bidirectional formatting characters: embeddings, overrides, isolates and marks.
-_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-# Zero-width and line/paragraph separators that hide or break text unseen, the
-# deprecated format controls, the interlinear annotation marks, and the tag characters
-# (U+E0000..E007F), which spell out ASCII no reader sees ("ASCII smuggling").
-_INVISIBLE = "\u2028\u2029\ufeff\u200b\u2060\u180e\u206a-\u206f\ufff9-\ufffb"
-_TAGS = "\U000e0000-\U000e007f"
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + _INVISIBLE + _TAGS + "\ud800-\udfff]")
+import regex
+
+# Drawn blank, yet neither whitespace nor default-ignorable: no property marks these.
+_BLANK_GLYPHS = "\u2800"
+_UNSAFE = regex.compile(
+    r"[[\p{Default_Ignorable_Code_Point}\p{Cf}\p{Cc}\p{Cs}\p{Zl}\p{Zp}"
+    r"\p{Noncharacter_Code_Point}" + _BLANK_GLYPHS + r"]--[\t\n]]",
+    regex.VERSION1,
+)
 # The same set, for tests and callers that check text already shown.
 UNSAFE = _UNSAFE
 
 
-def _escape(match: re.Match[str]) -> str:
+def _escape(match: regex.Match[str]) -> str:
     char = match.group()
     code = ord(char)
     if code <= 0xFF:

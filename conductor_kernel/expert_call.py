@@ -7,11 +7,13 @@ the original harness kept only the meta model's view.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from conductor_kernel import prompts
+from conductor_kernel.display import visible
 from conductor_kernel.errors import ModelUnreachable
 from conductor_kernel.events import (
     Event,
@@ -170,16 +172,51 @@ def _run(ctx: ExpertContext, code: str, parent_id: str, *, source: str) -> ExecR
     if ctx.sandbox is None:
         result = ExecResult(infra_error="no sandbox is configured for this run", backend="none")
     else:
-        result = ctx.sandbox.run(code, timeout=ctx.config.python_timeout_s)
+        result = _run_stoppable(ctx, ctx.sandbox, code)
     ctx.emit(
         SandboxExec(parent_id=parent_id, run_id=ctx.run_id, code=code, result=result, source=source)
     )
     return result
 
 
+def _run_stoppable(ctx: ExpertContext, sandbox: Sandbox, code: str) -> ExecResult:
+    """Run the cell so that the run's cancel (or a limit that stops the run) kills it
+    at once: the sandbox's `interrupt` is registered with the run's guard like a stream
+    in flight, and `close_streams` calls it."""
+    guard = ctx.guard
+    interrupt = getattr(sandbox, "interrupt", None)
+    if guard is None or not callable(interrupt):
+        return sandbox.run(code, timeout=ctx.config.python_timeout_s)
+    done = threading.Event()
+
+    def stop() -> None:
+        # The cell may not have reached the sandbox yet (waiting for its lock or its
+        # container): keep trying until it is killed or has returned.
+        def keep_stopping() -> None:
+            while not done.is_set() and not interrupt():
+                done.wait(0.01)
+
+        threading.Thread(target=keep_stopping, name="conductor-stop-cell", daemon=True).start()
+
+    key = id(done)
+    guard.register(key, stop)
+    try:
+        if guard.cancel.is_set() or guard.limit is not None:
+            # Stopped before the cell began: run nothing.
+            return ExecResult(
+                backend=sandbox.name, cancelled=True, stderr="[not run: the run was stopped]"
+            )
+        return sandbox.run(code, timeout=ctx.config.python_timeout_s)
+    finally:
+        done.set()
+        guard.register(key, None)
+
+
 def _describe_run(result: ExecResult, config: RunConfig) -> str:
     """The program's outcome as the meta model reads it: status, stdout, stderr, capped."""
-    if result.infra_error:
+    if result.cancelled:
+        status = "It was stopped before it finished: the run was cancelled."
+    elif result.infra_error:
         status = f"The sandbox failed, so the program did not run: {result.infra_error}"
     elif result.sandbox_error:  # e.g. the runner's reply was malformed; it was replaced
         status = f"The sandbox broke down while running it: {result.sandbox_error}"
@@ -193,8 +230,10 @@ def _describe_run(result: ExecResult, config: RunConfig) -> str:
         status = f"Exit code: {result.exit_code}."
     if result.output_limit_hit:
         status += " It printed too much and was stopped."
-    stdout = cap_text(result.stdout, config.output_cap_chars) or "(nothing)"
-    stderr = cap_text(result.stderr, config.output_cap_chars)
+    # What the program printed reaches the meta model with every control and invisible
+    # character shown as an escape, as on screen: nothing hidden in it is read unseen.
+    stdout = visible(cap_text(result.stdout, config.output_cap_chars)) or "(nothing)"
+    stderr = visible(cap_text(result.stderr, config.output_cap_chars))
     stderr_block = f"\nstderr:\n```\n{stderr}\n```" if stderr.strip() else ""
     return prompts.PYTHON_RAN.format(
         status=status, stdout=stdout.rstrip("\n"), stderr_block=stderr_block

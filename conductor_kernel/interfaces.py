@@ -208,6 +208,9 @@ class ExecResult:
     # oversized reply, a runner that died): an observation about the code, not a
     # failure of the machine; the sandbox was replaced.
     sandbox_error: str | None = None
+    # The host killed the cell before it finished (the run was cancelled, or the
+    # sandbox closed under it): neither the code's failure nor the machine's.
+    cancelled: bool = False
 
     @property
     def ok(self) -> bool:
@@ -217,6 +220,7 @@ class ExecResult:
             and not self.oom_killed
             and self.infra_error is None
             and self.sandbox_error is None
+            and not self.cancelled
         )
 
     @property
@@ -246,7 +250,10 @@ class Sandbox(Protocol):
     """Somewhere to run untrusted Python.
 
     `run` never raises for anything the code does; it returns an `ExecResult`.
-    One `Sandbox` object serves one conductor run; `close` releases what it holds.
+    One `Sandbox` object serves one conductor run; `close` releases what it holds,
+    killing a cell still running rather than waiting for it. A backend may also offer
+    `interrupt()`: kill the running cell now (its `run` returns with `cancelled`) and
+    stay usable; the run's cancel calls it (conductor_kernel/expert_call.py).
     """
 
     name: str

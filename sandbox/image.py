@@ -33,6 +33,8 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEBIAN_PACKAGES = ("python3", "python3-numpy", "python3-sympy")
 SANDBOX_UID = 10001
 WORKDIR = "/work"
+# Nowhere a cell can write: what one cell plants in HOME must not shape the next.
+HOME = "/nonexistent"
 RUNNER_DIR_IN_IMAGE = "/opt/conductor"
 RUNNER_IN_IMAGE = RUNNER_DIR_IN_IMAGE + "/main.py"
 IMAGE_PATH_ENV = "/usr/local/bin:/usr/bin:/bin"
@@ -262,7 +264,7 @@ def _run_logged(command: list[str], progress: Progress, *, what: str) -> None:
 
 
 def _passwd_lines() -> tuple[bytes, bytes]:
-    user = f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}::{WORKDIR}:/usr/sbin/nologin\n"
+    user = f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}::{HOME}:/usr/sbin/nologin\n"
     group = f"sandbox:x:{SANDBOX_UID}:\n"
     return user.encode(), group.encode()
 
@@ -325,7 +327,9 @@ def _import_changes() -> list[str]:
         f"WORKDIR {WORKDIR}",
         f"ENV PATH={IMAGE_PATH_ENV}",
         "ENV LANG=C.UTF-8",
-        f"ENV HOME={WORKDIR}",
+        f"ENV HOME={HOME}",
+        "ENV PYTHONNOUSERSITE=1",
+        "ENV PYTHONSAFEPATH=1",
         f'CMD ["python3", "-I", "{RUNNER_IN_IMAGE}"]',
     ]
 

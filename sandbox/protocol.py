@@ -244,6 +244,17 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def cancelled_result(backend: str, started: float) -> ExecResult:
+    """What a cell the host killed before it finished comes back as."""
+    return ExecResult(
+        stderr="[sandbox: the cell was stopped: the run was cancelled or the sandbox closed]",
+        signal=9,
+        cancelled=True,
+        duration_s=time.monotonic() - started,
+        backend=backend,
+    )
+
+
 def run_guarded(
     sandbox: Any,
     code: str,

@@ -99,7 +99,8 @@ def _run_item(plan: AblationPlan, session: Session, item: TaskItem, arm: Arm) ->
         events = list(session.solve(question, task=plan.spec.name, target=item.target))
         finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
         answer = finished.final_answer if finished else None
-        result = plan.score(answer, item, session.sandbox, "")
+        # Scored apart from the run's sandbox: a scorer that runs code opens its own.
+        result = plan.score(answer, item, None, "")
     finally:
         if session.sandbox is not None:
             session.sandbox.close()
@@ -226,6 +227,7 @@ def ablate_batch(
             sandbox=open_box(),
             config=settings.run,
             runs_path=folder / "runs",
+            fresh_sandbox=open_box if sandbox_name else None,
         )
 
     folder.mkdir(parents=True, exist_ok=True)

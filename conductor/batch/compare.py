@@ -133,6 +133,8 @@ def live_comparison(
             recall=template.recall,
             after_run=template.after_run,
             method=method,
+            # Learning's checks run in a sandbox of their own, never the run's.
+            fresh_sandbox=open_box if sandbox_name else None,
         )
 
     uses_notebook = recall or learn

@@ -252,8 +252,9 @@ class BatchRunner:
                 failure is not None and fails_every_item(failure)
             )
             if record["final"] and record["status"] != "error" and self.plan.score:
-                sandbox = session.sandbox if session is not None else None
-                record["score"] = self._score(record.get("answer"), item, sandbox, last_turn)
+                # Never the run's own sandbox: what its cells left there must not shape
+                # the verdict. A scorer that runs code opens one of its own (make_scorer).
+                record["score"] = self._score(record.get("answer"), item, None, last_turn)
         finally:
             with self._lock:
                 self._live.pop(item.id, None)

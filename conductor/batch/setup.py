@@ -86,6 +86,8 @@ def live_setup(
             recall=template.recall,
             after_run=template.after_run,
             method=chosen,
+            # Learning's checks run in a sandbox of their own, never the item's.
+            fresh_sandbox=open_box if sandbox_name else None,
         )
 
     with_notebook = settings.recall or settings.learn

@@ -45,6 +45,7 @@ from sandbox.protocol import (
     DeadlineExceeded,
     ProtocolError,
     RunnerGone,
+    cancelled_result,
     check_pong,
     reply_limit,
     result_from_reply,
@@ -97,8 +98,10 @@ class BwrapSandbox:
         self._overlay = launch.can_overlay(self.root)
         visible = Path(launch.PRIVATE_ROOTFS_MOUNT) if self._overlay else self.root
         self._static_args = launch.system_binds(self.root, visible)
+        self._proc_hiding = launch.proc_hiding_args()
         self._lock = threading.Lock()
         self._session: BwrapSession | None = None
+        self._running: BwrapSession | None = None  # the session while a cell runs in it
         self._spare: list[BwrapSession | Exception] = []
         self._spare_ready = threading.Condition()
         self._closed = False
@@ -116,8 +119,25 @@ class BwrapSandbox:
             self, code, timeout, stdin, what="bubblewrap", replaced="it was replaced"
         )
 
+    def interrupt(self) -> bool:
+        """Kill the running cell now, from any thread (cancel, Esc, Ctrl-C, end of run).
+
+        The cell's `run` returns at once with `cancelled` set; the sandbox it ran in is
+        destroyed and a fresh one serves the next cell. False when no cell was running.
+        """
+        session = self._running
+        if session is None:
+            return False
+        session.kill()
+        return True
+
     def close(self) -> None:
-        """End every sandbox this object started; nothing of them runs when this returns."""
+        """End every sandbox this object started; nothing of them runs when this returns.
+
+        A cell still running is killed first, so closing never waits for its timeout.
+        """
+        self._closed = True
+        self.interrupt()
         with self._lock:
             self._closed = True
             self._retire(replace=False)
@@ -153,45 +173,58 @@ class BwrapSandbox:
         }
         ooms_before = session.oom_kills()
         deadline = time.monotonic() + timeout + self.grace_s
+        self._running = session
         try:
+            if self._closed:
+                session.kill()  # closed while this run waited for the lock
             reply = session.request(request, deadline, limit=reply_limit(self.keep_bytes))
             result = result_from_reply(reply, keep_bytes=self.keep_bytes, backend=self.name)
-        except DeadlineExceeded:
+        except (DeadlineExceeded, RunnerGone, ProtocolError) as exc:
+            return self._failed(session, exc, started, ooms_before)
+        finally:
+            self._running = None
+        if session.killed_by_host:  # the reply raced the kill: the sandbox is gone anyway
             self._retire()
-            return ExecResult(
-                timed_out=True,
-                signal=signal.SIGKILL,
-                duration_s=time.monotonic() - started,
-                backend=self.name,
-                stderr="[sandbox: no answer by the deadline; the sandbox was destroyed]",
-            )
-        except RunnerGone as exc:
-            oom = session.oom_kills() > ooms_before
-            self._log_last_words(session)
-            self._retire()
-            note = "ran out of memory" if oom else "its runner ended"
-            return ExecResult(
-                stderr=f"[sandbox: {note}; the sandbox was replaced] ({exc})",
-                signal=signal.SIGKILL,
-                oom_killed=oom,
-                duration_s=time.monotonic() - started,
-                backend=self.name,
-                sandbox_error=f"the sandbox {note} ({exc}); it was replaced",
-            )
-        except ProtocolError as exc:
-            self._log_last_words(session)
-            self._retire()
-            log.warning("the sandbox runner broke the protocol: %s", visible_line(str(exc)))
-            return ExecResult(
-                backend=self.name,
-                duration_s=time.monotonic() - started,
-                sandbox_error=f"{exc}; the sandbox was replaced",
-            )
+            return cancelled_result(self.name, started)
         if session.oom_kills() > ooms_before and not result.timed_out:
             result.oom_killed = True  # the host's own count, from the sandbox's cgroup
         if result.timed_out or result.oom_killed or result.output_limit_hit:
             self._retire()  # a wrecked sandbox never serves again
         return result
+
+    def _failed(
+        self, session: BwrapSession, exc: Exception, started: float, ooms_before: int
+    ) -> ExecResult:
+        """No reply: the host killed the cell, the deadline passed, the runner died or
+        broke the protocol. The sandbox is given up in every case."""
+        oom = session.oom_kills() > ooms_before  # read before the cgroup goes
+        self._retire()
+        duration = time.monotonic() - started
+        if session.killed_by_host:
+            return cancelled_result(self.name, started)
+        if isinstance(exc, DeadlineExceeded):
+            return ExecResult(
+                timed_out=True,
+                signal=signal.SIGKILL,
+                duration_s=duration,
+                backend=self.name,
+                stderr="[sandbox: no answer by the deadline; the sandbox was destroyed]",
+            )
+        self._log_last_words(session)
+        if isinstance(exc, RunnerGone):
+            note = "ran out of memory" if oom else "its runner ended"
+            return ExecResult(
+                stderr=f"[sandbox: {note}; the sandbox was replaced] ({exc})",
+                signal=signal.SIGKILL,
+                oom_killed=oom,
+                duration_s=duration,
+                backend=self.name,
+                sandbox_error=f"the sandbox {note} ({exc}); it was replaced",
+            )
+        log.warning("the sandbox runner broke the protocol: %s", visible_line(str(exc)))
+        return ExecResult(
+            backend=self.name, duration_s=duration, sandbox_error=f"{exc}; the sandbox was replaced"
+        )
 
     def _log_last_words(self, session: BwrapSession) -> None:
         last_words = session.last_words()
@@ -283,6 +316,7 @@ class BwrapSandbox:
                     for path, _ in files
                     for arg in ("--perms", "0444", "--ro-bind-data", str(fds[path]), path)
                 ],
+                *self._proc_hiding,
                 *("--remount-ro", "/", "--chdir", "/", "--clearenv"),
                 *[a for k, v in launch.SANDBOX_ENV.items() for a in ("--setenv", k, v)],
                 *("--seccomp", str(fds["seccomp"]), "--json-status-fd", str(fds["status"])),
@@ -303,6 +337,7 @@ class BwrapSandbox:
                     cgroup,
                     keep_uid=not self.privileged,
                     overlay=launch.overlay_rootfs(self.root) if self._overlay else None,
+                    timens=launch.time_namespace() if self.privileged else None,
                 ),
             ).result()
         except (OSError, SeccompUnavailable, subprocess.SubprocessError) as exc:

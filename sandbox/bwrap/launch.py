@@ -1,17 +1,19 @@
 """How one bubblewrap sandbox is laid out and started (sandbox/bwrap/backend.py runs it).
 
 The sandbox holds only the system directories (read-only), a few synthesized /etc
-files, a fresh /proc with the host's identifying files (cmdline, boot id, memory
-size) replaced, a minimal /dev, size-capped tmpfs for /tmp, /dev/shm and the work
-dir, and the runner's three files, copied in (no host directory of ours is shared).
+files, a fresh /proc in which nothing describes the host (sandbox/policy/hostview.py:
+meminfo, stat, uptime and loadavg are the sandbox's own, the rest of the host-wide
+files read empty and /proc/sys is an empty directory), a minimal /dev, size-capped
+tmpfs for /tmp, /dev/shm and the work dir, and the runner's three files, copied in
+(no host directory of ours is shared).
 The environment is cleared; the seccomp allowlist of sandbox/policy/seccomp.py is
 loaded before the runner starts.
 
 Two modes, chosen by who we are:
 
 - as root (`privileged`): no user namespace. bwrap keeps for the runner only
-  CAP_SETUID, CAP_SETGID and CAP_KILL; the runner (uid 0) drops every cell to a host
-  uid of this sandbox alone, so the cell can neither signal, trace, prlimit nor open
+  CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_SETPCAP (to empty each cell's capability
+  bounding set); the runner (uid 0) drops every cell to a host uid of this sandbox alone, so the cell can neither signal, trace, prlimit nor open
   /proc/PID/* of the runner or bwrap's init. The sandbox lives in its own cgroup.
 - otherwise: an unprivileged user namespace mapping one uid (10001); runner and cell
   share it, which `conductor sandbox doctor` reports as "no uid separation".
@@ -23,15 +25,19 @@ import contextlib
 import os
 import resource
 import secrets
-import uuid
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox.policy import hostview
 from sandbox.policy import seccomp as seccomp_policy
 from sandbox.policy.cgroups import SandboxCgroup
 
 SANDBOX_UID = 10001  # the cell's uid inside an unprivileged user namespace
 WORKDIR = "/work"
+# HOME is nowhere a cell can write: what an earlier cell plants there (a user-site
+# .pth, dot files) must not shape a later cell's programs.
+HOME = "/nonexistent"
 RUNNER_DIR = "/opt/conductor"
 MIB = 1024 * 1024
 # Host uids handed to cells when we run as root: far above real and subuid ranges.
@@ -39,7 +45,7 @@ HOST_UID_BASE = 2_100_000_000
 HOST_UID_SPAN = 40_000_000
 PRIVATE_ROOTFS_MOUNT = "/mnt"
 EMPTY_LAYER = "rootfs-empty"
-RUNNER_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
+RUNNER_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SETPCAP")
 
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # The few /etc entries that Python, the dynamic loader and numpy's BLAS need.
@@ -47,8 +53,13 @@ ETC_ENTRIES = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "loc
 ETC_GLOBS = ("python3*",)
 SANDBOX_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": WORKDIR,
+    "HOME": HOME,
     "LANG": "C.UTF-8",
+    # Every Python a cell starts ignores the user site and never puts its script's
+    # directory or the working directory first on sys.path: a /work/json.py or a .pth
+    # left by an earlier cell cannot run in a later cell's python3.
+    "PYTHONNOUSERSITE": "1",
+    "PYTHONSAFEPATH": "1",
     "TMPDIR": "/tmp",
     "OPENBLAS_NUM_THREADS": "1",
     "OMP_NUM_THREADS": "1",
@@ -58,6 +69,10 @@ SANDBOX_ENV = {
     "MALLOC_ARENA_MAX": "2",
 }
 RUNNER_SOURCES = ("main.py", "supervise.py", "child.py")
+
+
+# Queued signals and POSIX timers of a cell's uid (each timer holds kernel memory).
+SIGPENDING = 1024
 
 
 @dataclass(frozen=True)
@@ -85,7 +100,7 @@ def etc_files(cell_uid: int) -> list[tuple[str, bytes]]:
             "/etc/passwd",
             (
                 "root:x:0:0::/:/usr/sbin/nologin\n"
-                f"sandbox:x:{cell_uid}:{cell_uid}::{WORKDIR}:/usr/sbin/nologin\n"
+                f"sandbox:x:{cell_uid}:{cell_uid}::{HOME}:/usr/sbin/nologin\n"
                 "nobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n"
             ).encode(),
         ),
@@ -95,15 +110,16 @@ def etc_files(cell_uid: int) -> list[tuple[str, bytes]]:
 
 
 def proc_covers(memory_bytes: int) -> list[tuple[str, bytes]]:
-    """Files laid over the fresh /proc: what would identify the host, made neutral."""
-    kib = memory_bytes // 1024
-    meminfo = f"MemTotal: {kib:>12} kB\nMemFree: {kib:>13} kB\nMemAvailable: {kib:>8} kB\n"
-    return [
-        ("/proc/cmdline", b"sandbox\n"),
-        ("/proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n".encode()),
-        ("/proc/meminfo", meminfo.encode()),
-        ("/proc/version", b"Linux version sandbox\n"),
-    ]
+    """Files laid over the fresh /proc: the sandbox's own figures where programs read
+    them, and every other host-wide file empty (sandbox/policy/hostview.py)."""
+    files, _ = hostview.hidden_proc_entries()
+    return [*hostview.synthesized_proc(memory_bytes), *((path, b"") for path in files)]
+
+
+def proc_hiding_args() -> list[str]:
+    """Empty read-only directories over the host-wide /proc directories (/proc/sys...)."""
+    _, dirs = hostview.hidden_proc_entries()
+    return [arg for path in dirs for arg in ("--perms", "0555", "--size", "4096", "--tmpfs", path)]
 
 
 def runner_files() -> list[tuple[str, bytes]]:
@@ -145,7 +161,12 @@ def system_binds(root: Path, visible_root: Path) -> list[str]:
     names = [n for n in ETC_ENTRIES if os.path.lexists(etc / n)]
     names += sorted({p.name for pattern in ETC_GLOBS for p in etc.glob(pattern)})
     for name in names:
-        args += ["--ro-bind", str(visible_root / "etc" / name), f"/etc/{name}"]
+        if (etc / name).is_symlink():
+            # Recreated, not bound: a bind would follow the link on the host (to the
+            # host's own zoneinfo, say), and name the host's disk in the mount table.
+            args += ["--symlink", os.readlink(etc / name), f"/etc/{name}"]
+        else:
+            args += ["--ro-bind", str(visible_root / "etc" / name), f"/etc/{name}"]
     return args
 
 
@@ -161,6 +182,7 @@ def runner_command(python: str, *, cell_uid: int | None, limits: Limits, cgroup:
         "core": 0,
         "memlock": 8 * MIB,
         "msgqueue": 0,
+        "sigpending": SIGPENDING,
     }
     if not cgroup:
         per_cell["as"] = limits.memory_bytes  # no whole-sandbox bound: per process, then
@@ -227,8 +249,43 @@ def seccomp_fd() -> int:
     return data_fd(seccomp_policy.bpf_program(), name="conductor-seccomp")
 
 
+CLONE_NEWTIME = 0x80
+
+
+def time_namespace():
+    """A child-side step (root only): the sandbox in a time namespace of its own, whose
+    monotonic and boot-time clocks start near zero. Without it CLOCK_BOOTTIME, and the
+    start time of every process in /proc/PID/stat, tell the host's uptime. Returns the
+    step, or None where the kernel has no time namespaces."""
+    import ctypes
+
+    if not os.path.exists("/proc/self/timens_offsets"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def enter() -> None:
+        if libc.unshare(CLONE_NEWTIME) != 0:
+            return  # no time namespace here: the host's clocks show, as on Docker
+        # Written before any process is in the namespace (bwrap joins it at exec).
+        offsets = []
+        for name, clock in (("monotonic", time.CLOCK_MONOTONIC), ("boottime", time.CLOCK_BOOTTIME)):
+            offsets.append(f"{name} {1 - int(time.clock_gettime(clock))} 0\n")
+        fd = os.open("/proc/self/timens_offsets", os.O_WRONLY)
+        try:
+            os.write(fd, "".join(offsets).encode())
+        finally:
+            os.close(fd)
+
+    return enter
+
+
 def child_setup(
-    limits: Limits, cgroup: SandboxCgroup | None, *, keep_uid: bool, overlay: object = None
+    limits: Limits,
+    cgroup: SandboxCgroup | None,
+    *,
+    keep_uid: bool,
+    overlay: object = None,
+    timens: object = None,
 ):
     """What the forked child does before exec'ing bwrap: plain system calls only."""
     rlimits = host_rlimits(limits, keep_uid=keep_uid)
@@ -248,6 +305,8 @@ def child_setup(
             os.close(fd)
         if callable(overlay):
             overlay()
+        if callable(timens):
+            timens()
         for kind, soft, hard in rlimits:
             resource.setrlimit(kind, (soft, hard))
 

@@ -16,6 +16,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 
 from sandbox.policy.cgroups import SandboxCgroup
@@ -35,6 +36,8 @@ class BwrapSession(FramedConversation):
         self._status_fd = status_fd
         self._status = bytearray()
         self.preload: dict = {}
+        self.killed_by_host = False  # set by `kill`: a cell's end was the host's doing
+        self._handles = threading.Lock()  # the init's pidfd, used from several threads
         assert proc.stdin and proc.stdout and proc.stderr
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             os.set_blocking(pipe.fileno(), False)
@@ -84,23 +87,38 @@ class BwrapSession(FramedConversation):
             with contextlib.suppress(ValueError, KeyError):
                 first = bytes(self._status).split(b"}", 1)[0] + b"}"
                 self.init_pid = int(json.loads(first)["child-pid"])
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError), self._handles:
                     self._init_pidfd = os.pidfd_open(self.init_pid)
 
     def oom_kills(self) -> int:
         return self.cgroup.oom_kills() if self.cgroup else 0
 
-    def destroy(self) -> None:
-        """Kill the whole sandbox by the handles the host holds, then clean up."""
-        if self._init_pidfd is not None:
-            with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(self._init_pidfd, signal.SIGKILL)
-            os.close(self._init_pidfd)
-            self._init_pidfd = None
+    def kill(self) -> None:
+        """SIGKILL the whole sandbox by the handles the host holds, from any thread.
+
+        Only signals: a thread reading the runner's pipes sees them end and gives the
+        session up itself (`destroy`), so no descriptor is closed under a reader.
+        """
+        self.killed_by_host = True
+        self._signal_all()
+
+    def _signal_all(self) -> None:
+        with self._handles:
+            if self._init_pidfd is not None:
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(self._init_pidfd, signal.SIGKILL)
         if self.cgroup is not None:
             self.cgroup.kill_all()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def destroy(self) -> None:
+        """Kill the whole sandbox by the handles the host holds, then clean up."""
+        self._signal_all()
+        with self._handles:
+            if self._init_pidfd is not None:
+                os.close(self._init_pidfd)
+                self._init_pidfd = None
         self.proc.wait()
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             with contextlib.suppress(OSError):

@@ -45,6 +45,7 @@ from sandbox.protocol import (
     DeadlineExceeded,
     ProtocolError,
     RunnerGone,
+    cancelled_result,
     reply_limit,
     result_from_reply,
     run_guarded,
@@ -98,6 +99,7 @@ class DockerSandbox:
         self._ready_checked = False
         self._closed = False
         self._lock = threading.Lock()  # one execution at a time per container
+        self._running: RunnerSession | None = None  # the session while a cell runs in it
         self.containers_used: list[str] = []
         if self.probe_quietly() is None:
             pool = self._get_pool()
@@ -165,11 +167,33 @@ class DockerSandbox:
             "hard_cap_bytes": self.hard_cap_bytes,
         }
         deadline = time.monotonic() + timeout + self.grace_s
+        self._running = session
         try:
+            if self._closed:
+                session.kill()  # closed while this run waited for the lock
             reply = session.request(request, deadline, limit=reply_limit(self.keep_bytes))
             result = result_from_reply(reply, keep_bytes=self.keep_bytes, backend=self.name)
-        except DeadlineExceeded:
+        except (DeadlineExceeded, RunnerGone, ProtocolError) as exc:
+            return self._failed(session, exc, started)
+        finally:
+            self._running = None
+        if session.killed_by_host:  # the reply raced the kill: the container goes anyway
             self._retire()
+            return cancelled_result(self.name, started)
+        if result.timed_out or result.oom_killed or result.output_limit_hit:
+            self._retire()  # a wrecked container never serves again
+        return result
+
+    def _failed(self, session: RunnerSession, exc: Exception, started: float) -> ExecResult:
+        """No reply: the host killed the cell, the deadline passed, the runner died or
+        broke the protocol. The container is given up in every case."""
+        if session.killed_by_host:
+            self._retire()
+            return cancelled_result(self.name, started)
+        if isinstance(exc, RunnerGone):
+            return self._runner_died(session, exc, started)
+        self._retire()
+        if isinstance(exc, DeadlineExceeded):
             return ExecResult(
                 timed_out=True,
                 signal=signal.SIGKILL,
@@ -177,23 +201,32 @@ class DockerSandbox:
                 backend=self.name,
                 stderr="[sandbox: no answer by the deadline; the container was destroyed]",
             )
-        except RunnerGone as exc:
-            return self._runner_died(session, exc, started)
-        except ProtocolError as exc:
-            self._retire()
-            log.warning("the sandbox runner broke the protocol: %s", visible_line(str(exc)))
-            return ExecResult(
-                backend=self.name,
-                duration_s=time.monotonic() - started,
-                sandbox_error=f"{exc}; the container was replaced",
-            )
-        if result.timed_out or result.oom_killed or result.output_limit_hit:
-            self._retire()  # a wrecked container never serves again
-        return result
+        log.warning("the sandbox runner broke the protocol: %s", visible_line(str(exc)))
+        return ExecResult(
+            backend=self.name,
+            duration_s=time.monotonic() - started,
+            sandbox_error=f"{exc}; the container was replaced",
+        )
+
+    def interrupt(self) -> bool:
+        """Kill the running cell now, from any thread (cancel, Esc, Ctrl-C, end of run).
+
+        The attach stream is shut, so the cell's `run` returns at once with `cancelled`
+        set, and the runner, seeing its input end, kills the cell and exits; the
+        container is removed and a fresh one serves the next cell. False when no cell
+        was running.
+        """
+        session = self._running
+        if session is None:
+            return False
+        session.kill()
+        return True
 
     def close(self) -> None:
+        """Give the container up; a cell still running is killed first, not waited for."""
+        self._closed = True
+        self.interrupt()
         with self._lock:
-            self._closed = True
             self._retire()
 
     def __enter__(self) -> DockerSandbox:

@@ -1,22 +1,29 @@
 """How one Docker sandbox container is configured: limits, hardening, the cell's uid.
 
 Hardening, all on by default: the runner and init run as root in the container with
-only CAP_SETUID, CAP_SETGID and CAP_KILL; each cell runs as a host uid of its container
-alone, with no capabilities; no network, a read-only root, size- and inode-capped
-tmpfs for /tmp and /work, no-new-privileges, the seccomp allowlist of
-sandbox/policy/seccomp.py, pids/memory(no swap)/CPU limits, nofile/fsize/core ulimits,
-an init process, capped logs, the host's identifying /proc files masked, and an
-explicit minimal environment (nothing of the host's, API keys above all).
+only CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_SETPCAP; each cell runs as a host uid of
+its container alone, with no capabilities and an empty bounding set; no network, a
+read-only root, size- and inode-capped tmpfs for /tmp and /work, no-new-privileges,
+the seccomp allowlist of sandbox/policy/seccomp.py (as the engine's profile, and
+loaded again by the runner so that refused calls answer ENOSYS on every engine),
+pids/memory(no swap)/CPU limits, nofile/fsize/core/sigpending limits, an init process,
+capped logs, every /proc and /sys file that describes the host masked
+(sandbox/policy/hostview.py), and an explicit minimal environment (nothing of the
+host's, API keys above all; HOME outside /work, no user site, no script directory on
+sys.path).
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from sandbox import image as sandbox_image
+from sandbox.policy import hostview
 from sandbox.policy import seccomp as seccomp_policy
 from sandbox.policy.cgroups import TCP_BYTES
 
@@ -77,8 +84,8 @@ class ContainerLimits:
             log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
             auto_remove=True,
         )
-        # Docker's own masked paths, plus what would tell the host apart.
-        host_config["MaskedPaths"] = list(MASKED_PATHS)
+        # Docker's own masked paths, plus every /proc and /sys entry that describes the host.
+        host_config["MaskedPaths"] = masked_paths()
         # On cgroup v1 TCP buffers count against no memory limit unless this is set (a
         # container held 1.3 GB of the host's global tcp_mem); v2 ignores it and charges
         # them to the container's memory.
@@ -96,6 +103,7 @@ class ContainerLimits:
                 "--kill-strays",
                 "--cell-uid",
                 str(uid),
+                *runner_filter_args(),
                 *self.cell_limit_args(),
             ],
             "user": "0:0",
@@ -119,12 +127,16 @@ class ContainerLimits:
             "core": 0,
             "memlock": 8 * MB,
             "msgqueue": 0,
+            "sigpending": SIGPENDING,
         }
         return [arg for key, value in limits.items() for arg in ("--limit", f"{key}={value}")]
 
 
-# The runner's capabilities (the cell has none): drop to the cell's uid, kill its leftovers.
-RUNNER_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
+# The runner's capabilities (the cell has none, and an empty bounding set): drop to the
+# cell's uid, kill its leftovers, empty each cell's bounding set.
+RUNNER_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SETPCAP")
+# Queued signals and POSIX timers of a cell's uid (each timer holds kernel memory).
+SIGPENDING = 1024
 # Docker masks these by default; naming any replaces the default list, so all are here.
 DOCKER_DEFAULT_MASKED = (
     "/proc/asound",
@@ -139,13 +151,30 @@ DOCKER_DEFAULT_MASKED = (
     "/sys/firmware",
     "/sys/devices/virtual/powercap",
 )
-MASKED_PATHS = (
-    *DOCKER_DEFAULT_MASKED,
-    "/proc/cmdline",
-    "/proc/sys/kernel/random/boot_id",
-    "/proc/meminfo",
-    "/proc/version",
-)
+
+
+def masked_paths() -> list[str]:
+    """Docker's defaults, and what sandbox/policy/hostview.py hides: every host-wide
+    /proc entry (Docker cannot lay the sandbox's own figures over the few that
+    bubblewrap synthesizes, so those read empty too) and /sys but the cgroup and CPUs."""
+    files, dirs = hostview.hidden_proc_entries()
+    synthesized = [f"/proc/{name}" for name in hostview.SYNTHESIZED]
+    found = [*DOCKER_DEFAULT_MASKED, *files, *synthesized, *dirs, *hostview.hidden_sys_dirs()]
+    return list(dict.fromkeys(found))
+
+
+@functools.cache
+def runner_filter_args() -> tuple[str, ...]:
+    """The allowlist as BPF for the runner to load itself (base64): the engine's profile
+    answers EPERM for unlisted calls before Docker 23; the runner's filter, newer, wins.
+    Without libseccomp on the host the engine's profile alone stands (EPERM, then)."""
+    try:
+        program = seccomp_policy.bpf_program()
+    except seccomp_policy.SeccompUnavailable:
+        return ()
+    return ("--seccomp-bpf", base64.b64encode(program).decode())
+
+
 # Host uids for cells: far above real and subuid ranges, one per container.
 CELL_UID_BASE = 2_000_000_000
 CELL_UID_SPAN = 50_000_000
@@ -160,8 +189,13 @@ def minimal_environment() -> dict[str, str]:
     return {
         "PATH": sandbox_image.IMAGE_PATH_ENV,
         "LANG": "C.UTF-8",
-        "HOME": sandbox_image.WORKDIR,
+        "HOME": sandbox_image.HOME,
         "PYTHONDONTWRITEBYTECODE": "1",
+        # Every Python a cell starts ignores the user site and keeps its script's
+        # directory and the working directory off sys.path: a /work/json.py or a .pth
+        # left by an earlier cell cannot run in a later cell's python3.
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONSAFEPATH": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MPLCONFIGDIR": "/tmp",

@@ -56,6 +56,7 @@ class RunnerSession(FramedConversation):
         self.started_at = time.monotonic()
         self._raw = bytearray()  # attach stream bytes not yet demultiplexed
         self.preload: dict[str, Any] = {}
+        self.killed_by_host = False  # set by `kill`: a cell's end was the host's doing
 
     @classmethod
     def start(cls, client: Any, create: dict[str, Any]) -> RunnerSession:
@@ -146,6 +147,22 @@ class RunnerSession(FramedConversation):
             return self.client.api.inspect_container(self.container_id)["State"]
         except docker.errors.NotFound:
             return None
+
+    def kill(self) -> None:
+        """End the cell now, from any thread: shut the attach stream (a reader waiting on
+        it returns at once, and the runner, seeing its input end, kills the cell and
+        exits) and remove the container in the background."""
+        self.killed_by_host = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        threading.Thread(
+            target=_remove_quietly,
+            args=(self.client, self.container_id),
+            name="conductor-kill",
+            daemon=True,
+        ).start()
 
     def destroy(self) -> None:
         try:

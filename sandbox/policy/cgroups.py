@@ -29,6 +29,10 @@ ROOT = Path("/sys/fs/cgroup")
 
 # Socket buffers a sandbox may hold (cgroup v1 only; see create).
 TCP_BYTES = 64 * 1024 * 1024
+PREFIX = "conductor-sandbox-"
+# A sandbox cgroup this old and empty was left by a host that was killed (kill -9 ends
+# the sandbox's processes, bwrap dies with its parent, but nobody removes the directory).
+STALE_AFTER_S = 60.0
 
 
 def _own_paths() -> dict[str, str]:
@@ -102,10 +106,11 @@ class SandboxCgroup:
 
     @classmethod
     def create(cls, memory_bytes: int, max_pids: int) -> SandboxCgroup | None:
-        name = f"conductor-sandbox-{secrets.token_hex(6)}"
+        name = f"{PREFIX}{secrets.token_hex(6)}"
         found = version()
         try:
             if found == 2 and (parent := _v2_parent()) is not None:
+                remove_stale([parent])
                 group = cls({"": parent / name}, unified=True)
                 group.dirs[""].mkdir()
                 group._write("", "memory.max", memory_bytes)
@@ -113,6 +118,7 @@ class SandboxCgroup:
                 group._write("", "pids.max", max_pids)
                 return group
             if found == 1 and (parents := _v1_parents()) is not None:
+                remove_stale(list(parents.values()))
                 group = cls({c: p / name for c, p in parents.items()}, unified=False)
                 for path in group.dirs.values():
                     path.mkdir()
@@ -187,6 +193,28 @@ class SandboxCgroup:
                     time.sleep(0.02)  # the last processes are still exiting
 
 
+def remove_stale(parents: list[Path], *, older_than: float = STALE_AFTER_S) -> list[Path]:
+    """Remove empty sandbox cgroups older than `older_than` under `parents` (what a
+    killed host left); a cgroup with a process in it cannot be removed, and a young one
+    may be another host's sandbox just starting, so both stay."""
+    removed = []
+    now = time.time()
+    for parent in parents:
+        try:
+            candidates = [d for d in parent.iterdir() if d.name.startswith(PREFIX)]
+        except OSError:
+            continue
+        for directory in candidates:
+            try:
+                if now - directory.stat().st_mtime < older_than:
+                    continue
+                directory.rmdir()  # fails (EBUSY) while any process is in it
+                removed.append(directory)
+            except OSError:
+                continue
+    return removed
+
+
 def limit_tcp_of(pid: int, limit: int = TCP_BYTES) -> bool:
     """Cap the TCP buffers of `pid`'s v1 memory cgroup (a Docker container's, whose
     engine ignores KernelMemoryTCP under runc 1.1). Call before anything in it opened
@@ -203,3 +231,45 @@ def limit_tcp_of(pid: int, limit: int = TCP_BYTES) -> bool:
     except (OSError, ValueError):
         return False
     return False
+
+
+def memory_counters_of(pid: int) -> dict[str, int]:
+    """The memory counters of `pid`'s cgroup, in bytes: "memory" (everything charged to
+    its memory limit, kernel memory included), "kernel" (the kernel's part of it) and,
+    on cgroup v1, "tcp" (socket buffers, which v1 counts apart, against their own
+    limit). Empty when they cannot be read (no cgroup, not root)."""
+    counters: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/cgroup") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return counters
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            base = ROOT / path.lstrip("/")
+            _read_into(counters, "memory", base / "memory.current")
+            stat = _stat(base / "memory.stat")
+            if "kernel" in stat:
+                counters["kernel"] = stat["kernel"]
+        elif "memory" in controllers.split(","):
+            base = ROOT / "memory" / path.lstrip("/")
+            _read_into(counters, "memory", base / "memory.usage_in_bytes")
+            _read_into(counters, "kernel", base / "memory.kmem.usage_in_bytes")
+            _read_into(counters, "tcp", base / "memory.kmem.tcp.usage_in_bytes")
+    return counters
+
+
+def _read_into(counters: dict[str, int], key: str, file: Path) -> None:
+    try:
+        counters[key] = int(file.read_text())
+    except (OSError, ValueError):
+        pass
+
+
+def _stat(file: Path) -> dict[str, int]:
+    try:
+        pairs = (line.split() for line in file.read_text().splitlines())
+        return {key: int(value) for key, value in pairs}
+    except (OSError, ValueError):
+        return {}

@@ -9,15 +9,39 @@ From this one list come both filters:
 
 - `bpf_program()`: the classic BPF bytes bubblewrap loads with `--seccomp FD`, built by
   libseccomp (through the `pyseccomp` ctypes bindings), which also kills calls made
-  through a foreign ABI (i386, x32) since the filter only admits the native one;
+  through a foreign ABI (i386, x32) since the filter only admits the native one. The
+  Docker runner loads the same bytes itself (`--seccomp-bpf`), on top of the engine's
+  profile: Docker engines before 23 ignore a profile's default errno and answer EPERM,
+  and of two filters that both refuse a call the newer one's errno is the answer, so
+  an unlisted call answers ENOSYS on every engine;
 - `docker_profile()`: the same allowlist as a Docker seccomp profile (JSON), which the
   engine hands to libseccomp in the same way.
 
-Argument rules (identical in both): `clone` without namespace flags; `socket` only for
-AF_UNIX, AF_INET, AF_INET6 and NETLINK_ROUTE (so no AF_VSOCK, a path to the hypervisor
-that network namespaces do not cover, and no NETLINK_KOBJECT_UEVENT, the host's device
-events); `socketpair` for AF_UNIX; `personality` only to query or to set PER_LINUX
-(ADDR_NO_RANDOMIZE would turn ASLR off for the next exec).
+Argument rules (identical in both), each closing a class rather than a case:
+
+- `clone` without namespace flags and without CLONE_PARENT: no process of a cell can
+  become the child of the cell's parent (the runner), whose reaping it would then
+  escape (clone3, whose flags a filter cannot read, answers ENOSYS and libc falls back);
+- `socket` only for AF_UNIX (protocol 0) and AF_INET/AF_INET6 with protocol 0, TCP or
+  UDP: no netlink of any protocol (its buffers are charged to no memory cgroup, and
+  name resolution works without it), no ICMP ping sockets, no SCTP, UDP-Lite or MPTCP,
+  no AF_VSOCK (a path to the hypervisor that network namespaces do not cover);
+  `socketpair` for AF_UNIX;
+- `setsockopt` only for the options in `SOCKET_OPTIONS` (what the standard library and
+  common servers set: address reuse, keep-alive, timeouts, TCP_NODELAY, IPv6-only...):
+  nothing that sizes a buffer (SO_SNDBUF, SO_RCVBUF and their FORCE variants), attaches
+  a filter program (SO_ATTACH_FILTER, SO_ATTACH_BPF, the reuseport ones), joins
+  multicast groups, loads a TCP upper layer (kTLS) or keys, or pins user pages
+  (SO_ZEROCOPY); a refused option answers ENOSYS like any refused call;
+- `personality` only to query or to set PER_LINUX (ADDR_NO_RANDOMIZE would turn ASLR
+  off for the next exec).
+
+Kernel memory a cell can pin, and what bounds it (docs/sandbox.md has the measured
+figures): socket, pipe, inotify, epoll, eventfd, timerfd and memfd memory is charged to
+the sandbox's memory cgroup (TCP and UDP buffers on cgroup v1 to its TCP buffer
+limit); POSIX timers are bounded by RLIMIT_SIGPENDING, set per cell; SysV IPC, POSIX
+message queues, keyrings, io_uring, BPF, userfaultfd and perf events are not on the
+list at all.
 """
 
 from __future__ import annotations
@@ -72,7 +96,7 @@ ALLOWED: tuple[str, ...] = (
     # sockets (socket() and socketpair() themselves are in RULES)
     *("bind", "listen", "accept", "accept4", "connect", "getsockname", "getpeername"),
     *("sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown"),
-    *("setsockopt", "getsockopt"),
+    "getsockopt",  # setsockopt is in RULES: only the options of SOCKET_OPTIONS
 )
 
 # Never allowed, listed so that tests and docs can name what the allowlist leaves out
@@ -92,6 +116,7 @@ NOTABLY_DENIED: tuple[str, ...] = (
     *("sync", "syncfs", "lookup_dcookie", "statmount", "listmount", "open_tree_attr"),
 )
 
+CLONE_PARENT = 0x00008000  # the new process is a child of the caller's parent
 CLONE_NAMESPACE_FLAGS = (
     0x00020000  # CLONE_NEWNS
     | 0x02000000  # CLONE_NEWCGROUP
@@ -101,9 +126,52 @@ CLONE_NAMESPACE_FLAGS = (
     | 0x20000000  # CLONE_NEWPID
     | 0x40000000  # CLONE_NEWNET
 )
-AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_VSOCK = 1, 2, 10, 16, 40
-NETLINK_ROUTE = 0
+# Flags of clone() a cell may never pass: new namespaces, or a child for its parent.
+CLONE_REFUSED_FLAGS = CLONE_NAMESPACE_FLAGS | CLONE_PARENT
+AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
+IPPROTO_IP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_IPV6 = 0, 6, 17, 41
+SOL_SOCKET = 1
+# The protocols an internet socket may ask for: the family's default, TCP or UDP.
+INET_PROTOCOLS = (0, IPPROTO_TCP, IPPROTO_UDP)
 PER_LINUX, PERSONALITY_QUERY = 0, 0xFFFFFFFF
+
+# (level, option) pairs setsockopt may set (the numbers are the same on x86_64 and
+# aarch64). Left out on purpose: every option that sizes a buffer or attaches
+# something the kernel keeps (see the module docstring).
+SOCKET_OPTIONS: tuple[tuple[int, int, str], ...] = (
+    (SOL_SOCKET, 2, "SO_REUSEADDR"),
+    (SOL_SOCKET, 5, "SO_DONTROUTE"),
+    (SOL_SOCKET, 6, "SO_BROADCAST"),
+    (SOL_SOCKET, 9, "SO_KEEPALIVE"),
+    (SOL_SOCKET, 10, "SO_OOBINLINE"),
+    (SOL_SOCKET, 13, "SO_LINGER"),
+    (SOL_SOCKET, 15, "SO_REUSEPORT"),
+    (SOL_SOCKET, 16, "SO_PASSCRED"),
+    (SOL_SOCKET, 18, "SO_RCVLOWAT"),
+    (SOL_SOCKET, 20, "SO_RCVTIMEO_OLD"),
+    (SOL_SOCKET, 21, "SO_SNDTIMEO_OLD"),
+    (SOL_SOCKET, 29, "SO_TIMESTAMP_OLD"),
+    (SOL_SOCKET, 35, "SO_TIMESTAMPNS_OLD"),
+    (SOL_SOCKET, 66, "SO_RCVTIMEO_NEW"),
+    (SOL_SOCKET, 67, "SO_SNDTIMEO_NEW"),
+    (IPPROTO_TCP, 1, "TCP_NODELAY"),
+    (IPPROTO_TCP, 2, "TCP_MAXSEG"),
+    (IPPROTO_TCP, 3, "TCP_CORK"),
+    (IPPROTO_TCP, 4, "TCP_KEEPIDLE"),
+    (IPPROTO_TCP, 5, "TCP_KEEPINTVL"),
+    (IPPROTO_TCP, 6, "TCP_KEEPCNT"),
+    (IPPROTO_TCP, 7, "TCP_SYNCNT"),
+    (IPPROTO_TCP, 8, "TCP_LINGER2"),
+    (IPPROTO_TCP, 9, "TCP_DEFER_ACCEPT"),
+    (IPPROTO_TCP, 12, "TCP_QUICKACK"),
+    (IPPROTO_TCP, 18, "TCP_USER_TIMEOUT"),
+    (IPPROTO_TCP, 25, "TCP_NOTSENT_LOWAT"),
+    (IPPROTO_IP, 1, "IP_TOS"),
+    (IPPROTO_IP, 2, "IP_TTL"),
+    (IPPROTO_IPV6, 16, "IPV6_UNICAST_HOPS"),
+    (IPPROTO_IPV6, 26, "IPV6_V6ONLY"),
+    (IPPROTO_IPV6, 67, "IPV6_TCLASS"),
+)
 
 
 @dataclass(frozen=True)
@@ -125,12 +193,18 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("clone", (Condition(0, "masked_eq", 0, CLONE_NAMESPACE_FLAGS),)),
-    Rule("socket", (Condition(0, "eq", AF_UNIX),)),
-    Rule("socket", (Condition(0, "eq", AF_INET),)),
-    Rule("socket", (Condition(0, "eq", AF_INET6),)),
-    Rule("socket", (Condition(0, "eq", AF_NETLINK), Condition(2, "eq", NETLINK_ROUTE))),
+    Rule("clone", (Condition(0, "masked_eq", 0, CLONE_REFUSED_FLAGS),)),
+    Rule("socket", (Condition(0, "eq", AF_UNIX), Condition(2, "eq", 0))),
+    *(
+        Rule("socket", (Condition(0, "eq", family), Condition(2, "eq", protocol)))
+        for family in (AF_INET, AF_INET6)
+        for protocol in INET_PROTOCOLS
+    ),
     Rule("socketpair", (Condition(0, "eq", AF_UNIX),)),
+    *(
+        Rule("setsockopt", (Condition(1, "eq", level), Condition(2, "eq", option)))
+        for level, option, _ in SOCKET_OPTIONS
+    ),
     # The kernel reads personality's argument as 32 bits; compare only those.
     Rule("personality", (Condition(0, "masked_eq", PER_LINUX, 0xFFFFFFFF),)),
     Rule("personality", (Condition(0, "masked_eq", PERSONALITY_QUERY, 0xFFFFFFFF),)),

@@ -23,6 +23,8 @@ import types
 from dataclasses import dataclass, field
 
 PR_SET_DUMPABLE = 4
+PR_CAPBSET_READ, PR_CAPBSET_DROP = 23, 24
+PR_SET_NO_NEW_PRIVS = 38
 RLIMITS = {
     "nproc": resource.RLIMIT_NPROC,
     "nofile": resource.RLIMIT_NOFILE,
@@ -31,6 +33,9 @@ RLIMITS = {
     "core": resource.RLIMIT_CORE,
     "memlock": resource.RLIMIT_MEMLOCK,
     "msgqueue": resource.RLIMIT_MSGQUEUE,
+    # Queued signals, and every POSIX timer (each holds one queued signal in advance):
+    # the kernel memory they take is counted against this, per uid.
+    "sigpending": resource.RLIMIT_SIGPENDING,
 }
 
 
@@ -60,6 +65,49 @@ def set_dumpable(flag: int) -> None:
     # so code cannot reach the protocol pipes by reopening them.
     if LIBC is not None:
         LIBC.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
+
+
+def _prctl(option: int, arg: int) -> int:
+    """prctl(option, arg): its result, or -errno."""
+    if LIBC is None:
+        return -1
+    import ctypes
+
+    result = int(LIBC.prctl(option, arg, 0, 0, 0))
+    return result if result >= 0 else -ctypes.get_errno()
+
+
+def drop_bounding_set(keep: frozenset[int] = frozenset()) -> list[int]:
+    """Drop every capability but `keep` from the bounding set; the ones left in it.
+
+    The bounding set caps what any later exec can gain (a setuid-root or file-capability
+    binary), whatever uid the process has then. Dropping needs CAP_SETPCAP; without it
+    nothing changes and the caller sees what is left.
+    """
+    if LIBC is None:
+        return [-1]  # cannot even read it: nothing is known to be dropped
+    left = []
+    for cap in range(64):
+        held = _prctl(PR_CAPBSET_READ, cap)
+        if held < 0:  # past the kernel's last capability
+            break
+        if held == 0:
+            continue
+        if cap in keep or _prctl(PR_CAPBSET_DROP, cap) < 0:
+            left.append(cap)
+    return left
+
+
+def clear_capabilities() -> bool:
+    """Empty this process's effective, permitted and inheritable capability sets."""
+    if LIBC is None:
+        return False
+    import ctypes
+
+    version_3 = 0x20080522
+    header = (ctypes.c_uint32 * 2)(version_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two (effective, permitted, inheritable) triples
+    return int(LIBC.capset(ctypes.byref(header), ctypes.byref(data))) == 0
 
 
 # A child is forked ahead of time (a "zygote") and waits for its cell on a control
@@ -145,17 +193,27 @@ def _limit_and_drop(setup: CellSetup) -> None:
 
     Limits are set here on every fork, from the runner's arguments, so nothing an
     earlier cell did to its own limits carries over. Dropping from root to another uid
-    clears every capability, and a process of another uid cannot signal, trace,
-    prlimit or open /proc/PID/* of the runner or the init.
+    clears every capability (and the bounding set is emptied first), and a process of
+    another uid cannot signal, trace, prlimit or open /proc/PID/* of the runner or the
+    init.
     """
     for name, value in setup.limits.items():
         resource.setrlimit(RLIMITS[name], (value, value))
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)  # no exec may gain privileges (setuid bits, file caps)
     if setup.uid is not None and os.getuid() != setup.uid:
+        # Before the uid changes, while CAP_SETPCAP is still effective: an empty bounding
+        # set, so nothing the cell runs can ever hold a capability.
+        if drop_bounding_set():
+            raise SystemExit("could not empty the cell's capability bounding set")
         os.setgroups([])
         os.setresgid(setup.uid, setup.uid, setup.uid)
         os.setresuid(setup.uid, setup.uid, setup.uid)
         if os.getresuid() != (setup.uid,) * 3:
             raise SystemExit("could not drop to the cell's uid")
+        # The uid change cleared the permitted, effective and ambient sets; the
+        # inheritable set survives it, so it is emptied too.
+        if not clear_capabilities():
+            raise SystemExit("could not clear the cell's capability sets")
 
 
 def _fresh_interpreter_state() -> None:

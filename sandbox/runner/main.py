@@ -16,25 +16,34 @@ counted, the run killed past a hard cap), and afterwards kills every other proce
 (daemons, strays) so the next execution starts clean (sandbox/runner/supervise.py).
 
 Used by both backends: Docker attaches to its stdin/stdout; bubblewrap's are pipes.
+
+At start, inside a sandbox, the runner makes itself the child subreaper (everything a
+cell orphans becomes its child, to be killed and reaped between cells), keeps in its
+capability bounding set only what it uses (each cell's is emptied), and, given
+`--seccomp-bpf`, loads the sandbox's seccomp filter itself (Docker: the engine's
+profile stays underneath; see sandbox/policy/seccomp.py for why).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import gc
 import json
 import os
+import select
 import signal
 import struct
 import sys
+import threading
 import time
 
 # The child side lives beside this file (also in the image); -I leaves the script's
 # directory off sys.path, so add it.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # mypy checks these two files as sandbox.runner.child / sandbox.runner.supervise.
-from child import CellSetup, set_dumpable  # type: ignore[import-not-found]
-from supervise import Runner, write_all  # type: ignore[import-not-found]
+from child import LIBC, CellSetup, drop_bounding_set, set_dumpable  # type: ignore[import-not-found]
+from supervise import HostGone, HostLink, Runner, write_all  # type: ignore[import-not-found]
 
 PRELOAD = (
     "math",
@@ -58,30 +67,25 @@ PRELOAD = (
     "sympy",
 )
 MAX_FRAME_BYTES = 64 * 1024 * 1024
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
+# What the runner itself uses (setuid/setgid to drop cells, kill to clear leftovers,
+# setpcap to empty each cell's bounding set): CAP_KILL, SETGID, SETUID, SETPCAP.
+RUNNER_CAPABILITIES = frozenset({5, 6, 7, 8})
 
 
 # --- framing ---------------------------------------------------------------------
 
 
-def read_exactly(fd: int, size: int) -> bytes | None:
-    parts, need = [], size
-    while need:
-        chunk = os.read(fd, need)
-        if not chunk:
-            return None
-        parts.append(chunk)
-        need -= len(chunk)
-    return b"".join(parts)
-
-
-def read_frame(fd: int) -> dict | None:
-    header = read_exactly(fd, 4)
+def read_frame(link: HostLink) -> dict | None:
+    header = link.read_exactly(4)
     if header is None:
         return None
     (size,) = struct.unpack(">I", header)
     if size > MAX_FRAME_BYTES:
         raise ValueError(f"frame of {size} bytes exceeds {MAX_FRAME_BYTES}")
-    body = read_exactly(fd, size)
+    body = link.read_exactly(size)
     return None if body is None else json.loads(body)
 
 
@@ -91,6 +95,58 @@ def write_frame(fd: int, message: dict) -> None:
 
 
 # --- start-up ------------------------------------------------------------------------
+
+
+def load_seccomp(program: bytes) -> None:
+    """Load a classic-BPF seccomp filter (raw sock_filter bytes) on this process; every
+    process forked afterwards inherits it. Raises OSError when the kernel refuses."""
+    if LIBC is None or len(program) % 8:
+        raise OSError("no libc, or the filter is not whole instructions")
+    import ctypes  # only here: a root file system without libffi still runs cells
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"loading the seccomp filter: {os.strerror(err)}")
+
+
+def watch_host(fd: int) -> None:
+    """End the whole sandbox the moment the host is gone, whatever the runner is doing
+    (preloading, waiting for a request, supervising a cell): a thread polls the request
+    stream for hang-up only (no data is consumed), then kills every process it may and
+    exits. Only inside a sandbox, where kill(-1) reaches the sandbox alone."""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, 0)  # no events asked: only hang-up and errors wake it
+        while True:
+            if any(
+                mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+                for _, mask in poller.poll()
+            ):
+                break
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        os._exit(0)
+
+    threading.Thread(target=watch, name="host-watch", daemon=True).start()
+
+
+def harden_runner(seccomp_bpf: str | None) -> None:
+    """Inside a sandbox: be the subreaper, keep only our capabilities, load the filter."""
+    if LIBC is not None:
+        LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if os.getuid() == 0:
+        drop_bounding_set(keep=RUNNER_CAPABILITIES)
+    if seccomp_bpf:
+        load_seccomp(base64.b64decode(seccomp_bpf))
 
 
 def preload(names: tuple[str, ...]) -> list[str]:
@@ -128,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill-strays", action="store_true")
     parser.add_argument("--no-preload", action="store_true")
     parser.add_argument("--cell-uid", type=int, help="run each cell as this uid (needs root)")
+    parser.add_argument("--seccomp-bpf", help="a seccomp filter to load (base64 sock_filter)")
     parser.add_argument(
         "--limit", action="append", default=[], metavar="NAME=N", help="an rlimit per cell"
     )
@@ -145,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     set_dumpable(0)
+    if args.kill_strays or args.seccomp_bpf:  # inside a sandbox, not a host test
+        harden_runner(args.seccomp_bpf)
+    if args.kill_strays and os.getppid() == 1:  # the sandbox's only process under its init
+        watch_host(proto_in)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     if args.lifetime > 0:
@@ -155,11 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.freeze()  # children then leave the preloaded objects' pages shared
     preload_s = time.monotonic() - started
-    runner = Runner(setup, args.kill_strays)
+    link = HostLink(proto_in)
+    runner = Runner(setup, args.kill_strays, link)
     runner.prepare()
     while True:
         try:
-            request = read_frame(proto_in)
+            request = read_frame(link)
         except (ValueError, OSError) as exc:
             write_frame(proto_out, {"op": "error", "message": str(exc)})
             return 2
@@ -175,7 +237,11 @@ def main(argv: list[str] | None = None) -> int:
                 "cell_uid": setup.uid if setup.uid is not None else os.getuid(),
             }
         elif request.get("op") == "run":
-            reply = runner.execute(request)
+            try:
+                reply = runner.execute(request)
+            except HostGone:
+                runner.abandon()  # the cell is dead; nobody is left to answer
+                return 0
         else:
             reply = {"op": "error", "message": f"unknown op {request.get('op')!r}"}
         reply["id"] = request.get("id")

@@ -4,6 +4,13 @@ Imported by sandbox/runner/main.py and shipped beside it (standard library only)
 runner may run as root in the sandbox (it then drops each cell to the sandbox's own
 unprivileged uid, so nothing the cell can signal, trace or open under /proc is the
 runner) or, where it cannot, as the cell's uid itself.
+
+The runner is the sandbox's child subreaper: whatever a cell leaves behind is killed
+after it and, orphaned, becomes the runner's child, which it reaps before the next cell
+(so no zombie of one cell takes a process slot from the next). While a cell runs, the
+runner also watches the host's end of its request stream: when the host is gone (it
+exited or was killed, and the pipe or attach stream closed), the cell is killed at once
+and the runner ends, instead of letting the cell run to its timeout.
 """
 
 from __future__ import annotations
@@ -20,6 +27,50 @@ import time
 from child import CellSetup, zygote_main  # type: ignore[import-not-found]
 
 CHUNK = 65536
+# Killed children may still be tearing down their memory: how long to wait for them.
+REAP_WAIT_S = 5.0
+
+
+class HostGone(Exception):
+    """The host closed its end of the request stream: nobody will read a result."""
+
+
+class HostLink:
+    """The runner's end of the host's request stream, buffered.
+
+    Read between cells for the next request, and watched during a cell: bytes that
+    arrive then are kept for later, and end-of-stream means the host is gone.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pending = bytearray()
+        self.closed = False
+
+    def fill(self) -> bool:
+        """One read of what is there; False once the host has closed its end."""
+        if self.closed:
+            return False
+        try:
+            chunk = os.read(self.fd, CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.closed = True
+            return False
+        self.pending += chunk
+        return True
+
+    def read_exactly(self, size: int) -> bytes | None:
+        """`size` bytes (blocking until they came), None when the stream ended first."""
+        while len(self.pending) < size:
+            if not self.fill():
+                return None
+        data = bytes(self.pending[:size])
+        del self.pending[:size]
+        return data
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -87,7 +138,13 @@ class Zygote:
         self.out_r, out_w = os.pipe()
         self.err_r, err_w = os.pipe()
         self.done_r, done_w = os.pipe()
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:
+            for fd in (control_r, out_w, err_w, done_w, self.control_w, self.out_r, self.err_r):
+                os.close(fd)
+            os.close(self.done_r)
+            raise
         if self.pid == 0:
             zygote_main(control_r, out_w, err_w, done_w, setup)
         for fd in (control_r, out_w, err_w, done_w):
@@ -101,8 +158,9 @@ class Zygote:
 
 
 class Runner:
-    def __init__(self, setup: CellSetup, kill_strays: bool) -> None:
+    def __init__(self, setup: CellSetup, kill_strays: bool, link: HostLink | None = None) -> None:
         self.setup = setup
+        self.link = link  # watched during a cell: the host gone means the cell dies now
         # Killing every process we may signal but us (and init) is only safe when we
         # are the sandbox's sole process under its init, never on a host.
         self.kill_strays = kill_strays and os.getppid() == 1
@@ -115,19 +173,69 @@ class Runner:
 
         Runs after the reply went out. The killed child is reaped last: tearing down
         an address space of this size takes milliseconds, which the fork overlaps.
+        Every other child is reaped too: as the subreaper the runner inherits whatever
+        a cell orphaned (or made its child by any means), and their zombies would
+        otherwise hold process slots for the sandbox's life.
         """
         if self.finished is not None:
             self.unreaped.add(self.finished.pid)
             self.finished = None
             self._kill_leftovers()
         if self.zygote is None:
-            self.zygote = Zygote(self.setup)
-        for pid in list(self.unreaped):
+            self.zygote = self._fork_zygote()
+        self.reap_all()
+        if self.zygote is None:  # the waiting child died meanwhile: another one
+            self.zygote = self._fork_zygote()
+
+    def _fork_zygote(self) -> Zygote:
+        """The next child. A cell may have filled the sandbox's process limit with
+        processes that are now zombies of ours (we adopted them): their slots come back
+        only once they are reaped, so a refused fork waits for that and tries again."""
+        deadline = time.monotonic() + REAP_WAIT_S
+        while True:
             try:
-                os.waitpid(pid, 0)
+                return Zygote(self.setup)
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise
+                self.reap_all(wait=False)
+                time.sleep(0.005)
+
+    def reap_all(self, *, wait: bool = True) -> None:
+        """Reap every child that ended and (`wait`) wait for those we killed to end.
+
+        The waiting child (the zygote) is left alone; if it died instead, it is reaped
+        like the rest (and `prepare` forks another).
+        """
+        deadline = time.monotonic() + (REAP_WAIT_S if wait else 0.0)
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                pass
-            self.unreaped.discard(pid)
+                pid = -1
+            if pid > 0:
+                self.unreaped.discard(pid)
+                if self.zygote is not None and pid == self.zygote.pid:
+                    self.zygote.close_fds()
+                    self.zygote = None
+                continue
+            if pid < 0 or not self.unreaped:
+                break
+            self.unreaped &= _children_of(os.getpid())
+            if not self.unreaped or time.monotonic() > deadline:
+                break
+            time.sleep(0.001)
+
+    def abandon(self) -> None:
+        """The host is gone: kill everything of the sandbox we can, reap, and return."""
+        if self.zygote is not None:
+            with _suppressed():
+                os.kill(self.zygote.pid, signal.SIGKILL)
+            self.unreaped.add(self.zygote.pid)
+            self.zygote.close_fds()
+            self.zygote = None
+        self._kill_leftovers()
+        self.reap_all()
 
     def execute(self, request: dict) -> dict:
         self.prepare()
@@ -177,8 +285,11 @@ class Runner:
         pidfd = _pidfd(child.pid)
         if pidfd is not None:
             selector.register(pidfd, selectors.EVENT_READ)
+        link = self.link
+        if link is not None and not link.closed:
+            selector.register(link.fd, selectors.EVENT_READ)
         status: int | None = None
-        timed_out = flooded = False
+        timed_out = flooded = host_gone = False
         drain_until: float | None = None
         while True:
             if status is not None and not any(fd in selector.get_map() for fd in streams):
@@ -196,6 +307,11 @@ class Runner:
                 if key.fd == pidfd:
                     selector.unregister(pidfd)
                     continue
+                if link is not None and key.fd == link.fd:
+                    if not link.fill():
+                        selector.unregister(link.fd)
+                        host_gone = True
+                    continue
                 if key.fd == child.done_r:
                     selector.unregister(child.done_r)
                     reported = _read_some(child.done_r)
@@ -212,7 +328,7 @@ class Runner:
                 streams[key.fd].feed(chunk)
                 if sum(s.total for s in streams.values()) > hard_cap:
                     flooded = True
-            if flooded:
+            if flooded or host_gone:
                 break
             if status is None:
                 reaped, raw = os.waitpid(child.pid, os.WNOHANG)
@@ -224,6 +340,11 @@ class Runner:
                 self._kill_leftovers(child.pid)
                 drain_until = time.monotonic() + 1.0
         self._kill_leftovers(child.pid)
+        if host_gone:
+            selector.close()
+            if pidfd is not None:
+                os.close(pidfd)
+            raise HostGone("the host closed the request stream during a cell")
         if status is None:
             _, status = os.waitpid(child.pid, 0)
             self.finished = None
@@ -259,6 +380,32 @@ class Runner:
             if not _live_others(ignore):
                 return
             time.sleep(0.001)
+
+
+class _suppressed:
+    """Ignore a process that is gone or not ours (a context manager, stdlib only)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, *_rest: object) -> bool:
+        return kind in (ProcessLookupError, PermissionError, ChildProcessError)
+
+
+def _children_of(parent: int) -> set[int]:
+    """Pids whose parent is `parent` (any state, zombies included)."""
+    found = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent:
+            found.add(int(name))
+    return found
 
 
 def _pidfd(pid: int) -> int | None:

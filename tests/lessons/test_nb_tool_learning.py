@@ -1,4 +1,5 @@
-"""Learning tests the tools a run made, in that run's own sandbox, within a budget.
+"""Learning tests the tools a run made, in a sandbox of its own (never the run's), within
+a budget.
 
 The tools run for real in the subprocess sandbox; what is faked is only what a test
 must control: a clock that says how long the tests took, and a sandbox that breaks,
@@ -241,7 +242,7 @@ def test_a_broken_sandbox_costs_the_tool_its_tests_not_the_learning(
     assert "stopped: the sandbox failed" in written.tool_testing
 
 
-# -- through a session: the run's own sandbox, its cancel, its Ctrl-C -----------------------
+# -- through a session: a fresh sandbox for the checks, the session's cancel, its Ctrl-C ---
 
 
 PROGRAM = "words = {words!r}\nprint(' '.join(sorted(words)))"
@@ -261,10 +262,14 @@ def expert(_name: str, instruction: str) -> str:
 
 
 def session_with(tmp_path: Path, box: Box) -> tuple[Session, Notebook]:
+    """A session whose run has a sandbox of its own and whose learning opens `box`."""
     model = ScriptedModel(meta, expert)
     book = Notebook(tmp_path / "nb.db")
-    session = Session(meta_model=model, expert_model=model, sandbox=box,
-                      config=RunConfig(max_rounds=3), runs_path=tmp_path / "runs")  # fmt: skip
+    run_box = Box()
+    session = Session(meta_model=model, expert_model=model, sandbox=run_box,
+                      config=RunConfig(max_rounds=3), runs_path=tmp_path / "runs",
+                      fresh_sandbox=lambda: box)  # fmt: skip
+    session.run_box = run_box  # type: ignore[attr-defined]
     NotebookHooks(book, model=model).attach(session)
     return session, book
 
@@ -273,7 +278,7 @@ def finished_on_disk(tmp_path: Path, run_id: str) -> RunFinished | None:
     return read_transcript(tmp_path / "runs" / f"{run_id}.jsonl").finished
 
 
-def test_a_session_tests_its_tool_in_its_own_sandbox(tmp_path: Path) -> None:
+def test_a_session_tests_its_tool_in_a_fresh_sandbox_never_the_runs(tmp_path: Path) -> None:
     box = Box()
     session, book = session_with(tmp_path, box)
     by_eye(book, 3)
@@ -283,15 +288,16 @@ def test_a_session_tests_its_tool_in_its_own_sandbox(tmp_path: Path) -> None:
         box.close()
     written = written_of(events)
     assert list(written.tools.values()) == [[3, 3]]
-    # One run for the run's own program, then one per test, all in the run's sandbox.
-    assert len(box.timeouts) == 4
+    # The run's own program ran in the run's sandbox; every test in the fresh one.
+    assert len(session.run_box.timeouts) == 1  # type: ignore[attr-defined]
+    assert len(box.timeouts) == 3
     (tool,) = tools_of(book)
     assert (tool.passes, tool.tests) == (3, 3)
 
 
 def test_a_sandbox_that_fails_while_learning_costs_the_run_nothing(tmp_path: Path) -> None:
     def fail_after_the_run(n: int, _timeout: float) -> ExecResult | None:
-        if n >= 2:
+        if n >= 1:
             raise RuntimeError("the container was removed")
         return None
 
@@ -317,7 +323,7 @@ def test_cancelling_the_session_while_learning_stops_the_tests_and_writes_nothin
     holder: list[Session] = []
 
     def cancel_in_the_first_test(n: int, _timeout: float) -> ExecResult | None:
-        if n == 2:  # run 1 was the run's own program
+        if n == 1:  # the first test (the run's program ran in the run's sandbox)
             holder[0].cancel()
         return None
 
@@ -329,7 +335,7 @@ def test_cancelling_the_session_while_learning_stops_the_tests_and_writes_nothin
         events = list(session.solve(SORT + "kiwi fig date", target="date fig kiwi"))
     finally:
         box.close()
-    assert len(box.timeouts) == 2  # no test started after the cancel
+    assert len(box.timeouts) == 1  # no test started after the cancel
     # Stopped while learning: the run stands as answered, and nothing is learned from it.
     assert not [e for e in events if isinstance(e, NotesWritten)]
     (finished,) = [e for e in events if isinstance(e, RunFinished)]
@@ -340,7 +346,7 @@ def test_cancelling_the_session_while_learning_stops_the_tests_and_writes_nothin
 
 def test_ctrl_c_while_testing_a_tool_stops_learning_and_keeps_the_run(tmp_path: Path) -> None:
     def interrupt(n: int, _timeout: float) -> ExecResult | None:
-        if n == 3:  # the second test of the learning
+        if n == 2:  # the second test of the learning
             raise KeyboardInterrupt
         return None
 
@@ -354,7 +360,7 @@ def test_ctrl_c_while_testing_a_tool_stops_learning_and_keeps_the_run(tmp_path: 
                 seen.append(event)
     finally:
         box.close()
-    assert len(box.timeouts) == 3  # nothing ran after the interrupt
+    assert len(box.timeouts) == 2  # nothing ran after the interrupt
     finished = next(e for e in seen if isinstance(e, RunFinished))
     stored = finished_on_disk(tmp_path, finished.run_id)
     assert stored is not None and stored.status == "answered"

@@ -259,12 +259,15 @@ def describe(r: ExecResult) -> str:
     if refused:
         reasons = sorted({words[-1] if words[-1] != "None" else words[-2] for words in refused})
         parts.append(f"{len(refused)} refused ({', '.join(reasons)})")
+    sweeps = [line.split(maxsplit=2) for line in lines if line.startswith("REFUSED ")]
+    if sweeps and len(sweeps[-1]) == 3:
+        parts.append(f"{sweeps[-1][1]} refused {sweeps[-1][2]}".replace("'", ""))
     limits = [line.split(maxsplit=1)[1] for line in lines if line.startswith("LIMIT ")]
     if limits:
         parts.append("stopped: " + limits[-1])
     escaped = [line for line in lines if line.startswith("ESCAPED ")]
     if escaped:
         parts.append(f"{len(escaped)} NOT refused")
-    if not (refused or limits or r.output_limit_hit) and not r.ok and r.stderr.strip():
+    if not (refused or sweeps or limits or r.output_limit_hit) and not r.ok and r.stderr.strip():
         parts.append(r.stderr.strip().splitlines()[-1][:70])
     return "; ".join(parts)

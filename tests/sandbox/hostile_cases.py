@@ -11,13 +11,17 @@ from __future__ import annotations
 from hostile_base import HostileCase, describe  # noqa: F401 (test_hostile imports them here)
 from hostile_filesystem import FILESYSTEM, SECRETS
 from hostile_hardening import HARDENING
+from hostile_hostfacts import HOSTFACTS
 from hostile_identity import IDENTITY
+from hostile_later_cells import LATER_CELLS
 from hostile_memory import MEMORY
 from hostile_output import OUTPUT
 from hostile_privilege import NETWORK, PRIVILEGE
 from hostile_reach import REACH
+from hostile_reaping import CAPABILITIES, REAPING
 from hostile_resources import RESOURCES
 from hostile_runaway import RUNAWAY
+from hostile_sockets import SOCKETS
 from hostile_supervisor import SUPERVISOR
 
 CASES: list[HostileCase] = [
@@ -33,8 +37,37 @@ CASES: list[HostileCase] = [
     *HARDENING,
     *REACH,
     *OUTPUT,
+    *SOCKETS,
+    *REAPING,
+    *CAPABILITIES,
+    *LATER_CELLS,
+    *HOSTFACTS,
 ]
 assert len({case.name for case in CASES}) == len(CASES), "case names must be unique"
+
+# The fast tier's share of the battery: one quick case of each class (the full tier runs
+# them all). Chosen for speed, not for being the hardest of their class.
+FAST = frozenset(
+    {
+        "long_sleep",  # runaway code meets the timeout
+        "fd_exhaustion",  # resources
+        "read_host_secrets",  # the host's files
+        "sigkill_supervisors",  # the runner is out of reach
+        "sysv_shm",  # memory outside address spaces
+        "uid_separation",  # identity
+        "netlink_uevent",  # the allowlist
+        "forged_frame_on_stdout",  # output and protocol
+        "netlink_every_protocol",  # sockets by family and protocol
+        "children_for_the_parent",  # processes nobody reaps
+        "capability_sets_and_bounding_set",  # no capability to hold or gain
+        "home_is_no_shared_place",  # cells that shape later cells
+        "host_cmdline",  # host facts
+    }
+)
+# Cases that fill the machine's memory or processes: not beside other heavy tests.
+SERIAL = frozenset(case.name for case in MEMORY) | {"memory_bomb", "fork_bomb", "thread_bomb"}
+_NAMES = {case.name for case in CASES}
+assert not (FAST | SERIAL) - _NAMES, f"unknown case names: {(FAST | SERIAL) - _NAMES}"
 
 
 def render_markdown(records: list[dict[str, object]]) -> str:

@@ -93,12 +93,15 @@ def test_container_is_hardened_as_configured(sandbox: DockerSandbox) -> None:
     assert sandbox.run("pass").ok
     info = inspect(sandbox.containers_used[-1])
     config, host = info["Config"], info["HostConfig"]
-    # The runner and init are root with three capabilities; the cell drops to its own uid.
+    # The runner and init are root with four capabilities; the cell drops to its own uid
+    # with none (its bounding set emptied with CAP_SETPCAP), and the runner loads the
+    # allowlist itself as well, so unlisted calls answer ENOSYS on any engine.
     assert config["User"] == "0:0" and "--cell-uid" in config["Cmd"]
     assert host["NetworkMode"] == "none" and config.get("NetworkDisabled") is True
     assert host["ReadonlyRootfs"] is True and host["Privileged"] is False
     assert host["CapDrop"] == ["ALL"]
-    assert sorted(host["CapAdd"]) == ["CAP_KILL", "CAP_SETGID", "CAP_SETUID"]
+    assert sorted(host["CapAdd"]) == ["CAP_KILL", "CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID"]
+    assert "--seccomp-bpf" in config["Cmd"]
     assert "no-new-privileges:true" in host["SecurityOpt"]
     seccomp = json.loads(
         next(opt for opt in host["SecurityOpt"] if opt.startswith("seccomp="))[len("seccomp=") :]
@@ -111,7 +114,10 @@ def test_container_is_hardened_as_configured(sandbox: DockerSandbox) -> None:
         for name in rule["names"]
     }
     assert "read" in allowed and not {"ptrace", "process_vm_readv", "sysinfo"} & allowed
-    assert {"/proc/cmdline", "/proc/kcore"} <= set(host["MaskedPaths"])
+    masked = set(host["MaskedPaths"])
+    assert {"/proc/cmdline", "/proc/kcore", "/proc/meminfo", "/proc/zoneinfo"} <= masked
+    assert {"/proc/sys", "/proc/loadavg", "/proc/uptime", "/sys/block"} <= masked
+    assert not {"/proc/cpuinfo", "/proc/self", "/sys/fs/cgroup"} & masked
     assert host["PidsLimit"] == 128
     assert host["Memory"] == host["MemorySwap"] == 512 * MB
     assert host["NanoCpus"] == 1_000_000_000
@@ -132,7 +138,9 @@ import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 status = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines())
 print(status["CapEff"].strip(), status["NoNewPrivs"].strip(), status["Seccomp"].strip())
-print(os.getuid(), os.getgid(), sorted(os.listdir("/sys/class/net")))
+# The network namespace's own table (/sys/class/net is masked with the rest of /sys).
+nets = sorted(line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:])
+print(os.getuid(), os.getgid(), nets)
 for path in ("/", "/usr", "/etc", "/opt/conductor"):
     try:
         open(os.path.join(path, "planted"), "w")

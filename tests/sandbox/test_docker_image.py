@@ -63,7 +63,7 @@ def test_assembled_tree_adds_user_runner_and_private_workdir(tmp_path: Path) -> 
 
         assert read("etc/passwd").splitlines() == [
             b"root:x:0:0:root:/root:/bin/bash",
-            b"sandbox:x:10001:10001::/work:/usr/sbin/nologin",
+            b"sandbox:x:10001:10001::/nonexistent:/usr/sbin/nologin",  # HOME outside /work
         ]
         assert read("etc/group").splitlines() == [b"root:x:0:", b"sandbox:x:10001:"]
         for path in image.RUNNER_FILES:

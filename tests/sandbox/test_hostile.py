@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from hostile_cases import CASES, HostileCase, describe
+from hostile_cases import CASES, FAST, SERIAL, HostileCase, describe
+from hostile_hostfacts import fill_host_facts
 
 from conductor_kernel.interfaces import ExecResult, Sandbox
 from sandbox.registry import backend_class, probe
@@ -82,9 +83,15 @@ def host_keys(witness: HostWitness, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(key, value)
 
 
-@pytest.mark.slow
+def _marks(case: HostileCase) -> list[pytest.MarkDecorator]:
+    marks = [] if case.name in FAST else [pytest.mark.slow]
+    return [*marks, pytest.mark.serial] if case.name in SERIAL else marks
+
+
 @pytest.mark.usefixtures("host_keys")
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@pytest.mark.parametrize(
+    "case", [pytest.param(case, id=case.name, marks=_marks(case)) for case in CASES]
+)
 def test_hostile_case(case: HostileCase, sandbox: Sandbox, witness: HostWitness) -> None:
     started = time.monotonic()
     marker = "hx" + uuid.uuid4().hex[:10]
@@ -197,7 +204,8 @@ class HostWitness:
             path.chmod(0o600)
         cleanup = [home_canary, ssh_canary, tmp_secret, tmp_dir, *cleanup]
         argv0 = f"hostcanary{token}"
-        sleeper = subprocess.Popen([argv0, "600"], executable=shutil.which("sleep"))
+        # Alive for the whole battery, however slow the machine (it is killed at the end).
+        sleeper = subprocess.Popen([argv0, "86400"], executable=shutil.which("sleep"))
         listener = socket.create_server(("0.0.0.0", 0))
         listener.setblocking(False)
         abstract_name = f"conductor-canary-{token}"
@@ -250,6 +258,7 @@ class HostWitness:
             "HOST_CMDLINE": _read("/proc/cmdline")[:80],
             "HOST_BOOT_ID": _read("/proc/sys/kernel/random/boot_id"),
             "HOST_MEMTOTAL": _read("/proc/meminfo").split("\n", 1)[0].split(":")[-1],
+            **fill_host_facts(),
         }
 
     def assert_no_secrets(self, result: ExecResult) -> None:

@@ -186,6 +186,8 @@ class ItemWorker:
             sandbox=self.open_box(),
             config=self.settings.run,
             runs_path=self.scratch,
+            # Learning's checks run in a sandbox of their own, never the item's.
+            fresh_sandbox=self.open_box if self.sandbox_name else None,
             recall=hooks.recall if hooks is not None and self.recall_on else None,
         )
         if self.learn_on:
