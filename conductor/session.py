@@ -19,7 +19,7 @@ from typing import Any
 from conductor.config import Settings
 from conductor.fresh_sandbox import FreshSandbox
 from conductor_kernel.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
-from conductor_kernel.interfaces import ChatModel, EventSink, Sandbox, Usage
+from conductor_kernel.interfaces import ChatModel, EventSink, Method, Sandbox, Usage
 from conductor_kernel.ledger import UsageLedger
 from conductor_kernel.loop import Conductor
 from conductor_kernel.run_config import RunConfig
@@ -60,6 +60,9 @@ class Session:
     # session is cancelled; the notebook's write path hooks in here. Its model calls go
     # on the ledger as "learning".
     after_run: list[Callable[..., list[Event]]] = field(default_factory=list)
+    # How the run asks its model (conductor/methods); None: meta-prompting, with Python
+    # as `config.python` says.
+    method: Method | None = None
     # Opens a sandbox like the run's for the after-run checks (tool tests, reproduced
     # answers, scorers that run code): what the run's cells left behind must not shape
     # them. Started only when a check runs code, closed when the hooks are done.
@@ -78,7 +81,12 @@ class Session:
 
     def __post_init__(self) -> None:
         self.conductor = Conductor(
-            self.meta_model, self.expert_model, self.sandbox, self.config, recall=self.recall
+            self.meta_model,
+            self.expert_model,
+            self.sandbox,
+            self.config,
+            recall=self.recall,
+            method=self.method,
         )
 
     def cancel(self) -> None:
@@ -234,16 +242,27 @@ def _reader_gone(exc: BaseException) -> bool:
 
 
 def build_session(
-    settings: Settings, *, sandbox: Sandbox | None = None, index: bool = True
+    settings: Settings,
+    *,
+    sandbox: Sandbox | None = None,
+    index: bool = True,
+    method: str | None = None,
+    notebook_for_baselines: bool = False,
 ) -> Session:
-    """A session from user settings: models by name, the sandbox, the runs index."""
+    """A session from user settings: models by name, the method (`method`, else the
+    setting), the sandbox (only for a method that runs code), the runs index, and the
+    notebook's hooks. A baseline
+    method neither recalls nor learns unless `notebook_for_baselines` says so: its
+    prompt is the paper's method, and notes in it would make it another."""
+    from conductor.methods import get_method, uses_notebook
     from experts.registry import get_model
     from sandbox.registry import open_sandbox
 
+    chosen = get_method(method or settings.method, python=settings.run.python)
     timeout = settings.model_timeout_s
     meta = get_model(settings.model, timeout=timeout)
     expert = get_model(settings.expert_model, timeout=timeout) if settings.expert_model else meta
-    if sandbox is None and settings.run.python:
+    if sandbox is None and chosen.python:
         sandbox = open_sandbox(settings.sandbox)
     session = Session(
         meta_model=meta,
@@ -251,14 +270,18 @@ def build_session(
         sandbox=sandbox,
         config=settings.run,
         index=_open_index() if index else None,
+        method=chosen,
         fresh_sandbox=fresh_sandbox_opener(settings),
     )
-    if settings.recall or settings.learn:
+    recall, learn = settings.recall, settings.learn
+    if not (notebook_for_baselines or uses_notebook(chosen.name)):
+        recall = learn = False
+    if recall or learn:
         # The notebook: recall before round 1, distill after every run.
         from conductor.notebook_hooks import NotebookHooks
 
         hooks = NotebookHooks.open(settings.notebook or None, model=meta)
-        hooks.attach(session, recall=settings.recall, learn=settings.learn)
+        hooks.attach(session, recall=recall, learn=learn)
     return session
 
 

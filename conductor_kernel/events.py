@@ -80,12 +80,22 @@ class RunStarted(Event):
     question: str = ""
     task: str = ""
     target: str | None = None
+    # How the run asked its model (conductor/methods): meta, meta-no-python, standard,
+    # zero-shot-cot, expert-static, expert-dynamic, multipersona. Empty in transcripts
+    # written before methods were recorded: those runs are meta-prompting.
+    method: str = ""
     model: str = ""
     expert_model: str = ""
     sandbox: str = ""
     system_prompt: str = ""
     limits: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def method_name(self) -> str:
+        """The run's method; a transcript from before methods were recorded is
+        meta-prompting, without Python when its sandbox was off."""
+        return self.method or ("meta-no-python" if self.sandbox == "off" else "meta")
 
 
 @dataclass(kw_only=True)
@@ -104,6 +114,12 @@ class MetaTurnStarted(Event):
     kind: ClassVar[str] = "meta_turn_started"
     round: int = 0
     user_message: str = ""
+    # The system prompt this turn was sent with, when it is not the run's own
+    # (RunStarted.system_prompt); empty: the run's.
+    system_prompt: str = ""
+    # The model saw only this turn's message, none of the run's earlier turns (a
+    # method's second conversation, e.g. answering as the expert it described first).
+    new_conversation: bool = False
 
 
 @dataclass(kw_only=True)

@@ -7,7 +7,7 @@ and the application, and never import each other.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
+    from conductor_kernel.conversation import RunContext
     from conductor_kernel.events import Event
 
 Role = Literal["user", "assistant"]
@@ -272,6 +273,37 @@ class EventSink(Protocol):
     """Anything that consumes the event stream (transcript writer, printer, TUI)."""
 
     def handle(self, event: Event) -> None: ...
+
+
+@runtime_checkable
+class Method(Protocol):
+    """How one run asks its model: meta-prompting, or one of the paper's baselines.
+
+    `Conductor` (conductor_kernel/loop.py) starts and ends every run the same way and
+    hands the run to its method's `solve`, a generator of the run's events that returns
+    its status (answered, no_answer, declined, limit). Every model call the method makes
+    goes through `RunContext.ask`, which checks the run's cancel flag and limits before
+    the call, streams it under the run's guard and records it as a meta turn; the
+    final answer goes through `RunContext.answer`. So every method emits the same typed
+    events and is recorded, audited and scored the same way.
+    """
+
+    @property
+    def name(self) -> str:
+        """Recorded in `RunStarted.method` (meta, meta-no-python, standard, ...)."""
+        ...
+
+    @property
+    def python(self) -> bool:
+        """Whether the method runs code (it then needs the run's sandbox)."""
+        ...
+
+    @property
+    def system_prompt(self) -> str:
+        """The run's system prompt, recorded in `RunStarted.system_prompt`."""
+        ...
+
+    def solve(self, run: RunContext) -> Generator[Event, None, str]: ...
 
 
 # -- the task scorers, as the notebook asks for them ------------------------------------

@@ -158,3 +158,53 @@ class ReplayModel:
         # The same expert asked in this turn with slightly different words.
         same_name = [s for s in free if s.turn == turn and s.call.expert == name]
         return same_name[0] if len(same_name) == 1 else None
+
+
+class TurnsReplayModel:
+    """A `ChatModel` answering every call with the next of a run's recorded turns.
+
+    For the paper's baseline runs: one model, no experts, so the calls come in the
+    order they were recorded (expert-dynamic's first call, which wrote the expert's
+    description, answers with that description).
+    """
+
+    def __init__(self, turns: list[str], *, line: int = 0, name: str = "replay") -> None:
+        self.name = name
+        self.turns = list(turns)
+        self.line = line
+        self._lock = threading.Lock()
+        self._next = 0
+        self.requests: list[str] = []  # the last message of every call: what we sent
+
+    @property
+    def served(self) -> int:
+        return self._next
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        on_text: TextCallback | None = None,
+        cache: bool = False,
+        role: CallRole = "meta",
+        max_tokens: int | None = None,
+    ) -> Completion:
+        with self._lock:
+            if self._next >= len(self.turns):
+                raise ReplayExhausted(
+                    f"record {self.line} has {len(self.turns)} model turns; "
+                    "the method asked for another"
+                )
+            text = self.turns[self._next]
+            self._next += 1
+            self.requests.append(messages[-1].content if messages else "")
+        prompt = [system or "", *(m.content for m in messages)]
+        usage = Usage(
+            input_tokens=sum(estimate_tokens(p) + MESSAGE_OVERHEAD_TOKENS for p in prompt),
+            output_tokens=estimate_tokens(text),
+            calls=1,
+        )
+        if on_text and text:
+            on_text(text)
+        return Completion(text=text, usage=usage, model=self.name, stop_reason="end_turn")

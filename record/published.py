@@ -30,7 +30,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -352,8 +352,23 @@ def read_published(path: Path | str, *, limit: int | None = None) -> PublishedFi
 # -- a published record as our events ------------------------------------------------
 
 
-def run_id_for(record: PublishedRecord) -> str:
-    return f"published-{record.task}-{record.line:04d}"
+def run_id_for(record: PublishedRecord, method: str = "") -> str:
+    """Stable per record; the method first for any but meta-prompting, so that a
+    baseline's runs and meta-prompting's runs of one task never share an id."""
+    prefix = f"{method}-" if method and method != "meta" else ""
+    return f"published-{prefix}{record.task}-{record.line:04d}"
+
+
+def without_calls(record: PublishedRecord) -> PublishedRecord:
+    """The record as a baseline's harness ran it: no turn dispatched anything."""
+    turns = []
+    for n, turn in enumerate(record.turns):
+        answer = harness_answer(turn.text) if turn.reply_to_it is None else None
+        outcome = "answer" if answer is not None else ("nudge" if turn.reply_to_it else "last")
+        turns.append(replace(turn, calls=None, answer=answer, outcome=outcome))
+        if n == len(record.turns) - 1:
+            record = replace(record, final_answer=answer)
+    return replace(record, turns=turns)
 
 
 def recorded_result(code_output: str) -> ExecResult:
@@ -371,15 +386,21 @@ def recorded_result(code_output: str) -> ExecResult:
 
 
 def published_events(
-    record: PublishedRecord, *, source_file: str = "", run_id: str | None = None
+    record: PublishedRecord,
+    *,
+    source_file: str = "",
+    run_id: str | None = None,
+    method: str = "",
 ) -> list[Event]:
     """The events of one published run, in the order they happened: what the original
     harness did, as `parse_record` recovers it. `run_id` replaces the stable
-    `published-<task>-<line>` (a caller holding runs of two folders apart)."""
-    return list(_events(record, run_id or run_id_for(record), source_file))
+    `published-<task>-<line>` (a caller holding runs of two folders apart); `method`
+    names the method the run used, and a baseline's record should come through
+    `without_calls` first."""
+    return list(_events(record, run_id or run_id_for(record, method), source_file, method))
 
 
-def _events(record: PublishedRecord, run_id: str, source_file: str) -> Iterator[Event]:
+def _events(record: PublishedRecord, run_id: str, source_file: str, method: str) -> Iterator[Event]:
     clock = _Clock()
     yield RunStarted(
         run_id=run_id,
@@ -387,6 +408,7 @@ def _events(record: PublishedRecord, run_id: str, source_file: str) -> Iterator[
         question=record.question,
         task=record.task,
         target=record.target,
+        method=method,
         model=MODEL,
         expert_model=MODEL,
         sandbox=RECORDED_BACKEND,
@@ -431,13 +453,14 @@ def _events(record: PublishedRecord, run_id: str, source_file: str) -> Iterator[
                 yield event
         yield from _turn_outcome(turn, run_id, started.id, clock)
     answered = record.final_answer is not None
-    if not answered and record.rounds >= META_TURN_CAP:
-        yield LimitHit(
-            run_id=run_id, ts=clock(), limit="rounds", value=record.rounds, maximum=META_TURN_CAP
-        )
-    status = (
-        "answered" if answered else ("limit" if record.rounds >= META_TURN_CAP else "no_answer")
+    # A baseline's log that ends with a nudge hit its cap (12 or 16 turns there).
+    capped = record.rounds >= META_TURN_CAP or (
+        bool(method) and bool(record.turns) and record.turns[-1].outcome == "nudge"
     )
+    if not answered and capped:
+        cap = max(record.rounds, META_TURN_CAP) if not method else record.rounds
+        yield LimitHit(run_id=run_id, ts=clock(), limit="rounds", value=record.rounds, maximum=cap)
+    status = "answered" if answered else ("limit" if capped else "no_answer")
     yield RunFinished(
         run_id=run_id,
         ts=clock(),

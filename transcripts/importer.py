@@ -6,8 +6,13 @@ events are `record.published.published_events`: what the original harness did (m
 turns, the expert calls it dispatched, the code it ran and the output it reported,
 nudges, the retry defect, the answer).
 
-Run ids are stable (`published-<task>-<line>`): importing a file again replaces its
+Run ids are stable (`published-<task>-<line>`, with the method first for any but
+meta-prompting: `published-standard-<task>-<line>`): importing a file again replaces its
 runs instead of adding copies. Token counts are estimates; the records hold none.
+
+A baseline's runs (`method` set, `expert_calls=False`) are one conversation: no turn is
+read for calls, a turn without an answer was nudged, and a log ending with a nudge nobody
+answered hit the harness's cap.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from record.home import runs_dir
-from record.published import published_events, read_published, run_id_for
+from record.published import published_events, read_published, run_id_for, without_calls
 from record.writer import TranscriptWriter
 from transcripts.index import RunIndex
 
@@ -40,8 +45,11 @@ def import_file(
     limit: int | None = None,
     runs_path: Path | None = None,
     index: RunIndex | None = None,
+    method: str = "",
+    expert_calls: bool = True,
 ) -> ImportReport:
-    """Write and index one transcript per record of a published file."""
+    """Write and index one transcript per record of a published file; `method` names
+    the method its runs used, and a baseline's (`expert_calls=False`) dispatched none."""
     published = read_published(path, limit=limit)
     directory = runs_path or runs_dir()
     index = index if index is not None else RunIndex()
@@ -49,13 +57,16 @@ def import_file(
     if published.problem is not None:
         report.problem = str(published.problem)
     for record in published.records:
-        target = directory / f"{run_id_for(record)}.jsonl"
+        if not expert_calls:
+            record = without_calls(record)
+        run_id = run_id_for(record, method)
+        target = directory / f"{run_id}.jsonl"
         target.unlink(missing_ok=True)  # a re-import replaces the run
         with TranscriptWriter(target) as writer:
-            for event in published_events(record, source_file=Path(path).name):
+            for event in published_events(record, source_file=Path(path).name, method=method):
                 writer.handle(event)
         index.add_transcript(target, source="published")
-        report.run_ids.append(run_id_for(record))
+        report.run_ids.append(run_id)
         report.retry_defect_records += record.retry_defect
         report.answered += record.final_answer is not None
     return report

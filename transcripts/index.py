@@ -197,6 +197,7 @@ class RunIndex:
             "task": event.task,
             "target": event.target,
             "model": event.model,
+            "method": event.method_name,
             "status": "running",
             "source": source,
             "tags": json.dumps(event.tags),
@@ -347,10 +348,15 @@ class RunIndex:
         return as_record(rows[0]) if len(rows) == 1 else None
 
     def list(
-        self, *, limit: int = 50, task: str | None = None, status: str | None = None
+        self,
+        *,
+        limit: int = 50,
+        task: str | None = None,
+        status: str | None = None,
+        method: str | None = None,
     ) -> list[RunRecord]:
-        """The latest runs, of one task or status if given."""
-        return self.list_runs(RunFilter(task=task, status=status), limit=limit)
+        """The latest runs, of one task, status or method if given."""
+        return self.list_runs(RunFilter(task=task, status=status, method=method), limit=limit)
 
     # Below, `list` would name the method above, hence builtins.list.
     def list_runs(

@@ -70,6 +70,14 @@ def m002_owner_and_learning(db: sqlite_utils.Database) -> None:
     runs_table(db).create_index(["status"])
 
 
+@migrations
+def m003_method(db: sqlite_utils.Database) -> None:
+    """How each run asked its model (conductor/methods). Runs indexed before were
+    meta-prompting (`conductor runs reindex` tells those without Python apart)."""
+    runs_table(db).add_column("method", str, not_null_default="meta")
+    runs_table(db).create_index(["method"])
+
+
 class RunRecord(TypedDict):
     """One row of `runs`: a run as indexed (the transcript at `path` is its record)."""
 
@@ -80,6 +88,7 @@ class RunRecord(TypedDict):
     task: str
     target: str | None
     model: str
+    method: str  # meta, meta-no-python, standard, ... (conductor/methods)
     status: str  # running, answered, ... (incomplete or interrupted when cut short)
     final_answer: str | None
     source: str  # live, published, ...
@@ -104,14 +113,14 @@ class RunRecord(TypedDict):
 
 
 def as_record(row: dict[str, Any]) -> RunRecord:
-    # The schema above (m001, m002) gives every row these columns; sqlite-utils can only
+    # The schema above (m001-m003) gives every row these columns; sqlite-utils can only
     # type a row as a dict.
     return cast(RunRecord, row)
 
 
 # The columns a listing can be filtered on, and whose values `distinct_values` lists.
 # Their names go into SQL as written, so no other name may.
-FILTER_COLUMNS = ("task", "status", "model")
+FILTER_COLUMNS = ("task", "status", "model", "method")
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,7 @@ class RunFilter:
     task: str | None = None
     status: str | None = None
     model: str | None = None
+    method: str | None = None
     since: float | None = None  # started at or after this time (seconds since the epoch)
 
     def sql(self) -> tuple[str | None, dict[str, object]]:

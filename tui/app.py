@@ -20,6 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 
 from conductor.config import Settings, load_settings
+from conductor.methods import METHODS, label
 from conductor.session import Session, build_session
 from conductor_kernel.display import visible, visible_line
 from conductor_kernel.errors import UserFacingError
@@ -154,13 +155,17 @@ class ConductorApp(App[None]):
             choice = choose(self.settings.model)
         except UserFacingError as exc:
             return str(exc)
+        method = "" if self.settings.method == "meta" else f" Method: {self.settings.method}."
         if choice.provider == "demo":
             return (
                 f"Demo model ({choice.reason}): recorded Game of 24 and word-sorting sessions. "
                 "For a real model set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL "
-                "(vLLM, Ollama, llama.cpp), or pick one with ctrl+p."
+                "(vLLM, Ollama, llama.cpp), or pick one with ctrl+p." + method
             )
-        return f"Model: {choice.provider} {choice.model or '(served default)'} ({choice.reason})."
+        return (
+            f"Model: {choice.provider} {choice.model or '(served default)'} ({choice.reason})."
+            + method
+        )
 
     def check_sandbox(self) -> None:
         """Probe the chosen sandbox (slow: call from a thread); keeps why it cannot run."""
@@ -190,6 +195,14 @@ class ConductorApp(App[None]):
         ]
         entries += [
             PaletteEntry(
+                f"Method: {name}",
+                f"Ask the model as {label(name)} does in the next runs (docs/methods.md).",
+                partial(self.set_method, name),
+            )
+            for name in METHODS
+        ]
+        entries += [
+            PaletteEntry(
                 "Notebook: default",
                 "Recall from and learn into notebook.db.",
                 lambda: self.set_notebook(""),
@@ -211,6 +224,11 @@ class ConductorApp(App[None]):
     def set_model(self, name: str) -> None:
         self.settings = self.settings.model_copy(update={"model": name})
         self._settings_changed(f"meta model: {name}")
+
+    def set_method(self, name: str) -> None:
+        """How the next runs ask the model (conductor/methods)."""
+        self.settings = self.settings.model_copy(update={"method": name})
+        self._settings_changed(f"method: {name} ({label(name)})")
 
     def set_sandbox(self, name: str) -> None:
         self.settings = self.settings.model_copy(update={"sandbox": name})

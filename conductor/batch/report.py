@@ -15,7 +15,7 @@ import resource
 import statistics
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -55,6 +55,8 @@ class ItemRecord(TypedDict, total=False):
     learning_usage: dict[str, Any]  # what distilling this run into notes cost
     node: str  # --ray: the worker that ran it
     moved_from: list[str]  # --ray: workers lost while running it
+    method: str  # a comparison (--methods): the method of this run
+    task_item_id: str  # a comparison: the task item (item_id names the item and method)
 
 
 def is_scored(record: ItemRecord) -> bool:
@@ -290,10 +292,17 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def write_report(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
-    """report.json and report.md in the batch folder, each replaced atomically."""
+def write_report(
+    folder: Path,
+    report: dict[str, Any],
+    *,
+    render: Callable[[dict[str, Any]], str] | None = None,
+) -> tuple[Path, Path]:
+    """report.json and report.md (`render`, default `render_markdown`) in the batch
+    folder, each replaced atomically."""
     paths = (folder / "report.json", folder / "report.md")
-    texts = (json.dumps(report, indent=2, ensure_ascii=False) + "\n", render_markdown(report))
+    markdown = (render or render_markdown)(report)
+    texts = (json.dumps(report, indent=2, ensure_ascii=False) + "\n", markdown)
     for path, text in zip(paths, texts, strict=True):
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(text, encoding="utf-8")

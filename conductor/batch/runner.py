@@ -72,6 +72,9 @@ class BatchPlan:
     question: Callable[[TaskItem], str]
     score: Scorer | None = None
     tags: dict[str, Any] = field(default_factory=dict)
+    # What else an item's record and its run's tags say about it (a comparison's
+    # method and task item, conductor/batch/compare.py).
+    describe: Callable[[TaskItem], dict[str, Any]] | None = None
 
     @property
     def results(self) -> ResultsLog:
@@ -216,13 +219,14 @@ class BatchRunner:
             session = self.make_session(item)
             with self._lock:
                 self._live[item.id] = session
+            described = self.plan.describe(item) if self.plan.describe else {}
             events = session.solve(
                 self.plan.question(item),
                 sinks=self.sinks,
                 run_id=run_id,
                 task=self.plan.task,
                 target=item.target,
-                tags={**self.plan.tags, "item_id": item.id},
+                tags={**self.plan.tags, "item_id": item.id, **described},
             )
             for event in events:
                 if self._stop.is_set():
@@ -269,7 +273,7 @@ class BatchRunner:
 
     def _base_record(self, item: TaskItem, run_id: str | None, started: float) -> ItemRecord:
         transcript = f"runs/{run_id}.jsonl" if run_id else None
-        return ItemRecord(
+        record = ItemRecord(
             v=FORMAT_VERSION,
             item_id=item.id,
             line=item.line,
@@ -291,6 +295,9 @@ class BatchRunner:
             finished_at=started,
             session=self.session_no,
         )
+        if self.plan.describe is not None:
+            record.update(self.plan.describe(item))  # type: ignore[typeddict-item]
+        return record
 
     def _finish(self, record: ItemRecord) -> None:
         record["finished_at"] = time.time()

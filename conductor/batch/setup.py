@@ -46,8 +46,21 @@ def sandbox_opener(settings: Settings) -> tuple[str | None, Callable[[], Sandbox
     return name, lambda: open_sandbox(name)
 
 
-def live_setup(settings: Settings, spec: TaskSpec, runs: Callable[[], Path]) -> BatchSetup:
+def live_setup(
+    settings: Settings, spec: TaskSpec, runs: Callable[[], Path], *, method: str | None = None
+) -> BatchSetup:
+    """Every item through one shared model; `method` (default meta-prompting) names how
+    each run asks it. A baseline method runs no code and, like `build_session`, neither
+    recalls nor learns."""
+    from conductor.methods import get_method, uses_notebook
     from conductor.session import build_session
+
+    chosen = get_method(method or settings.method, python=settings.run.python)
+    if not uses_notebook(chosen.name):
+        settings = settings.model_copy(update={"recall": False, "learn": False})
+    if not chosen.python:
+        no_python = settings.run.model_copy(update={"python": False})
+        settings = settings.model_copy(update={"run": no_python})
 
     # A batch learns into a notebook of its own, named for its task, unless told
     # otherwise (--notebook or the `notebook` setting): gold targets in a batch must
@@ -72,23 +85,27 @@ def live_setup(settings: Settings, spec: TaskSpec, runs: Callable[[], Path]) -> 
             runs_path=runs(),
             recall=template.recall,
             after_run=template.after_run,
+            method=chosen,
             # Learning's checks run in a sandbox of their own, never the item's.
             fresh_sandbox=open_box if sandbox_name else None,
         )
 
-    uses_notebook = settings.recall or settings.learn
+    with_notebook = settings.recall or settings.learn
+    identity = {
+        "model": meta.name,
+        "expert_model": getattr(expert, "name", ""),
+        "notebook": str(Path(notebook).resolve()) if with_notebook else None,
+        "recall": settings.recall,
+        "learn": settings.learn,
+    }
+    if not uses_notebook(chosen.name):  # meta-prompting's batches keep the ids they had
+        identity["method"] = chosen.name
     return BatchSetup(
         make_session,
         lambda item: spec.prompt(item.input),
         meta.name,
-        {
-            "model": meta.name,
-            "expert_model": getattr(expert, "name", ""),
-            "notebook": str(Path(notebook).resolve()) if uses_notebook else None,
-            "recall": settings.recall,
-            "learn": settings.learn,
-        },
-        notebook if uses_notebook else None,
+        identity,
+        notebook if with_notebook else None,
         sandbox_name,
     )
 

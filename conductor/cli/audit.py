@@ -52,12 +52,17 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
     path = Path(ref)
     if path.suffix == ".jsonl" and path.is_file():
         if _is_published(path):
-            from record.published import published_events, read_published
+            from conductor.methods import BASELINES
+            from conductor.replay.baselines import method_of_path
+            from record.published import published_events, read_published, without_calls
 
+            method = method_of_path(path) or ""  # a baseline's turns dispatched nothing
             published = read_published(path, limit=limit)
             _warn(published.problem, f"{len(published.records)} records before it")
             for record in published.records:
-                yield _audit(published_events(record, source_file=str(path)))
+                if method in BASELINES:
+                    record = without_calls(record)
+                yield _audit(published_events(record, source_file=str(path), method=method))
             return
         yield _audit(_read(path))
         return

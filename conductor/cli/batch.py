@@ -33,7 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run a task file's items through the conductor. Re-running the same "
         "command resumes: finished items are skipped.",
     )
-    p.add_argument("task_file", metavar="TASKFILE", help="JSONL or CSV task file")
+    p.add_argument(
+        "task_file",
+        metavar="TASKFILE",
+        nargs="+",
+        help="JSONL or CSV task file (several, with --methods: a suite of comparisons)",
+    )
     p.add_argument("--task", help="built-in task name (default: from the file's name)")
     p.add_argument("--spec", help="task spec file (TOML or JSON: name, description, scorer)")
     p.add_argument("--description", help="rules put before each input (with --scorer)")
@@ -68,6 +73,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="A/B the notebook: learn on one split, test the other with recall on and off "
         "(same order; SEED picks the split, default 0); see docs/notebook.md",
     )  # fmt: skip
+    p.add_argument(
+        "--methods",
+        metavar="A,B,...",
+        help="compare methods: every item under each (same model, items and order), "
+        "reported side by side against meta; `all` for the seven of Table 1 "
+        "(see docs/methods.md)",
+    )
+    p.add_argument(
+        "--with-notebook",
+        action="store_true",
+        help="with --methods: every method recalls and learns as configured "
+        "(default: none does, so the comparison measures the methods)",
+    )
+    p.add_argument(
+        "--replay-dir",
+        metavar="DIR",
+        help="with --methods: answer every run from the paper's published runs under DIR "
+        "(with-python, without-python, baselines/METHOD), offline",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     # A batch learns into a notebook of its own unless told otherwise (conductor/batch/setup.py).
     add_setting_flags(p, notes={"notebook": "In a batch, empty means notebooks/batch-TASK.db."})
@@ -110,6 +134,25 @@ def _items(args: argparse.Namespace) -> list[TaskItem]:
 
 
 def run_batch(args: argparse.Namespace) -> int:
+    if args.methods is not None:
+        from conductor.cli.compare import run_comparisons
+
+        return run_comparisons(args)
+    for flag, given in (("--with-notebook", args.with_notebook), ("--replay-dir", args.replay_dir)):
+        if given:
+            raise ConfigError(f"{flag} goes with --methods (a comparison of methods)")
+    if len(args.task_file) > 1:
+        raise ConfigError(
+            "several task files run as a suite of comparisons: add --methods (e.g. "
+            "--methods all), or give one task file"
+        )
+    args.task_file = args.task_file[0]
+    settings = settings_from_args(args)
+    if settings.method not in ("meta", "meta-no-python"):
+        if getattr(args, "ray", None) is not None:
+            raise ConfigError("--ray runs meta-prompting only; choose --method meta")
+        if args.replay or args.ablation is not None:
+            raise ConfigError("--replay and --ablation run meta-prompting only; drop --method")
     if getattr(args, "ray", None) is not None:
         from conductor.cli.ray import run_ray_batch
 
@@ -118,7 +161,6 @@ def run_batch(args: argparse.Namespace) -> int:
     from conductor.batch.setup import live_setup, replay_setup
     from conductor.batch.store import BatchFolder, batch_id
 
-    settings = settings_from_args(args)
     if args.replay:
         settings = settings.model_copy(update={"recall": False, "learn": False})
     spec = _spec(args)

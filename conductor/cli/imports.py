@@ -16,6 +16,12 @@ def attach(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE.jsonl", help="published transcript files")
     p.add_argument("--limit", type=int, help="import only the first N records of each file")
+    p.add_argument(
+        "--method",
+        metavar="NAME",
+        help="the method the runs used (default: from each file's folder, e.g. "
+        "baselines/Standard is standard; with-python is meta)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
     p.set_defaults(handler=run_import)
 
@@ -37,8 +43,14 @@ def run_import(args: argparse.Namespace) -> int:
     table = Table(title="Imported published runs")
     for column in ("file", "runs", "answered", "retry defect", "first run id"):
         table.add_column(column, justify="left" if column in ("file", "first run id") else "right")
+    from conductor.methods import BASELINES, check_method
+    from conductor.replay.baselines import method_of_path
+
     for path in args.files:
-        report = import_file(path, limit=args.limit, index=index)
+        method = check_method(args.method) if args.method else (method_of_path(path) or "")
+        report = import_file(
+            path, limit=args.limit, index=index, method=method, expert_calls=method not in BASELINES
+        )
         if report.problem:
             warning = Text("warning: ", style="yellow").append(
                 f"{visible_line(str(report.problem))} (imported the {report.imported} "

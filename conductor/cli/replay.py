@@ -15,6 +15,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
+
+from conductor.methods import BASELINES
 from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
@@ -38,6 +41,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("files", nargs="+", metavar="FILE.jsonl", help="published transcript files")
+    p.add_argument(
+        "--method",
+        metavar="NAME",
+        help="the method the files' runs used (default: from each file's folder: "
+        "with-python and without-python are meta, baselines/Standard is standard, ...)",
+    )
     p.add_argument("--limit", type=int, help="replay only the first N records of each file")
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
     p.add_argument(
@@ -100,10 +109,20 @@ def run_replay(args: argparse.Namespace) -> int:
         reports = _replay_all(args, pool, backend, errors)
     finally:
         pool.close()
+    meta = [r for r in reports if r.method not in BASELINES]
+    baselines = [r for r in reports if r.method in BASELINES]
     if args.markdown:
-        print(markdown_table(reports))
+        print("\n\n".join(
+            text for text in (
+                markdown_table(meta) if meta else "",
+                baseline_markdown(baselines) if baselines else "",
+            ) if text
+        ))  # fmt: skip
     elif not args.json:
-        console.print(summary_table(reports))
+        if meta:
+            console.print(summary_table(meta))
+        if baselines:
+            console.print(baseline_table(baselines))
         for report in reports:
             print_mismatches(console, report, show_all=args.show_mismatches)
     if args.min_fidelity is not None and any(r.fidelity < args.min_fidelity for r in reports):
@@ -111,18 +130,34 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _method(args: argparse.Namespace, path: str) -> str:
+    from conductor.methods import check_method
+    from conductor.replay.baselines import method_of_path
+
+    return check_method(args.method) if args.method else (method_of_path(path) or "meta")
+
+
 def _replay_all(
     args: argparse.Namespace, pool: SandboxPool, backend: str, errors: Console
 ) -> list[FileReport]:
+    from conductor.replay.baselines import replay_baseline_file
     from conductor.replay.runner import replay_file
 
+    methods = {path: _method(args, path) for path in args.files}  # refuse a bad name first
     reports = []
     for path in args.files:
+        method = methods[path]
+        baseline = method in BASELINES
         if not args.json:
+            how = f"method {method}" if baseline else f"sandbox: {backend}"
             errors.print(
-                f"[dim]replaying {path} (sandbox: {backend})...[/]", highlight=False, soft_wrap=True
+                f"[dim]replaying {escape(path)} ({how})...[/]", highlight=False, soft_wrap=True
             )
-        report = replay_file(path, pool, limit=args.limit, jobs=args.jobs)
+        if baseline:
+            report = replay_baseline_file(path, method, limit=args.limit, jobs=args.jobs)
+        else:
+            report = replay_file(path, pool, limit=args.limit, jobs=args.jobs)
+            report.method = method
         if report.read_problem:
             from rich.text import Text
 
@@ -220,6 +255,71 @@ def markdown_table(reports: list[FileReport]) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _task(report: FileReport) -> str:
+    return report.file.rsplit("/", 1)[-1].removesuffix(".jsonl")
+
+
+def baseline_table(reports: list[FileReport]) -> object:
+    from rich.table import Table
+
+    from conductor.methods import label
+
+    table = Table(
+        title="Replay of published baseline runs through our methods",
+        caption="same answer: the final answer our method took from the recorded turns",
+    )
+    for column in ("method", "task", "records", "same answer", "same turns", "s"):
+        table.add_column(column, justify="left" if column in ("method", "task") else "right")
+    for r in reports:
+        table.add_row(
+            label(r.method),
+            _task(r),
+            str(r.records),
+            f"{r.same_final_answer} ({_share(r.same_final_answer, r.records)})",
+            str(r.same_rounds),
+            f"{r.duration_s:.1f}",
+        )
+    return table
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def baseline_markdown(reports: list[FileReport]) -> str:
+    """Methods as rows, tasks as columns: records whose final answer and number of
+    turns are the record's, of all (README.md's baseline parity table)."""
+    from conductor.methods import METHODS, label
+
+    tasks = list(dict.fromkeys(_task(r) for r in reports))
+    methods = [m for m in METHODS if any(r.method == m for r in reports)]
+    cells = {(r.method, _task(r)): r for r in reports}
+    lines = [
+        "| method | " + " | ".join(tasks) + " | all |",
+        "| --- |" + " ---: |" * (len(tasks) + 1),
+    ]
+    for method in methods:
+        row = [label(method)]
+        same = total = 0
+        for task in tasks:
+            r = cells.get((method, task))
+            if r is None:
+                row.append("-")
+                continue
+            both = r.records - len(_differing(r))
+            same, total = same + both, total + r.records
+            row.append(f"{both}/{r.records}")
+        row.append(f"{same:,}/{total:,} ({_share(same, total)})")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _differing(report: FileReport) -> set[int]:
+    """Lines whose answer or number of turns differs (or that did not replay)."""
+    kinds = ("final_answer", "rounds", "replay_error")
+    return {m.line for m in report.mismatches if m.kind in kinds}
 
 
 def print_mismatches(console: Console, report: FileReport, *, show_all: bool) -> None:

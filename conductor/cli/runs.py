@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--task")
     p.add_argument("--status")
+    p.add_argument("--method", help="only runs of this method (meta, standard, ...)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=run_list)
 
@@ -136,21 +137,22 @@ def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = N
             print("\t".join(" ".join(visible(c).split()) for c in line))
         return 0
     table = Table(expand=True, show_lines=True)
-    for name in COLUMNS[:5]:
+    # On a terminal the method heads the question's cell, so 80 columns keep the
+    # question readable; piped, every column is its own.
+    for name in ("run", "when", "status", "rounds", "cost"):
         table.add_column(name, overflow="fold")
-    table.add_column("question → answer", overflow="fold", ratio=1, min_width=20)
-    for cell_row in cells:
-        question, answer = cell_row[5], cell_row[6]
-        text = Text(visible(question))
+    table.add_column("method: question → answer", overflow="fold", ratio=1, min_width=20)
+    for run_id, when, method, status, rounds, cost, question, answer in cells:
+        text = Text(visible(method) + ": ", style="dim").append(visible(question), style="")
         text.append("\n→ " + (visible(answer) or "(no answer)"), style="bold")
-        table.add_row(*(visible(c) for c in cell_row[:5]), text)
+        table.add_row(visible(run_id), visible(when), visible(status), rounds, cost, text)
     console.print(table)
     if not rows:
         console.print("no runs", style="dim")
     return 0
 
 
-COLUMNS = ("run", "when", "status", "rounds", "cost", "question", "answer")
+COLUMNS = ("run", "when", "method", "status", "rounds", "cost", "question", "answer")
 
 
 def _cells(row: RunRecord) -> list[str]:
@@ -158,6 +160,7 @@ def _cells(row: RunRecord) -> list[str]:
     return [
         str(row["run_id"]),
         when,
+        str(row.get("method") or "meta"),
         str(row["status"] or ""),
         str(row["rounds"] or 0),
         f"${row['cost_usd'] or 0:.4f}",
@@ -167,7 +170,8 @@ def _cells(row: RunRecord) -> list[str]:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    return _table(_index().list(limit=args.limit, task=args.task, status=args.status), args.json)
+    rows = _index().list(limit=args.limit, task=args.task, status=args.status, method=args.method)
+    return _table(rows, args.json)
 
 
 def run_search(args: argparse.Namespace) -> int:

@@ -120,9 +120,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     p.add_argument(
-        "files", nargs="+", metavar="FILE", help="JSONL files with input, target, output"
+        "files",
+        nargs="+",
+        metavar="FILE|DIR",
+        help="JSONL files with input, target, output; or folders of them, one per method "
+        "(then the Table 1 layout: tasks by methods)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the Table 1 layout (tasks by methods, each file's folder its method) "
+        "as Markdown, as README.md shows it",
+    )
     p.add_argument(
         "--rule",
         choices=("ours", "paper"),
@@ -159,11 +169,33 @@ def _open_sandbox(name: str) -> Sandbox:
     return open_sandbox(name, **SANDBOX_OPTIONS)
 
 
+def expand(paths: list[str]) -> tuple[list[str], dict[str, str], bool]:
+    """The files to score, each file's method (its folder's), and whether any folder
+    was given (the Table 1 layout)."""
+    from conductor.methods import PUBLISHED_FOLDERS
+
+    files: list[str] = []
+    for path in paths:
+        if Path(path).is_dir():
+            found = sorted(str(p) for p in Path(path).glob("*.jsonl"))
+            if not found:
+                raise UserFacingError(f"{path}: a folder with no .jsonl files in it")
+            files += found
+        else:
+            files.append(path)  # a missing one is named once its task is known
+    methods = {}
+    for file in files:
+        folder = Path(file).resolve().parent.name
+        methods[file] = PUBLISHED_FOLDERS.get(folder, folder)
+    return files, methods, any(Path(p).is_dir() for p in paths)
+
+
 def run_score(args: argparse.Namespace) -> int:
-    specs = [(path, resolve_spec(path, task=args.task)) for path in args.files]
+    files, methods, layout = expand(args.files)
+    specs = [(path, resolve_spec(path, task=args.task)) for path in files]
     for path, _ in specs:
         if not Path(path).is_file():
-            raise UserFacingError(f"{path}: no such file; check the path")
+            raise UserFacingError(f"{path}: no such file or folder; check the path")
     for _, spec in specs:
         check_dependencies(spec)  # refuse before any number is printed
     sandbox: Sandbox | None = None
@@ -173,16 +205,70 @@ def run_score(args: argparse.Namespace) -> int:
             if spec.scorer == "p3" and sandbox is None:
                 sandbox = _open_sandbox(args.sandbox)
             tallies.append(score_file(path, spec, sandbox=sandbox, on_error=args.on_bad_line))
-            if args.json:
+            if args.json and not (layout or args.markdown):
                 print(json.dumps(tallies[-1].to_dict(args.rule), ensure_ascii=False), flush=True)
     finally:
         if sandbox is not None:
             sandbox.close()
-    if not args.json:
+    if args.markdown:
+        from conductor.export.suite import render_markdown
+
+        print("\n\n".join(render_markdown(t) for t in suite_tables(tallies, methods).values()))
+    elif layout:
+        _print_suite(tallies, methods, as_json=args.json, rule=args.rule)
+    elif not args.json:
         _print_table(tallies, args.rule)
     if args.diff:
         _print_disagreements(tallies)
     return 0
+
+
+def suite_tables(tallies: list[FileScore], methods: dict[str, str]) -> dict[str, Any]:
+    """The Table 1 layout of the tallies, by the paper's rule and by ours."""
+    from conductor.export.suite import SuiteTable
+
+    tables = {
+        "paper": SuiteTable(
+            "Accuracy (%) by the paper's rule",
+            note="The paper's scoring rules re-implemented (docs/scoring.md).",
+        ),
+        "ours": SuiteTable(
+            "Accuracy (%) by our scorers",
+            note="Where ours and the paper's differ, `--diff` lists every item.",
+        ),
+    }
+    for t in tallies:
+        for rule, table in tables.items():
+            table.add(t.task, methods.get(t.file, ""), t.correct(rule), t.n)
+    return tables
+
+
+def _print_suite(
+    tallies: list[FileScore], methods: dict[str, str], *, as_json: bool, rule: str
+) -> None:
+    from rich.console import Console
+
+    from conductor.export.suite import rich_table
+
+    tables = suite_tables(tallies, methods)
+    if as_json:
+        files = [t.to_dict(rule) | {"method": methods.get(t.file, "")} for t in tallies]
+        print(
+            json.dumps(
+                {
+                    "rule": rule,
+                    "tables": {k: v.to_dict() for k, v in tables.items()},
+                    "files": files,
+                },
+                ensure_ascii=False,
+            )
+        )
+        return
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=140)
+    for table in tables.values():
+        console.print(rich_table(table))
 
 
 def _pct(value: float | None) -> str:

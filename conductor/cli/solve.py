@@ -29,9 +29,12 @@ def run_solve(args: argparse.Namespace) -> int:
     question = sys.stdin.read() if args.question == "-" else args.question
     settings = settings_from_args(args)
     choice = choose(settings.model)
+    from conductor.methods import get_method
+
+    runs_code = get_method(settings.method, python=settings.run.python).python
     if choice.provider == "demo" and not args.json:
         interrupts.say(f"Using the offline demo model ({choice.reason}). {CONFIGURE_HINT}")
-    if settings.run.python and not args.json and sys.stderr.isatty():
+    if runs_code and not args.json and sys.stderr.isatty():
         # Starting a sandbox can take seconds on a cold machine: say so at once.
         interrupts.say(f"starting the {settings.sandbox} sandbox…")
     try:
@@ -100,6 +103,7 @@ def run_solve(args: argparse.Namespace) -> int:
                 json.dumps(
                     {
                         "run_id": finished.run_id,
+                        "method": started.method_name if started is not None else None,
                         "status": finished.status,
                         "answer": answer,
                         "rounds": finished.rounds,

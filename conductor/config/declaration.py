@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from conductor.methods import MethodName
 from conductor_kernel.run_config import RunConfig, setting
 
 
@@ -49,5 +50,10 @@ class Declaration(BaseModel):
         60.0, gt=0, le=3600, flag="--model-timeout", metavar="SECONDS",
         description="Seconds a model call may go without a byte from the server before it "
         "is retried.",
+    )  # fmt: skip
+    method: MethodName = setting(
+        "meta", flag="--method",
+        description="How a run asks the model: `meta` (meta-prompting; with `python` off, "
+        "`meta-no-python`) or a baseline of the paper's Table 1 (docs/methods.md).",
     )  # fmt: skip
     run: RunConfig = Field(default_factory=RunConfig, description="What one run may do.")

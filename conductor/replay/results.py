@@ -44,6 +44,7 @@ class RecordResult:
 @dataclass
 class FileReport:
     file: str
+    method: str = "meta"  # the method its records ran (conductor/methods)
     records: int = 0
     same_final_answer: int = 0
     same_expert_calls: int = 0

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from conductor_kernel.interfaces import Sandbox, TaskScoring
+from conductor_kernel.stats import Z90, wilson_interval
 from lessons.forms.judging import scorer_verdict, usable_target
 from lessons.forms.problems import core_input, same_question
 from lessons.forms.tools import (
@@ -42,10 +42,8 @@ TESTS_PER_TOOL = 12
 def _wilson(passes: int, tests: int, side: float) -> float:
     """One end of the Wilson score interval (90%) for `passes` of `tests`: side -1 the
     lower bound, +1 the upper."""
-    p, z = passes / tests, 1.64
-    centre = p + z * z / (2 * tests)
-    spread = z * math.sqrt(p * (1 - p) / tests + z * z / (4 * tests * tests))
-    return (centre + side * spread) / (1 + z * z / tests)
+    low, high = wilson_interval(passes, tests, Z90)
+    return low if side < 0 else high
 
 
 @dataclass

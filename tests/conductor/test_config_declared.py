@@ -119,7 +119,7 @@ OWN_OPTIONS = {
         "-h", "--help", "--task", "--spec", "--description", "--scorer", "--concurrency",
         "--limit", "--learn-order", "--on-error", "--on-bad-line", "--retry-errors",
         "--replay", "--ablation", "--json", "--ray", "--learning", "--learn-every", "--rpm",
-        "--tpm",
+        "--tpm", "--methods", "--with-notebook", "--replay-dir",
     },
 }  # fmt: skip
 # The same words on commands that read no settings, where they mean something else.
@@ -129,6 +129,9 @@ OTHER_MEANINGS = {
     (("notebook", "test-tools"), "--sandbox"),
     (("sandbox", "exec"), "--sandbox"),
     (("runs", "export"), "--notebook"),  # whose notes' evidence a page shows, if any
+    (("runs", "list"), "--method"),  # only runs of this method
+    (("runs", "import"), "--method"),  # the method the published runs used
+    (("replay",), "--method"),  # the method the published runs used
 }
 
 

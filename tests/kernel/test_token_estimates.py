@@ -82,12 +82,12 @@ def test_the_notebooks_budget_counts_with_the_same_tokenizer(text: str) -> None:
     assert count_tokens(text) == math.ceil(tokens.estimate_tokens(text) * TOKEN_MARGIN)
 
 
-def test_the_replay_model_and_the_importer_count_with_the_same_tokenizer() -> None:
+def test_the_replay_model_and_the_published_conversion_count_with_the_same_tokenizer() -> None:
     import experts.replay
-    import transcripts.importer
+    import record.published
 
     assert experts.replay.estimate_tokens is tokens.estimate_tokens
-    assert transcripts.importer.estimate_tokens is tokens.estimate_tokens
+    assert record.published.estimate_tokens is tokens.estimate_tokens
 
 
 def test_a_tokenizer_that_is_still_loading_is_not_waited_for(

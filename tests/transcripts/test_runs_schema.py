@@ -35,7 +35,7 @@ def test_a_runs_db_made_before_the_second_step_takes_it_and_has_a_new_ones_shape
     conn, fresh = sqlite3.connect(old), sqlite3.connect(tmp_path / "runs.db")
     try:
         names = [r[0] for r in conn.execute("select name from _migrations order by rowid")]
-        assert names == ["m001_runs", "m002_owner_and_learning"]
+        assert names == ["m001_runs", "m002_owner_and_learning", "m003_method"]
         assert schema_shape(conn) == schema_shape(fresh)
     finally:
         conn.close()
@@ -48,3 +48,21 @@ def test_reopening_a_runs_db_changes_nothing_in_its_schema(tmp_path: Path) -> No
     before = _schema_text(path)
     RunIndex(path).close()
     assert _schema_text(path) == before
+
+
+def test_runs_indexed_before_methods_were_recorded_are_meta_prompting(tmp_path: Path) -> None:
+    first = Migrations("runs")
+    first(m001_runs)
+    path = tmp_path / "runs.db"
+    db = sqlite_utils.Database(path)
+    first.apply(db)
+    db.table("runs").insert({"run_id": "old", "started_at": 1.0, "question": "q"})
+    db.close()
+    index = RunIndex(path)
+    try:
+        row = index.get("old")
+        assert row is not None and row["method"] == "meta"
+        assert [r["run_id"] for r in index.list(method="meta")] == ["old"]
+        assert index.list(method="standard") == []
+    finally:
+        index.close()

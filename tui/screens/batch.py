@@ -3,6 +3,10 @@
 It reads the batch's folder (conductor/batch/store.py lays it out: batch.json, results.jsonl,
 runs/) and polls it twice a second, so it watches a batch run by `conductor batch` in
 another terminal as well as one that has ended. Enter on an item opens its run.
+
+A comparison of methods (`conductor batch --methods`) shows one row per task item and
+one column per method (✓ right, ✗ wrong, … running or to run again, - unscored), with
+each method's accuracy so far above; Enter on a cell opens that method's run.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from textual.widgets.option_list import Option
 
 from conductor.batch.report import ItemRecord, Tally
 from conductor.batch.store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
+from conductor.methods import METHODS, label
 from conductor_kernel.display import visible_line
 from tui.widgets.key_bar import KeyBar
 
@@ -31,25 +36,56 @@ if TYPE_CHECKING:
 
 
 def batch_total(folder: Path, manifest: dict[str, Any], records: int) -> int:
-    """Items in scope: from the final report, else the task file (and --limit)."""
+    """Runs in scope: from the final report, else the task file (and --limit), times
+    the methods of a comparison."""
     report = folder / "report.json"
     if report.exists():
         try:
-            return int(json.loads(report.read_text(encoding="utf-8"))["items"]["total"])
-        except (ValueError, KeyError, TypeError):
+            items = json.loads(report.read_text(encoding="utf-8"))["items"]
+            return int(items.get("pairs", items["total"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
             pass
     sessions = manifest.get("sessions") or [{}]
     limit = sessions[-1].get("limit")
+    methods = len(sessions[-1].get("methods") or [None])
     task_file = Path((manifest.get("identity") or {}).get("task_file") or "")
     total = records
     if task_file.is_file() and not (manifest.get("identity") or {}).get("replay"):
         with task_file.open(encoding="utf-8", errors="replace") as fh:
-            total = sum(1 for line in fh if line.strip())
+            lines = sum(1 for line in fh if line.strip())
             if task_file.suffix.lower() == ".csv":
-                total -= 1  # the header
-    if limit:
-        total = min(total, int(limit))
+                lines -= 1  # the header
+        total = (min(lines, int(limit)) if limit else lines) * methods
+    elif limit:
+        total = min(total, int(limit) * methods)
     return max(total, records)
+
+
+ITEM_COLUMNS = (
+    ("item", None),  # as wide as the longest id: ids often share a prefix
+    ("status", 10),
+    ("ok", 2),
+    ("rnd", 3),
+    ("tokens", 7),
+    ("cost", 7),
+    ("time", 6),
+    ("answer", 30),
+)
+
+
+def methods_of(records: dict[str, ItemRecord]) -> list[str]:
+    """A comparison's methods, in Table 1's order (empty for a batch of one method)."""
+    seen = {str(r["method"]) for r in records.values() if r.get("method")}
+    return [m for m in METHODS if m in seen] + sorted(seen - set(METHODS))
+
+
+def by_item(records: dict[str, ItemRecord]) -> dict[str, dict[str, ItemRecord]]:
+    """A comparison's records as task item -> method -> record, in the order they came."""
+    table: dict[str, dict[str, ItemRecord]] = {}
+    for record in records.values():
+        item = str(record.get("task_item_id") or record.get("item_id", ""))
+        table.setdefault(item, {})[str(record.get("method", ""))] = record
+    return table
 
 
 def _mark(record: ItemRecord) -> str:
@@ -88,6 +124,8 @@ class BatchScreen(Screen[None]):
         self.tally = Tally()
         self.state = ""
         self._seen: tuple[float, int] | None = None
+        self.methods: list[str] = []  # a comparison's methods; empty for one method
+        self._columns: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="batch-body"):
@@ -100,18 +138,7 @@ class BatchScreen(Screen[None]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        table = self.query_one("#items", DataTable)
-        for name, width in (
-            ("item", None),  # as wide as the longest id: ids often share a prefix
-            ("status", 10),
-            ("ok", 2),
-            ("rnd", 3),
-            ("tokens", 7),
-            ("cost", 7),
-            ("time", 6),
-            ("answer", 30),
-        ):
-            table.add_column(name, key=name, width=width)
+        self._set_columns([])
         self.action_refresh()
         if self.app.batch_dir is not None:
             self.watch_folder(self.app.batch_dir)
@@ -160,6 +187,24 @@ class BatchScreen(Screen[None]):
         self.query_one("#items", DataTable).clear()
         self.poll()
 
+    def _set_columns(self, methods: list[str]) -> None:
+        """The item columns of one method's batch, or an item and a column per method."""
+        columns = ("item", *methods) if methods else tuple(name for name, _ in ITEM_COLUMNS)
+        if columns == self._columns:
+            return
+        table = self.query_one("#items", DataTable)
+        table.clear(columns=True)
+        if methods:
+            table.cursor_type = "cell"
+            table.add_column("item", key="item")
+            for method in methods:
+                table.add_column(label(method), key=method, width=max(4, len(label(method))))
+        else:
+            table.cursor_type = "row"
+            for name, width in ITEM_COLUMNS:
+                table.add_column(name, key=name, width=width)
+        self.methods, self._columns = methods, columns
+
     # -- reading it ---------------------------------------------------------------------
     def poll(self) -> None:
         if self.folder is None:
@@ -198,6 +243,10 @@ class BatchScreen(Screen[None]):
         return f"stopped: {last['stopped']}" if last.get("stopped") else "finished"
 
     def _fill_items(self) -> None:
+        self._set_columns(methods_of(self.records))
+        if self.methods:
+            self._fill_comparison()
+            return
         table = self.query_one("#items", DataTable)
         existing = {key.value for key in table.rows}
         for item_id, record in self.records.items():
@@ -222,6 +271,29 @@ class BatchScreen(Screen[None]):
             else:
                 table.add_row(*cells, key=item_id)
 
+    def _fill_comparison(self) -> None:
+        table = self.query_one("#items", DataTable)
+        existing = {key.value for key in table.rows}
+        for item_id, runs in by_item(self.records).items():
+            cells = [_mark(runs[m]) if m in runs else "" for m in self.methods]
+            if item_id in existing:
+                for method, value in zip(self.methods, cells, strict=True):
+                    table.update_cell(item_id, method, value)
+            else:
+                table.add_row(Text(visible_line(item_id)), *cells, key=item_id)
+
+    def _method_line(self) -> str:
+        """Each method's accuracy so far: correct of scored."""
+        parts = []
+        for method in self.methods:
+            tally = Tally()
+            for record in self.records.values():
+                if record.get("method") == method:
+                    tally.add(record)
+            acc = f"{tally.accuracy:.1f}%" if tally.accuracy is not None else "n/a"
+            parts.append(f"{label(method)} {acc} ({tally.correct}/{tally.scored})")
+        return " · ".join(parts)
+
     def _fill_summary(self, manifest: dict[str, Any]) -> None:
         assert self.folder is not None
         t = self.tally
@@ -233,6 +305,8 @@ class BatchScreen(Screen[None]):
             f"{t.done}/{t.total} done · accuracy so far {accuracy} ({t.correct}/{t.scored} scored)"
             f" · {t.tokens:,} tokens · ${t.cost_usd:.4f} · {t.errors} errors · ETA {self._eta(manifest)}"
         )
+        if self.methods:
+            text.append("\n" + self._method_line())
         self.query_one("#batch-summary", Static).update(text)
 
     def _eta(self, manifest: dict[str, Any]) -> str:
@@ -256,13 +330,31 @@ class BatchScreen(Screen[None]):
     def _item_selected(self, event: DataTable.RowSelected) -> None:
         self._open(event.row_key.value)
 
+    @on(DataTable.CellSelected, "#items")
+    def _cell_selected(self, event: DataTable.CellSelected) -> None:
+        self._open_cell(event.cell_key.row_key.value, event.cell_key.column_key.value)
+
     def action_open_item(self) -> None:
         table = self.query_one("#items", DataTable)
         if not table.row_count:
             self.notify("No item to open yet.")
             return
-        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
-        self._open(row_key.value)
+        row_key, column_key = table.coordinate_to_cell_key(table.cursor_coordinate)
+        if self.methods:
+            self._open_cell(row_key.value, column_key.value)
+        else:
+            self._open(row_key.value)
+
+    def _open_cell(self, item_id: str | None, column: str | None) -> None:
+        """A comparison's cell: that method's run of that item (the first method's on
+        the item's own column)."""
+        runs = by_item(self.records).get(item_id or "", {})
+        method = (
+            column if column in runs else next(iter(m for m in self.methods if m in runs), None)
+        )
+        record = runs.get(method or "")
+        if record is not None:
+            self._open(str(record.get("item_id", "")))
 
     def _open(self, item_id: str | None) -> None:
         record = self.records.get(item_id or "")

@@ -45,13 +45,15 @@ def _count(value: object) -> int:
 
 
 def header_text(pages: TranscriptPages) -> Text:
-    """The run's id, task, model and question, then how it ended."""
+    """The run's id, task, method, model and question, then how it ended."""
     start, end = pages.run.started, pages.run.finished
     text = Text()
     if start is not None:
         text.append(visible(str(start.run_id)), "bold")
         text.append(
-            f" · {visible(str(start.task or 'no task'))} · {visible(str(start.model))}\n", "dim"
+            f" · {visible(str(start.task or 'no task'))} · {visible(start.method_name)}"
+            f" · {visible(str(start.model))}\n",
+            "dim",
         )
         text.append(visible(" ".join(str(start.question).split())[:300]))
     else:

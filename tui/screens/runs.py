@@ -132,6 +132,7 @@ class RunsScreen(Screen[None]):
             yield Select[str]([], prompt="task", id="filter-task")
             yield Select[str]([], prompt="outcome", id="filter-status")
             yield Select[str]([], prompt="model", id="filter-model")
+            yield Select[str]([], prompt="method", id="filter-method")
             yield Input(placeholder="since YYYY-MM-DD", id="filter-since")
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static(id="runs-info")
@@ -145,6 +146,7 @@ class RunsScreen(Screen[None]):
         table.add_column("findings", key="findings", width=14)
         table.add_column("task", key="task", width=12)
         table.add_column("model", key="model", width=10)
+        table.add_column("method", key="method", width=10)
         table.add_column("rnd", key="rounds", width=3)
         table.add_column("cost", key="cost", width=7)
         self.index = RunIndex()
@@ -184,7 +186,11 @@ class RunsScreen(Screen[None]):
             )
             return None
         return RunFilter(
-            task=chosen("task"), status=chosen("status"), model=chosen("model"), since=since
+            task=chosen("task"),
+            status=chosen("status"),
+            model=chosen("model"),
+            method=chosen("method"),
+            since=since,
         )
 
     def refresh_rows(self) -> None:
@@ -210,6 +216,7 @@ class RunsScreen(Screen[None]):
                 "…",
                 _wrapped(row["task"]),
                 _wrapped(row["model"]),
+                _wrapped(row.get("method") or "meta"),
                 str(row["rounds"] or 0),
                 f"${row['cost_usd'] or 0:.3f}",
                 key=row["run_id"],
@@ -314,6 +321,6 @@ class RunsScreen(Screen[None]):
     def action_clear_filters(self) -> None:
         self.query_one("#search", Input).value = ""
         self.query_one("#filter-since", Input).value = ""
-        for name in ("task", "status", "model"):
+        for name in FILTER_COLUMNS:
             self.query_one(f"#filter-{name}", Select).clear()
         self.refresh_rows()

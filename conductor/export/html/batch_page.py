@@ -3,6 +3,8 @@
 `index.html` lists every item (status, score, rounds, tokens, cost, time, answer),
 filterable by text and status, each linking to its run's own page in `runs/`. The
 pages link to one another by relative paths, so the folder can be zipped and sent.
+A comparison of methods (`conductor batch --methods`) gets its side-by-side table on
+top, from its report.json, and a method column in the list.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from conductor.batch.compare_report import comparison_rows
 from conductor.batch.report import ItemRecord
 from conductor.batch.store import (
     MANIFEST_FILE,
@@ -22,6 +25,7 @@ from conductor.batch.store import (
 )
 from conductor.export.html.page import render
 from conductor.export.html.run_page import write_run_html
+from conductor.methods import label
 from conductor_kernel.errors import UserFacingError
 
 STATUSES = ("answered", "no_answer", "limit", "error", "interrupted")
@@ -53,7 +57,8 @@ def _row(record: ItemRecord, link: str) -> dict[str, Any]:
     answer, target = record.get("answer") or "", record.get("target") or ""
     verdict = "" if correct is None else ("correct" if correct else "wrong")
     return {
-        "item_id": str(record.get("item_id", "")),
+        "item_id": str(record.get("task_item_id") or record.get("item_id", "")),
+        "method": label(str(record["method"])) if record.get("method") else "",
         "status": status,
         "status_key": status,
         "score": correct,
@@ -93,6 +98,7 @@ def write_batch_html(batch: Path | str, output: Path | str | None = None) -> Pat
             link = page.as_posix()
         rows.append(_row(record, link))
     statuses = Counter(r["status"] for r in rows)
+    comparison = _comparison(folder)
     counts = {
         "answered": statuses.get("answered", 0),
         "scored": sum(r["score"] is not None for r in rows),
@@ -113,9 +119,28 @@ def write_batch_html(batch: Path | str, output: Path | str | None = None) -> Pat
                 "model": identity.get("model", ""),
             },
             rows=rows,
+            comparison=comparison,
+            with_method=any(r["method"] for r in rows),
             counts=counts,
             statuses=[*STATUSES, *sorted(set(statuses) - set(STATUSES))],
         ),
         encoding="utf-8",
     )
     return index
+
+
+def _comparison(folder: Path) -> dict[str, Any] | None:
+    """A comparison's side-by-side table from its report.json (None for a plain batch)."""
+    try:
+        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(report, dict) or report.get("kind") != "comparison":
+        return None
+    rows = comparison_rows(report)
+    return {
+        "columns": list(rows[0]) if rows else [],
+        "rows": rows,
+        "policy": (report.get("notebook") or {}).get("policy", ""),
+        "counts": report.get("items") or {},
+    }

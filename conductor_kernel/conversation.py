@@ -1,0 +1,271 @@
+"""One run's model calls, as every method makes them: the run's context and its conversations.
+
+A method (`conductor_kernel.interfaces.Method`: meta-prompting, or one of the paper's
+baselines) is handed a `RunContext`, and every model call it makes goes through
+`RunContext.ask`: the run's cancel flag and limits are checked before the call, the
+reply streams under the run's guard (so a cancel or a limit stops it mid-stream), its
+usage goes on the run's ledger the moment it returns, and it is recorded as a
+`MetaTurnStarted`/`MetaTurnFinished` pair: the run's turns, whichever method takes them.
+
+`converse` is the loop of one conversation with the model, with the policies every
+method shares: a declined turn ends the run; a cut or empty turn is never acted on and
+the model is told why; the last-round notice; the cap on rounds. What a turn means (an
+answer, expert calls, neither) is the method's, through its `act` callback.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
+
+from conductor_kernel import prompts
+from conductor_kernel.events import (
+    Event,
+    FinalAnswer,
+    LimitHit,
+    MetaTurnFinished,
+    MetaTurnStarted,
+    Observation,
+)
+from conductor_kernel.interfaces import ChatModel, Completion, Message, Sandbox, Usage, cut_cause
+from conductor_kernel.ledger import UsageLedger
+from conductor_kernel.run_config import RunConfig
+from conductor_kernel.streaming import RunCancelled, RunGuard, StreamLimit, StreamWatch, in_worker
+
+T = TypeVar("T")
+Emit = Callable[[Event], None]
+
+
+@dataclass
+class RunState:
+    run_id: str
+    started: float = field(default_factory=time.monotonic)
+    # Every model call of the run records its usage here as it returns (ledger.py).
+    ledger: UsageLedger = field(default_factory=UsageLedger)
+    guard: RunGuard | None = None
+    rounds: int = 0
+    expert_calls: int = 0
+    sandbox_runs: int = 0
+    answer: str | None = None
+
+    @property
+    def usage(self) -> Usage:
+        """What the run has spent so far (learning comes later and is reported apart)."""
+        return self.ledger.run_total()
+
+    @property
+    def meta_usage(self) -> Usage:
+        return self.ledger.total("meta")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model turn of the run: its round, the id of its `MetaTurnStarted`, the reply."""
+
+    round: int
+    id: str
+    completion: Completion
+
+    @property
+    def text(self) -> str:
+        return self.completion.text
+
+
+@dataclass(frozen=True)
+class Replies:
+    """What a conversation tells the model when a turn cannot be acted on."""
+
+    nudge: str  # the turn held nothing the method acts on
+    truncated: str  # the turn was cut off; `{cause}` says by what
+
+
+META_REPLIES = Replies(nudge=prompts.NUDGE, truncated=prompts.TRUNCATED)
+
+
+class RunContext:
+    """What a method sees of its run: the question, the recalled notes, the limits, the
+    models and the sandbox, and the one way to call the model (`ask`)."""
+
+    def __init__(
+        self,
+        state: RunState,
+        *,
+        model: ChatModel,
+        expert_model: ChatModel,
+        sandbox: Sandbox | None,
+        config: RunConfig,
+        cancel: threading.Event,
+        system_prompt: str,
+        question: str = "",
+    ) -> None:
+        self.state = state
+        self.model = model
+        self.expert_model = expert_model
+        self.sandbox = sandbox
+        self.config = config
+        self.cancel = cancel
+        self.system_prompt = system_prompt  # the run's, as RunStarted recorded it
+        self.question = question
+        self.recall = ""  # the notebook's notes, rendered (empty: none, or recall off)
+
+    @property
+    def run_id(self) -> str:
+        return self.state.run_id
+
+    @property
+    def guard(self) -> RunGuard:
+        assert self.state.guard is not None
+        return self.state.guard
+
+    def check(self) -> None:
+        """Before a model call: a cancel ends the run, a limit reached ends it there."""
+        if self.cancel.is_set():
+            raise RunCancelled()
+        if self.guard.limit is not None:  # a stream was stopped at it already
+            raise StreamLimit(self.guard.limit)
+        hit = self.guard.over_limit(self.run_id)
+        if hit is not None:
+            raise StreamLimit(hit)
+
+    def in_worker(self, work: Callable[[Emit], T]) -> Generator[Event, None, T]:
+        """`work(emit)` in a worker thread, its events yielded live (streaming.in_worker)."""
+        return (yield from in_worker(self.guard, work, run_id=self.run_id))
+
+    def ask(
+        self,
+        history: list[Message],
+        *,
+        round: int,
+        system: str,
+        new_conversation: bool = False,
+    ) -> Generator[Event, None, Turn]:
+        """One model turn on `history` (its last message is this turn's): limits first,
+        then the call, streamed and recorded. A call stopped mid-stream ends the run."""
+        self.check()
+        started = MetaTurnStarted(
+            run_id=self.run_id,
+            round=round,
+            user_message=history[-1].content if history else "",
+            system_prompt="" if system == self.system_prompt else system,
+            new_conversation=new_conversation,
+        )
+        yield started
+        t0 = time.monotonic()
+        completion = yield from self.in_worker(
+            partial(self._call, list(history), system, started.id)
+        )
+        self.state.rounds = round
+        yield MetaTurnFinished(
+            parent_id=started.id,
+            run_id=self.run_id,
+            round=round,
+            text=completion.text,
+            usage=completion.usage,
+            model=completion.model,
+            duration_s=time.monotonic() - t0,
+            stop_reason=completion.stop_reason,
+            truncated=completion.truncated,
+        )
+        if completion.stopped:
+            if self.cancel.is_set():
+                raise RunCancelled()
+            if self.guard.limit is not None:
+                raise StreamLimit(self.guard.limit)
+        return Turn(round, started.id, completion)
+
+    def _call(self, messages: list[Message], system: str, turn_id: str, emit: Emit) -> Completion:
+        """The call itself, streamed through a watch; charged the moment it returns."""
+        watch = StreamWatch(
+            self.guard,
+            emit,
+            run_id=self.run_id,
+            parent_id=turn_id,
+            model=self.model,
+            prompt=lambda: "\n".join([system, *(m.content for m in messages)]),
+        )
+        watch.check_before()  # a cancel or limit that came first: do not start the call
+        return self.state.ledger.metered(self.model, "meta").complete(
+            messages,
+            system=system,
+            on_text=watch,
+            cache=self.config.prompt_cache,
+            role="meta",
+            max_tokens=self.config.meta_max_tokens,
+        )
+
+    def answer(self, turn: Turn, answer: str) -> FinalAnswer:
+        """The run's final answer, given in `turn`."""
+        self.state.answer = answer
+        return FinalAnswer(parent_id=turn.id, run_id=self.run_id, round=turn.round, answer=answer)
+
+    def note(self, turn: Turn, reason: str, message: str) -> Observation:
+        """Something the model caused and is told about (or that the record should say)."""
+        return Observation(parent_id=turn.id, run_id=self.run_id, reason=reason, message=message)
+
+
+# What `act` returns: the body of the next user message, or None when the run is answered.
+Act = Callable[[Turn], Generator[Event, None, str | None]]
+
+
+def converse(
+    run: RunContext,
+    first: str,
+    *,
+    act: Act,
+    replies: Replies,
+    system: str | None = None,
+    first_round: int = 1,
+    new_conversation: bool = False,
+) -> Generator[Event, None, str]:
+    """Rounds of one conversation with the model, up to the run's round cap; the status.
+
+    Rounds are numbered as the run's (`first_round` on); the `ROUND N:` header the model
+    reads counts this conversation's own turns. `new_conversation` records that its
+    first turn saw none of the run's earlier turns (a method's second conversation).
+    """
+    cfg = run.config
+    system = run.system_prompt if system is None else system
+    history: list[Message] = []
+    user_text = prompts.ROUND_HEADER.format(round=1) + first
+    for round_no in range(first_round, cfg.max_rounds + 1):
+        notice_at = cfg.last_round_notice_at or cfg.max_rounds - 1
+        if cfg.last_round_notice and round_no == notice_at and cfg.max_rounds > 1:
+            user_text += "\n\n" + prompts.LAST_ROUND
+        history.append(Message("user", user_text))
+        turn = yield from run.ask(
+            history,
+            round=round_no,
+            system=system,
+            new_conversation=new_conversation and round_no == first_round,
+        )
+        completion = turn.completion
+        history.append(Message("assistant", completion.text))
+        if completion.stop_reason == "declined":
+            # The model says it cannot answer (the offline demo does): a labelled
+            # non-answer, never an answer to learn from.
+            yield run.note(turn, "declined", "The model declined: it cannot answer this question.")
+            return "declined"
+        header = prompts.ROUND_HEADER.format(round=round_no - first_round + 2)
+        if completion.truncated:
+            # Never act on a cut turn: its last call or answer may be half-written.
+            message = replies.truncated.format(
+                cause=cut_cause(completion.stop_reason, cfg.meta_max_tokens)
+            )
+            yield run.note(turn, "truncated", message)
+            user_text = header + message
+            continue
+        if not completion.text.strip():
+            message = prompts.EMPTY_REPLY + replies.nudge
+            yield run.note(turn, "empty_reply", message)
+            user_text = header + message
+            continue
+        body = yield from act(turn)
+        if body is None:
+            return "answered"
+        user_text = header + body
+    yield LimitHit(run_id=run.run_id, limit="rounds", value=cfg.max_rounds, maximum=cfg.max_rounds)
+    return "limit"
