@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from nb_support import run_events
 
 from lessons.forms.problems import core_input, problem_numbers, same_question
@@ -110,6 +111,7 @@ def test_kin_is_found_behind_many_newer_notes_of_other_kinds(tmp_path: Path) -> 
     assert [s.note["source_run"] for s in shown if s.note["kind"] == "example"] == ["en-0"]
 
 
+@pytest.mark.slow
 def test_the_terms_searched_do_not_depend_on_the_process(tmp_path: Path) -> None:
     """Terms equally rare come in one order, whatever the process's string hashing."""
     import os

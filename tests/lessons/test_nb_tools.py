@@ -99,6 +99,7 @@ def test_tools_run_in_the_sandbox_and_are_tested_on_stored_questions(tmp_path: P
     assert tools_of(book)[0].tests == 4
 
 
+@pytest.mark.slow
 def test_the_best_tested_tool_comes_first(tmp_path: Path) -> None:
     book = Notebook(tmp_path / "nb.db")
     # One program sorts right; the other keeps the list's order (wrong in general).
