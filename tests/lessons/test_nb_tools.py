@@ -124,6 +124,7 @@ def test_the_best_tested_tool_comes_first(tmp_path: Path) -> None:
     assert top.note["kind"] == "tool" and "sorted" in top.note["code"]
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_a_tool_runs_in_the_docker_sandbox(require_docker: None) -> None:
     from sandbox.registry import open_sandbox

@@ -13,7 +13,14 @@ import pytest
 TESTS = Path(__file__).parents[1]  # where conftest.py and support.py are
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+# Under xdist in the full tier only: every `make test` shows the summary under xdist.
+@pytest.mark.parametrize(
+    "workers",
+    [
+        pytest.param([], id="one-process"),
+        pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow),
+    ],
+)
 def test_skips_are_summed_up_once_at_the_end_by_reason(tmp_path: Path, workers: list[str]) -> None:
     for name in ("conftest.py", "support.py"):
         shutil.copy(TESTS / name, tmp_path / name)

@@ -196,6 +196,7 @@ print(alive)
     assert second.stdout == "False True\n[]\n"
 
 
+@pytest.mark.slow
 def test_timeout_returns_promptly_and_the_container_is_replaced(sandbox: DockerSandbox) -> None:
     assert sandbox.run("pass").ok
     before = sandbox.containers_used[-1]
@@ -224,6 +225,7 @@ for pid in (1, os.getppid()):
     assert sandbox.run("print(3)").stdout == "3\n"
 
 
+@pytest.mark.slow
 def test_memory_bomb_is_reported_as_oom(sandbox: DockerSandbox) -> None:
     result = sandbox.run("x = b'x' * (1 << 30)\nprint('survived')", timeout=20)
     assert result.oom_killed and "survived" not in result.stdout
@@ -313,6 +315,7 @@ def test_sweeper_removes_orphans_and_expired_but_keeps_live_owners(sandbox_image
                 pass
 
 
+@pytest.mark.slow
 def test_cli_exec_runs_stdin_code_on_docker(
     sandbox_image: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
