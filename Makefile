@@ -20,7 +20,7 @@ FAST := -n $(WORKERS) --dist loadgroup --timeout=300 -m "not slow and not serial
 # The full tier: everything in parallel but the tests that share the host, then those
 # one at a time.
 ALL_PARALLEL := -n $(WORKERS) --dist loadgroup --timeout=1800 -m "not serial"
-ALL_SERIAL := -p no:xdist --timeout=1800 -m serial
+ALL_SERIAL := -n 0 --timeout=1800 -m serial
 # Prints how long the set-up and the tests took, and the machine's load beside them.
 LOAD := $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 
