@@ -1,45 +1,102 @@
 # Every target sets itself up on first use: a fresh clone needs only `make run` or `make test`.
+# One virtualenv, filled as far as the target needs: `run` installs what running needs,
+# `test` adds the test tools, `lint` the linters, `test-all` Ray and Playwright.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install --quiet
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+LINT_STAMP := $(VENV)/.installed-lint
+ALL_STAMP := $(VENV)/.installed-test-all
+# Parallel workers for the tests (pytest-xdist); `auto` is one per core.
+WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -q
+SANDBOX_SETUP := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m conductor.cli.setup_sandbox
+# The fast tier leaves out what only the full tier runs (markers: docs/testing.md). A
+# hung test fails after the timeout with its stack; tests of one xdist_group (one model
+# server, one Ray cluster) go to one worker.
+FAST := -n $(WORKERS) --dist loadgroup --timeout=300 -m "not slow and not serial"
+# The full tier: everything in parallel but the tests that share the host, then those
+# one at a time.
+ALL_PARALLEL := -n $(WORKERS) --dist loadgroup --timeout=1800 -m "not serial"
+ALL_SERIAL := -n 0 --timeout=1800 -m serial
+# Prints how long the set-up and the tests took, and the machine's load beside them.
+LOAD := $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 
-.PHONY: run sandbox test bench lint format check clean test-snapshot-update
+.PHONY: run sandbox test test-all bench lint format check clean test-snapshot-update
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	@touch $(STAMP)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) -e .
+	@touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[test]'
+	@touch $@
+
+$(LINT_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[lint]'
+	@touch $@
+
+$(ALL_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[test-all,lint]'
+	@touch $@ $(TEST_STAMP) $(LINT_STAMP)
+
+# A developer's environment: the tests and the linters.
+$(VENV)/.installed: $(TEST_STAMP) $(LINT_STAMP)
+	@touch $@
 
 # The sandbox set-up (Docker image, else bubblewrap) runs first; the TUI says the rest.
-run: $(STAMP)
-	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m conductor.cli.setup_sandbox
+run: $(RUN_STAMP)
+	@$(SANDBOX_SETUP)
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/conductor tui
 
-sandbox: $(STAMP)
-	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m conductor.cli.setup_sandbox
+sandbox: $(RUN_STAMP)
+	@$(SANDBOX_SETUP)
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q
+# The fast tier: in parallel, on both sandbox backends, in a few minutes.
+test:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory $(TEST_STAMP) && $(SANDBOX_SETUP) || exit 1; \
+	ready=$$(date +%s); \
+	$(PYTEST) $(FAST); status=$$?; \
+	echo "make test: set-up $$((ready - start)) s, tests $$(($$(date +%s) - ready)) s (load $(LOAD))"; \
+	exit $$status
 
-test-snapshot-update: $(STAMP)
-	$(BIN)/python -m pytest -q tests/tui --snapshot-update
+# Everything, as CI runs it: the full hostile battery, faults, races, Ray, real model
+# servers, the browser and packaging.
+test-all:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory $(ALL_STAMP) && $(SANDBOX_SETUP) || exit 1; \
+	ready=$$(date +%s); \
+	$(PYTEST) $(ALL_PARALLEL); status=$$?; \
+	parallel=$$(date +%s); \
+	$(PYTEST) $(ALL_SERIAL) || [ $$? -eq 5 ] || status=1; \
+	echo "make test-all: set-up $$((ready - start)) s, parallel pass $$((parallel - ready)) s," \
+	  "serial pass $$(($$(date +%s) - parallel)) s (load $(LOAD))"; \
+	exit $$status
 
-bench: $(STAMP)
+test-snapshot-update: $(TEST_STAMP)
+	$(PYTEST) tests/tui --snapshot-update
+
+bench: $(TEST_STAMP)
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
-lint: $(STAMP)
+lint: $(LINT_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-format: $(STAMP)
+format: $(LINT_STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
 check: lint test
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -2,7 +2,8 @@
 wire server answering batch items.
 
 Tests needing ../shared/data or Docker skip when those are absent, and fail instead
-under CONDUCTOR_REQUIRE_SHARED=1 / CONDUCTOR_REQUIRE_DOCKER=1 (as CI sets them).
+under CONDUCTOR_REQUIRE_SHARED=1 / CONDUCTOR_REQUIRE_DOCKER=1 (as CI sets them); the
+same holds for Ray (CONDUCTOR_REQUIRE_RAY), tmux, the browser and the model peers.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             "CONDUCTOR_SHARED_DIR",
             "CONDUCTOR_SANDBOX_CACHE",
             "CONDUCTOR_REQUIRE_TMUX",
+            "CONDUCTOR_REQUIRE_RAY",
         ):
             monkeypatch.delenv(key, raising=False)
     return home

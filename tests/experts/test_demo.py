@@ -56,6 +56,7 @@ def _sandbox_or_skip() -> None:
         skip_or_fail(f"no sandbox can run here: {exc}", "CONDUCTOR_REQUIRE_DOCKER")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["GameOf24", "word_sorting"])
 def test_demo_scores_every_item_of_the_shipped_file_with_its_sandbox(
     shared_dir: Path, name: str

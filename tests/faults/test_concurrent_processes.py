@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from faults_support import RUN_ARGS, env_for, start
 
+pytestmark = pytest.mark.serial
+
 WRITER = Path(__file__).with_name("concurrent_runs.py")
 
 
@@ -84,14 +86,12 @@ def test_four_processes_on_fresh_files(tmp_path: Path) -> None:
     check_all_recorded(home, reports, 4 * 25)
 
 
-@pytest.mark.slow
 def test_eight_processes_times_200_runs_on_fresh_files(tmp_path: Path) -> None:
     home = tmp_path / "home"
     reports = run_writers(home, tmp_path / "work", processes=8, runs=200)
     check_all_recorded(home, reports, 8 * 200)
 
 
-@pytest.mark.slow
 def test_a_batch_runs_while_a_reader_reads_and_solve_writes(tmp_path: Path) -> None:
     home = tmp_path / "home"
     task_file = tmp_path / "items.jsonl"

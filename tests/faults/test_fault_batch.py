@@ -23,6 +23,8 @@ from faults_support import (
     transcripts,
 )
 
+pytestmark = pytest.mark.slow
+
 ITEMS = [{"input": f"What is 6*7? ({n})", "target": "42"} for n in range(3)]
 
 
@@ -41,7 +43,6 @@ def results(home: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_stop_during_a_batch_item_is_recorded_and_resumed(tmp_path: Path, fault: str) -> None:
     home = tmp_path / "home"
@@ -90,7 +91,6 @@ def test_a_stop_during_a_batch_item_is_recorded_and_resumed(tmp_path: Path, faul
     assert repaired.events[: len(item_run.events)] == item_run.events
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["SIGINT", "SIGTERM"])
 def test_a_stop_while_a_batch_item_learns_keeps_its_answer_and_learns_nothing(
     tmp_path: Path, fault: str

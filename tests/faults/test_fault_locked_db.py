@@ -25,6 +25,8 @@ from faults_support import (
     solve,
 )
 
+pytestmark = pytest.mark.slow
+
 HANG_S = 60  # only a hang takes this long
 
 

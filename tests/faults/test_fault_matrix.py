@@ -27,6 +27,8 @@ from faults_support import (
     transcripts,
 )
 
+pytestmark = pytest.mark.slow
+
 # What must be in the transcript when the fault hits each stage.
 RECORDED_BY_STAGE = {
     "before_model": {"run_started"},
@@ -173,7 +175,6 @@ def test_a_closed_terminal_ends_the_run_recorded(tmp_path: Path, stage: str) -> 
     assert finished.run_id not in learned_runs(home)
 
 
-@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("fault", ["SIGINT", "SIGTERM", "KILL"])
 def test_a_stop_during_a_docker_sandbox_run(

@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 from faults_support import DRIVER, EXIT, ending, env_for, index_row, learned_runs, only_transcript
 
+pytestmark = pytest.mark.serial
+
 # The stage is held far longer than the test waits: only a process that really stops
 # the run and leaves ends in time.
 HOLD = {"FAULT_HOLD_S": "600"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -264,18 +263,29 @@ def test_system_failure_is_recorded_then_raised() -> None:
     assert of(events, RunFinished)[0].status == "error"
 
 
-class SlowModel:
-    name = "slow"
+class BlockedModel:
+    """A model whose call does not return until the test lets it."""
+
+    name = "blocked"
+
+    def __init__(self) -> None:
+        self.called = threading.Event()
+        self.release = threading.Event()
+        self.returned = False
 
     def complete(self, messages, **kwargs) -> Completion:
-        time.sleep(5)
+        self.called.set()
+        self.release.wait(60)
+        self.returned = True
         return Completion(text=ANSWER, usage=Usage())
 
 
 def test_cancel_interrupts_a_run_and_it_still_finishes() -> None:
-    conductor = Conductor(SlowModel())
-    threading.Timer(0.3, conductor.cancel).start()
-    t0 = time.monotonic()
+    model = BlockedModel()
+    conductor = Conductor(model)
+    threading.Thread(target=lambda: model.called.wait(60) and conductor.cancel()).start()
     events = run(conductor)
-    assert time.monotonic() - t0 < 2
+    # The run ended while the model's call was still blocked: the cancel did not wait for it.
+    assert not model.returned
+    model.release.set()
     assert of(events, RunFinished)[0].status == "interrupted"

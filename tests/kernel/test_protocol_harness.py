@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from conductor_kernel.protocol import parse_turn
 from record.published import harness_calls, normalise_expert_name, read_published
 
@@ -29,6 +31,7 @@ def _disagreements(shared_dir: Path, folder: str) -> list[tuple[str, int, int, l
     return found
 
 
+@pytest.mark.slow
 def test_parser_dispatches_what_the_harness_did_on_every_with_python_turn(
     shared_dir: Path,
 ) -> None:
@@ -42,6 +45,7 @@ def test_parser_dispatches_what_the_harness_did_on_every_with_python_turn(
         assert [c for c in theirs if c not in fabricated] == ours
 
 
+@pytest.mark.slow
 def test_parser_differs_from_the_harness_without_python_only_on_punctuated_names(
     shared_dir: Path,
 ) -> None:

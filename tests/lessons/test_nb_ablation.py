@@ -104,6 +104,7 @@ def test_the_ab_harness_reports_the_notebooks_effect(tmp_path: Path) -> None:
     assert book.read_one("select count(*) n from tools")["n"] >= 1
 
 
+@pytest.mark.slow
 def test_the_harness_with_replayed_runs_sees_no_effect(shared_dir: Path, tmp_path: Path) -> None:
     from conductor.replay.runner import question_of, replay_config
     from experts.replay import ReplayModel

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import multiprocessing
-import time
 from pathlib import Path
 
 import pytest
@@ -37,11 +36,10 @@ def writer(path: str, ks: list[int]) -> None:
     book.close()
 
 
-@pytest.mark.slow
+@pytest.mark.serial
 def test_eight_writers_lose_nothing_and_corrupt_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "notebook.db")
     context = multiprocessing.get_context("spawn")
-    started = time.monotonic()
     processes = [
         context.Process(target=writer, args=(path, list(range(w, RUNS, WRITERS))))
         for w in range(WRITERS)
@@ -51,7 +49,6 @@ def test_eight_writers_lose_nothing_and_corrupt_nothing(tmp_path: Path) -> None:
     for p in processes:
         p.join(timeout=120)
     assert [p.exitcode for p in processes] == [0] * WRITERS
-    elapsed = time.monotonic() - started
 
     book = open_notebook(path)
     assert book.read_one("pragma integrity_check")["integrity_check"] == "ok"
@@ -71,4 +68,3 @@ def test_eight_writers_lose_nothing_and_corrupt_nothing(tmp_path: Path) -> None:
     assert members == RUNS
     fts = book.read_one("select count(*) n from notes_fts")["n"]
     assert fts == book.read_one("select count(*) n from notes")["n"]
-    assert elapsed < 90, f"{RUNS} runs took {elapsed:.0f} s"

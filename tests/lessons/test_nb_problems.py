@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from nb_support import SCORING, run_events
 
 from conductor.notebook_hooks import open_notebook
@@ -114,6 +115,7 @@ def test_kin_is_found_behind_many_newer_notes_of_other_kinds(tmp_path: Path) -> 
     assert [s.note["source_run"] for s in shown if s.note["kind"] == "example"] == ["en-0"]
 
 
+@pytest.mark.slow
 def test_the_terms_searched_do_not_depend_on_the_process(tmp_path: Path) -> None:
     """Terms equally rare come in one order, whatever the process's string hashing."""
     import os

@@ -85,6 +85,7 @@ def solve(
     return read_transcript(path).events, out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "backend", ["subprocess", pytest.param("docker", marks=pytest.mark.docker)]
 )

@@ -116,6 +116,7 @@ def test_tools_run_in_the_sandbox_and_are_tested_on_stored_questions(tmp_path: P
     assert tools_of(book)[0].tests == 4
 
 
+@pytest.mark.slow
 def test_the_best_tested_tool_comes_first(tmp_path: Path) -> None:
     book = open_notebook(tmp_path / "nb.db")
     # One program sorts right; the other keeps the list's order (wrong in general).
@@ -140,6 +141,7 @@ def test_the_best_tested_tool_comes_first(tmp_path: Path) -> None:
     assert top.note["kind"] == "tool" and "sorted" in top.note["code"]
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_a_tool_runs_in_the_docker_sandbox(require_docker: None) -> None:
     from sandbox.registry import open_sandbox

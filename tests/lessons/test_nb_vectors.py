@@ -59,6 +59,7 @@ def neighbours(rng: Any, size: int, questions: Any) -> Any:
     return unit(np.concatenate(rows))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threads", [1, 2])
 def test_the_int8_scan_returns_what_a_float32_scan_returns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import run_cli, spec
 from servers import LlamaServer
 
 from record.reader import read_transcript
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("peers")]
 
 ITEMS = [
     ["pear", "apple", "fig"], ["kiwi", "yam", "date"], ["lime", "plum", "beet"],

@@ -15,6 +15,8 @@ from servers import Peer
 from support import docker_reason, skip_or_fail
 from transcripts.index import RunIndex
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("peers")]
+
 FORMATS = ["openai", "anthropic"]
 
 

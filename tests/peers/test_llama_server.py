@@ -25,6 +25,8 @@ from experts.openai_model import OpenAIModel
 from record.reader import read_transcript
 from transcripts.index import RunIndex
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("peers")]
+
 FORMATS = ["openai", "anthropic"]
 LONG = "Write a very long story about a cat who sails around the world, chapter by chapter."
 

@@ -20,6 +20,8 @@ from conductor.methods import METHODS
 from record.reader import read_transcript
 from transcripts.index import RunIndex
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("peers")]
+
 TASKS = {
     "GameOf24": [("4 5 6 10", "24"), ("1 2 3 4", "24")],
     "word_sorting": [
@@ -30,7 +32,6 @@ TASKS = {
 }
 
 
-@pytest.mark.slow
 def test_every_method_runs_scored_and_reported_against_smollm2(
     llama: LlamaServer, tmp_path: Path, isolated_home: Path
 ) -> None:

@@ -33,6 +33,8 @@ from lessons.write.asking import is_placeholder
 from lessons.write.distill import parse_reflection
 from sandbox.subprocess_backend import SubprocessSandbox
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("peers")]
+
 SORT = "Sort the following words alphabetically: List: "
 PROGRAM = "words = {words!r}\nprint(' '.join(sorted(words)))"
 LISTS = [["pear", "apple", "fig"], ["kiwi", "yam", "date"], ["lime", "plum", "beet"]]

@@ -18,7 +18,7 @@ from transcripts.index import RunIndex
 from tui.app import ConductorApp
 from tui.widgets.blocks import TurnBlock
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("peers")]
 
 
 @pytest.fixture

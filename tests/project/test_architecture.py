@@ -95,6 +95,7 @@ PLANTED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("package", "target", "named"), PLANTED)
 def test_a_planted_violation_breaks_the_contracts(
     package_copy: Path, package: str, target: str, named: str

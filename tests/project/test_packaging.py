@@ -21,6 +21,8 @@ import pytest
 
 from support import REPO, skip_or_fail
 
+pytestmark = pytest.mark.slow
+
 OUR_PACKAGES = {
     "conductor",
     "conductor_kernel",
@@ -93,7 +95,6 @@ def _sha256(path: Path) -> str:
     )
 
 
-@pytest.mark.slow
 def test_the_wheel_installs_next_to_jupyter_notebook(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)

@@ -1,4 +1,5 @@
-"""`make test` ends with one summary of what was skipped and why (tests/conftest.py)."""
+"""`make test` ends with one summary of what was skipped and why (tests/conftest.py),
+also when the tests ran in parallel worker processes (pytest-xdist), as both tiers do."""
 
 from __future__ import annotations
 
@@ -7,12 +8,22 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1]  # tests/, where conftest.py and support.py live
+import pytest
+
+TESTS = Path(__file__).parents[1]  # where conftest.py and support.py are
 
 
-def test_skips_are_summed_up_once_at_the_end_by_reason(tmp_path: Path) -> None:
+# Under xdist in the full tier only: every `make test` shows the summary under xdist.
+@pytest.mark.parametrize(
+    "workers",
+    [
+        pytest.param([], id="one-process"),
+        pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow),
+    ],
+)
+def test_skips_are_summed_up_once_at_the_end_by_reason(tmp_path: Path, workers: list[str]) -> None:
     for name in ("conftest.py", "support.py"):
-        shutil.copy(HERE / name, tmp_path / name)
+        shutil.copy(TESTS / name, tmp_path / name)
     (tmp_path / "test_some.py").write_text(
         "import pytest\n"
         "def test_a(): pytest.skip('no Docker engine: gone')\n"
@@ -21,7 +32,7 @@ def test_skips_are_summed_up_once_at_the_end_by_reason(tmp_path: Path) -> None:
         "def test_d(): pass\n"
     )
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *workers, str(tmp_path)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -36,7 +47,7 @@ def test_skips_are_summed_up_once_at_the_end_by_reason(tmp_path: Path) -> None:
 
 def test_advice_is_given_only_for_what_it_can_fix(tmp_path: Path) -> None:
     for name in ("conftest.py", "support.py"):
-        shutil.copy(HERE / name, tmp_path / name)
+        shutil.copy(TESTS / name, tmp_path / name)
     (tmp_path / "test_some.py").write_text(
         "import pytest\ndef test_a(): pytest.skip('root reads any file')\n"
     )

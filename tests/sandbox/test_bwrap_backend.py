@@ -211,6 +211,7 @@ def test_foreign_abi_syscalls_kill_the_process(box: BwrapSandbox) -> None:
     assert i386.signal == 31 and "alive" not in i386.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="privileges are only dropped when run as root")
 def test_root_runs_the_sandbox_as_an_unprivileged_host_uid(box: BwrapSandbox) -> None:
     marker = "bw" + uuid.uuid4().hex[:10]
@@ -242,7 +243,7 @@ n = 0
 try:
     while n < 200:
         if os.fork() == 0:
-            time.sleep(5)
+            time.sleep(600)
             os._exit(0)
         n += 1
 except OSError as exc:
@@ -252,7 +253,7 @@ except OSError as exc:
     box.close()
     words = result.stdout.split()
     assert words[:2] == ["refused", "after"] and int(words[2]) < 16, result.stdout
-    assert result.duration_s < 5  # the sleeping children died with the run
+    assert not result.timed_out  # the children (asleep for 10 minutes) died with the run
 
 
 def test_a_failure_of_bwrap_itself_is_an_infra_error(bwrap_ready: None) -> None:
@@ -301,6 +302,7 @@ def _mirror(path: Path, root: Path) -> None:
         shutil.copy2(path, target)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="needs a Debian-style python3")
 def test_a_root_file_system_replaces_the_hosts_python(bwrap_ready: None, tmp_path: Path) -> None:
     rootfs = tmp_path / "private" / "rootfs"  # under pytest's 0700 dirs: unreachable by others

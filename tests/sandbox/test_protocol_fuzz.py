@@ -71,7 +71,9 @@ def run_spec(box: object, spec: dict) -> ExecResult:
     result = box.run(json.dumps(spec), timeout=1.0)  # type: ignore[attr-defined]
     assert isinstance(result, ExecResult), f"{spec}: got {type(result)}"
     assert result.infra_error is None, f"{spec}: {result.infra_error}"
-    assert time.monotonic() - started < 1.0 + 1.0 + 10, f"{spec}: too slow"
+    # A runner that never answers is given up on, not waited for: a bound far above the
+    # timeout and grace (1 s each), so a busy machine does not fail it.
+    assert time.monotonic() - started < 1.0 + 1.0 + 60, f"{spec}: never given up on"
     return result
 
 
@@ -85,6 +87,7 @@ def test_a_valid_answer_is_taken_as_is(fuzzed: object) -> None:
     assert result.ok and result.stdout == "ok\n" and result.sandbox_error is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ADVERSARIAL, ids=[s["kind"] for s in ADVERSARIAL])
 def test_adversarial_answers_become_data(fuzzed: object, spec: dict) -> None:
     result = run_spec(fuzzed, spec)
@@ -99,6 +102,7 @@ def test_adversarial_answers_become_data(fuzzed: object, spec: dict) -> None:
     assert_next_cell_clean(fuzzed, spec)
 
 
+@pytest.mark.slow
 def test_random_answers_always_become_data(fuzzed: object) -> None:
     rng = random.Random(20261124)
     kinds = ["mutated", "mutated", "random_bytes", "random_frame", "not_an_object"]

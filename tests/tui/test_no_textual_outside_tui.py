@@ -6,6 +6,8 @@ import ast
 import os
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 SKIP = {"tui", "tests", ".venv", "build", "dist", ".git"}
 
@@ -35,6 +37,7 @@ def python_files_outside_tui() -> list[Path]:
     return sorted(files)
 
 
+@pytest.mark.slow
 def test_no_module_outside_tui_imports_textual() -> None:
     files = python_files_outside_tui()
     # the scan sees the core

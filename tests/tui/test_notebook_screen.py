@@ -162,6 +162,7 @@ def _detail_text(app: ConductorApp) -> str:
     return _plain(app.screen.query_one("#nb-detail"))
 
 
+@pytest.mark.slow
 async def test_types_list_and_a_type_shows_its_experience(source_run: str) -> None:
     seed_notebook(source_run)
     app = ConductorApp(make_settings(), start_mode="notebook")
@@ -203,6 +204,7 @@ async def test_selecting_a_note_shows_counters_verification_and_provenance(
         assert "question: Use 4 5 6 10 to make 24" in text
 
 
+@pytest.mark.slow
 async def test_search_finds_notes_through_the_full_text_index(source_run: str) -> None:
     seed_notebook(source_run)
     app = ConductorApp(make_settings(), start_mode="notebook")
@@ -219,6 +221,7 @@ async def test_search_finds_notes_through_the_full_text_index(source_run: str) -
         await wait_for(pilot, lambda: _listed(app) == [])
 
 
+@pytest.mark.slow
 async def test_opening_a_notes_source_run_shows_that_run(source_run: str) -> None:
     seed_notebook(source_run)
     app = ConductorApp(make_settings(), start_mode="notebook")
@@ -237,6 +240,7 @@ async def test_opening_a_notes_source_run_shows_that_run(source_run: str) -> Non
         assert source_run in header and "Use 4 5 6 10 to make 24" in header
 
 
+@pytest.mark.slow
 async def test_a_note_without_a_source_run_says_so(source_run: str) -> None:
     seed_notebook(source_run)
     app = ConductorApp(make_settings(), start_mode="notebook")
@@ -249,6 +253,7 @@ async def test_a_note_without_a_source_run_says_so(source_run: str) -> None:
         assert any("records no source run" in str(n.message) for n in app._notifications)
 
 
+@pytest.mark.slow
 async def test_a_note_link_from_a_run_opens_that_note(source_run: str) -> None:
     seed_notebook(source_run)
     app = ConductorApp(make_settings())
@@ -260,6 +265,7 @@ async def test_a_note_link_from_a_run_opens_that_note(source_run: str) -> None:
         assert _table(app).cursor_row == _listed(app).index("n-pit24")
 
 
+@pytest.mark.slow
 async def test_retire_asks_once_then_retires_and_keeps_history(
     source_run: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -282,6 +288,7 @@ async def test_retire_asks_once_then_retires_and_keeps_history(
         assert [h["action"] for h in history] == ["retired"]
 
 
+@pytest.mark.slow
 async def test_retire_without_the_notebooks_function_points_to_the_cli(
     source_run: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,6 +21,7 @@ def _screen(app: ConductorApp) -> str:
     return "".join(segment.text for strip in strips for segment in strip)
 
 
+@pytest.mark.slow
 async def test_item_ids_and_answers_are_shown_inert(tmp_path: Path) -> None:
     task_file = tmp_path / "game24.jsonl"
     items = [

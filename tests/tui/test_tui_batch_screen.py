@@ -21,6 +21,7 @@ ITEMS = (
 )
 
 
+@pytest.mark.slow
 async def test_watch_a_small_batch_to_its_end_and_open_an_item(tmp_path: Path) -> None:
     task_file = tmp_path / "game24.jsonl"
     task_file.write_text("\n".join(ITEMS) + "\n")

@@ -58,6 +58,7 @@ async def test_the_palette_lists_every_binding_of_the_screen_and_the_app(mode: s
         assert wanted <= names
 
 
+@pytest.mark.slow
 async def test_an_action_runs_from_the_palette() -> None:
     run_id = record_run("Use 4 5 6 10 to make 24", GAME24_TURNS, game24_expert)
     app = ConductorApp(make_settings(), open_run=run_id)

@@ -15,6 +15,7 @@ from tui.screens.run_diff import RunDiffScreen
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_a_diff_of_a_missing_transcript_in_an_odd_path_says_so_as_text(
     tmp_path: Path,
 ) -> None:

@@ -59,6 +59,7 @@ def assert_clean(pages: list[str]) -> None:
         )
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_every_known_sequence_is_drawn_visible(tmp_path: Path) -> None:
     pages = await shown_pages(write(tmp_path / "hostile.jsonl", "".join(SEQUENCES + MARKUP)))
@@ -68,6 +69,7 @@ async def test_every_known_sequence_is_drawn_visible(tmp_path: Path) -> None:
     assert "\\u202e" in joined
 
 
+@pytest.mark.slow
 @given(hostile_text)
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 def test_generated_hostile_runs_are_drawn_visible(tmp_path_factory, text: str) -> None:
@@ -94,6 +96,7 @@ def live_expert(name: str, instruction: str) -> str:
     return f"{HOSTILE}\n```python\n{code}```\nPlease run this code!"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_live_run_streams_hostile_text_visible() -> None:
     """The Solve screen while the model streams in 8-character pieces, which split the

@@ -13,6 +13,7 @@ from tui.widgets.key_bar import KeyBar
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(80, 24), (100, 30)])
 @pytest.mark.parametrize("mode", ["solve", "runs", "notebook", "batch"])
 async def test_every_shown_key_is_on_screen(mode: str, size: tuple[int, int]) -> None:
@@ -30,6 +31,7 @@ async def test_every_shown_key_is_on_screen(mode: str, size: tuple[int, int]) ->
         assert "palette" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["solve", "runs", "notebook", "batch"])
 async def test_help_lists_every_binding_of_the_screen_and_the_app(mode: str) -> None:
     app = ConductorApp(make_settings(), start_mode=mode)
@@ -46,6 +48,7 @@ async def test_help_lists_every_binding_of_the_screen_and_the_app(mode: str) -> 
         await wait_for(pilot, lambda: app.screen is under)
 
 
+@pytest.mark.slow
 async def test_help_is_in_the_palette() -> None:
     app = ConductorApp(make_settings(), start_mode="runs")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -55,6 +58,7 @@ async def test_help_is_in_the_palette() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
 
 
+@pytest.mark.slow
 async def test_page_up_scrolls_the_run_while_the_question_has_focus() -> None:
     long_answer = "\n".join(f"line {i}" for i in range(200))
     turns = (GAME24_TURNS[0], f'>> FINAL ANSWER:\n"""\n{long_answer}\n"""')

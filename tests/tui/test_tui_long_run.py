@@ -29,6 +29,7 @@ def synthetic(path: Path, rounds: int) -> Path:
     return module.synthetic_transcript(path, rounds)
 
 
+@pytest.mark.slow
 def test_pages_index_rounds_and_parse_one_on_demand(tmp_path: Path) -> None:
     pages = TranscriptPages.open(synthetic(tmp_path / "long.jsonl", 2000))
     assert len(pages.pages) == 2001 and pages.lines == 9003
@@ -54,6 +55,7 @@ def test_a_cut_short_transcript_opens_up_to_the_bad_line(tmp_path: Path) -> None
     assert len(pages.pages) == 4 and pages.run.finished is None
 
 
+@pytest.mark.slow
 async def test_only_the_shown_round_is_drawn(tmp_path: Path) -> None:
     path = synthetic(tmp_path / "long.jsonl", 2000)
     app = ConductorApp(make_settings(), open_run=str(path))

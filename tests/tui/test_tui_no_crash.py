@@ -60,6 +60,7 @@ async def walk_run(app: ConductorApp, pilot, run: str) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow
 async def test_every_screen_survives_odd_runs() -> None:
     ids = write_odd_runs()
     app = ConductorApp(make_settings(), start_mode="runs")
@@ -73,6 +74,7 @@ async def test_every_screen_survives_odd_runs() -> None:
     assert app.return_code in (None, 0)
 
 
+@pytest.mark.slow
 async def test_a_note_shown_and_merged_is_listed_once() -> None:
     write_odd_runs()
     app = ConductorApp(make_settings(), start_mode="runs", open_run="odd-shown-and-merged")
@@ -85,6 +87,7 @@ async def test_a_note_shown_and_merged_is_listed_once() -> None:
     assert len(labels) == 3  # n1, n2, n3
 
 
+@pytest.mark.slow
 async def test_every_published_transcript_opens_in_every_view(shared_dir: Path) -> None:
     """Every record of every published file, imported, and each raw file opened as is.
 
@@ -121,6 +124,7 @@ async def test_every_published_transcript_opens_in_every_view(shared_dir: Path) 
     assert runs_seen >= 2712 and pages_read > 2700 and pages_drawn > 270
 
 
+@pytest.mark.slow
 async def test_a_sample_of_published_runs_walks_through_the_detail_screen(
     shared_dir: Path,
 ) -> None:

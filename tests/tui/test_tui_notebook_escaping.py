@@ -25,6 +25,7 @@ def _screen(app: ConductorApp) -> str:
     return "".join(segment.text for strip in strips for segment in strip)
 
 
+@pytest.mark.slow
 async def test_model_text_in_the_notebook_screen_is_shown_inert() -> None:
     seed_notebook(None)
     with sqlite3.connect(default_path()) as db:

@@ -21,6 +21,7 @@ def _toasts(app) -> str:
     return "".join(segment.text for strip in strips for segment in strip)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_transcript_problem_in_an_odd_path_is_notified_as_text(tmp_path: Path) -> None:
     folder = tmp_path / "[" / "q]\x1b]52;c;cHduZWQ=\x07"  # the path reads "[/q]..."

@@ -25,6 +25,7 @@ def screen_text(app) -> str:
     )
 
 
+@pytest.mark.slow
 async def test_mark_two_runs_and_see_the_one_changed_reply() -> None:
     first = record_run("Use 4 5 6 10 to make 24", GAME24_TURNS, game24_expert, task="GameOf24")
     second = record_run("Use 4 5 6 10 to make 24", GAME24_TURNS, other_expert, task="GameOf24")

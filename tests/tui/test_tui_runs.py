@@ -72,6 +72,7 @@ async def test_search_filter_and_open_a_run(two_runs: dict[str, str]) -> None:
         assert "Use 4 5 6 10" in str(app.screen.query_one("#run-header").render())
 
 
+@pytest.mark.slow
 async def test_bad_date_filter_says_how_to_write_it(two_runs: dict[str, str]) -> None:
     app = ConductorApp(make_settings(), start_mode="runs")
     async with app.run_test(size=(100, 30)) as pilot:
@@ -85,6 +86,7 @@ async def test_bad_date_filter_says_how_to_write_it(two_runs: dict[str, str]) ->
         await wait_for(pilot, lambda: len(table_keys(app.screen)) == 2)
 
 
+@pytest.mark.slow
 async def test_search_words_and_a_filter_narrow_together(two_runs: dict[str, str]) -> None:
     app = ConductorApp(make_settings(), start_mode="runs")
     async with app.run_test(size=(100, 30)) as pilot:
@@ -133,6 +135,7 @@ async def test_a_locked_runs_db_is_a_notification_and_the_screen_stays(
         assert len(table_keys(screen)) == 2
 
 
+@pytest.mark.slow
 async def test_step_through_rounds_raw_json_findings_and_export(two_runs: dict[str, str]) -> None:
     app = ConductorApp(make_settings(), open_run=two_runs["sort"])
     async with app.run_test(size=(100, 30)) as pilot:

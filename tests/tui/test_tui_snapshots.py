@@ -81,6 +81,7 @@ def test_solve_screen(snap_compare, fixed_runs) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=feed)
 
 
+@pytest.mark.slow
 def test_runs_screen(snap_compare, fixed_runs) -> None:
     async def loaded(pilot) -> None:
         screen = pilot.app.screen
@@ -104,6 +105,7 @@ def test_run_detail_screen(snap_compare, fixed_runs) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=opened)
 
 
+@pytest.mark.slow
 def test_run_detail_at_80x24(snap_compare, fixed_runs) -> None:
     async def opened(pilot) -> None:
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "report", None) is not None)
@@ -138,6 +140,7 @@ def test_notebook_screen(snap_compare) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=loaded)
 
 
+@pytest.mark.slow
 def test_solve_screen_with_recall_and_experts_expanded(snap_compare, fixed_runs) -> None:
     from conductor_kernel.events import Recall
     from tui.widgets.blocks import SandboxBlock

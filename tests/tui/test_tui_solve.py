@@ -144,6 +144,7 @@ async def test_quitting_while_the_session_starts_records_nothing_and_waits_for_n
     assert not runs.exists() or not list(runs.glob("*.jsonl"))  # no run began
 
 
+@pytest.mark.slow
 async def test_a_replayed_published_run_streams_to_its_recorded_answer(shared_dir) -> None:
     from conductor.replay.runner import question_of, replay_config
     from experts.replay import ReplayModel
@@ -169,6 +170,7 @@ async def test_a_replayed_published_run_streams_to_its_recorded_answer(shared_di
         assert len(app.screen.query(TurnBlock)) == record.rounds
 
 
+@pytest.mark.slow
 async def test_no_sandbox_shows_why_and_subprocess_can_be_picked_from_the_palette(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -217,6 +219,7 @@ async def pick(pilot, entry: str) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow
 async def test_model_and_notebook_are_chosen_from_the_palette() -> None:
     app = ConductorApp(make_settings(model="auto"))
     async with app.run_test(size=(100, 30)) as pilot:

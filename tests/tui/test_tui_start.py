@@ -39,6 +39,7 @@ async def test_the_session_starts_before_the_first_question() -> None:
         await wait_for(pilot, lambda: len(calls) == 1)  # no question asked yet
 
 
+@pytest.mark.slow
 async def test_enter_shows_progress_at_once_and_esc_stops_the_start_up() -> None:
     gate, calls = threading.Event(), []
     app = ConductorApp(make_settings(), session_factory=gated_factory(gate, calls))
@@ -66,6 +67,7 @@ async def test_enter_shows_progress_at_once_and_esc_stops_the_start_up() -> None
         gate.set()
 
 
+@pytest.mark.slow
 async def test_the_status_bar_time_is_the_runs_own_duration() -> None:
     app = ConductorApp(
         make_settings(), session_factory=scripted_factory(GAME24_TURNS, game24_expert)

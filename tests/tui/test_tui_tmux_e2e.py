@@ -18,6 +18,8 @@ from tmux_driver import Terminal, cut_lines, has_traceback, tmux_missing
 
 from support import REPO, skip_or_fail
 
+pytestmark = pytest.mark.serial
+
 
 class User:
     def __init__(self, term: Terminal) -> None:
@@ -127,12 +129,10 @@ def test_a_new_users_first_minutes(tmp_path: Path, size: tuple[int, int]) -> Non
         user.see(r"Everywhere")
         user.press("Escape")
         user.press("F5", settle=0.5)
-        started = time.monotonic()
         term.keys("C-q")
-        assert term.wait_exit(30) == 0
-        quit_s = time.monotonic() - started
+        # It quits by itself (how fast is bench/first_run.py's `quit_s`).
+        assert term.wait_exit(120) == 0
     finally:
         log = "\n".join(term.log[-3:])
         term.close()
-    assert quit_s < 10, f"quitting took {quit_s:.1f} s"
     assert "Traceback" not in log

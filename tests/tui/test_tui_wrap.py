@@ -17,6 +17,7 @@ TURNS = (
 )
 
 
+@pytest.mark.slow
 async def test_a_long_instruction_wraps_inside_the_turn() -> None:
     app = ConductorApp(make_settings(), session_factory=scripted_factory(TURNS, game24_expert))
     async with app.run_test(size=(80, 24)) as pilot:

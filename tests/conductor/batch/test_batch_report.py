@@ -97,6 +97,7 @@ def test_the_report_shows_the_notebook_before_and_after_the_batch(
     assert "- before: notes: 0," in markdown and "runs_learned: 3" in markdown
 
 
+@pytest.mark.slow
 def test_a_failure_that_would_fail_every_item_stops_the_batch(
     tmp_path: Path,
     wire: WireServer,

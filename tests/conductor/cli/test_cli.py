@@ -29,6 +29,7 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     )
 
 
+@pytest.mark.slow
 def test_no_key_gives_the_demo_and_a_hint_never_a_traceback() -> None:
     result = cli("solve", "Use 4 5 6 10 to make 24", "--sandbox", "subprocess", "--json")
     assert result.returncode == 0, result.stderr

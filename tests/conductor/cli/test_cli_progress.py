@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -39,9 +41,11 @@ def _solve(stderr_is_terminal: bool, tmp_path: Path) -> str:
     return b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_a_terminal_is_told_the_sandbox_is_starting(tmp_path: Path) -> None:
     assert "starting the subprocess sandbox" in _solve(True, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_pipe_gets_no_progress_line(tmp_path: Path) -> None:
     assert "starting the" not in _solve(False, tmp_path)

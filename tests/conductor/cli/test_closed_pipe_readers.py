@@ -31,6 +31,7 @@ def long_run(tmp_path: Path) -> tuple[Path, str]:
     return home, events[0].run_id
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["runs", "show"], ["runs", "diff"], ["runs", "audit"]])
 def test_a_closed_pipe_ends_a_reader_with_141(long_run: tuple[Path, str], command) -> None:
     home, run = long_run

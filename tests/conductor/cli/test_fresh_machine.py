@@ -14,9 +14,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from tmux_driver import Terminal, cut_lines, has_traceback, tmux_missing
 
 from support import REPO, skip_or_fail
+
+pytestmark = pytest.mark.serial
 
 HIDDEN = {"docker", "dockerd", "bwrap"}
 

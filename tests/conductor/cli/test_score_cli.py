@@ -171,6 +171,7 @@ def p3_outputs(tmp_path: Path) -> Path:
     )
 
 
+@pytest.mark.slow
 def test_p3_outputs_run_in_a_real_sandbox(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

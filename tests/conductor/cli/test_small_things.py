@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conductor.cli import main
 from conductor.export.terminal import RichPrinter
 from conductor.export.wording import plural
@@ -34,6 +36,7 @@ def test_the_run_summary_says_1_round_and_1_sandbox_run(capsys) -> None:
     assert "1 round ·" in out and "1 expert call ·" in out and "1 sandbox run ·" in out
 
 
+@pytest.mark.slow
 def test_sandbox_exec_takes_sandbox_and_still_backend(tmp_path: Path) -> None:
     code = tmp_path / "hello.py"
     code.write_text("print('hi')\n")
@@ -73,6 +76,7 @@ def test_audit_summary_warns_about_a_truncated_file(tmp_path: Path, capsys) -> N
     assert "warning" in err and "cut.jsonl" in err
 
 
+@pytest.mark.slow
 def test_notebook_list_never_cuts_keys_or_ids_at_80_columns() -> None:
     from conductor.config import Settings
     from conductor.session import build_session

@@ -50,6 +50,7 @@ def _clear(done: subprocess.CompletedProcess[str], *words: str) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_a_read_only_home_is_named_and_its_runs_are_unchanged(tmpfs: Path) -> None:
     assert conductor(tmpfs, *SOLVE).returncode == 0
     before = {p.name: p.read_bytes() for p in (tmpfs / "runs").iterdir()}
@@ -61,6 +62,7 @@ def test_a_read_only_home_is_named_and_its_runs_are_unchanged(tmpfs: Path) -> No
     assert {p.name: p.read_bytes() for p in (tmpfs / "runs").iterdir()} == before
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_named(tmpfs: Path) -> None:
     assert conductor(tmpfs, *SOLVE).returncode == 0
     free = os.statvfs(tmpfs).f_bavail * os.statvfs(tmpfs).f_frsize
@@ -72,6 +74,7 @@ def test_a_full_disk_is_named(tmpfs: Path) -> None:
     assert "Move it aside" not in err
 
 
+@pytest.mark.slow
 def test_a_home_that_is_a_file_is_named(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.write_text("not a folder")

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from export_runs import published_run, python_run, write
 
 from conductor.cli import main
@@ -96,6 +97,7 @@ def test_notes_recalled_and_written_show_their_evidence(tmp_path: Path) -> None:
     assert count(page, r'<details class="note-detail">') >= len(recalled[0].notes)
 
 
+@pytest.mark.slow
 def test_batch_report_writes_an_index_linking_every_run(shared_dir: Path, tmp_path: Path) -> None:
     source = shared_dir / "transcripts" / "without-python" / "word_sorting.jsonl"
     argv = ["batch", str(source), "--replay", "--limit", "3", "--task", "word_sorting"]

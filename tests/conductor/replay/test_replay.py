@@ -346,6 +346,7 @@ def test_recorded_code_prints_the_same_again_in_our_sandbox(shared_dir: Path, sa
     assert report.sandbox_outputs_identical / report.sandbox_compared >= 0.95
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_replay_through_the_docker_sandbox(shared_dir: Path, require_docker) -> None:
     from sandbox.registry import open_sandbox

@@ -38,6 +38,7 @@ def test_one_move_that_mates(answer: str, right: bool) -> None:
     assert ours(answer) is right
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_every_disagreement_with_the_paper_goes_the_way_it_deserves(shared_dir: Path) -> None:
     rows = tally(shared_dir / "tasks" / "CheckmateInOne.jsonl")

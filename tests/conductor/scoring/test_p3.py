@@ -20,6 +20,7 @@ def p3_items(shared_dir: Path) -> list[TaskItem]:
     return read_task_file(shared_dir / "tasks" / "P3_Test.jsonl").items
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_a_sample_of_reference_solutions_pass(p3_items, puzzle_sandbox) -> None:  # noqa: F811
     checked = 0
@@ -31,6 +32,7 @@ def test_a_sample_of_reference_solutions_pass(p3_items, puzzle_sandbox) -> None:
     assert checked >= len(SAMPLE) - 1
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 @pytest.mark.parametrize("attack", sorted(ADVERSARIAL))
 def test_every_adversarial_answer_scores_wrong(attack: str, p3_items, puzzle_sandbox) -> None:  # noqa: F811
@@ -46,6 +48,7 @@ def test_every_adversarial_answer_scores_wrong(attack: str, p3_items, puzzle_san
         assert not result.correct, (attack, result.detail)
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_the_batch_scorer_passes_back_a_large_solution_value(require_docker) -> None:
     """A batch hands the scorer its run's sandbox, opened without P3's options; the

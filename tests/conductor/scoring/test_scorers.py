@@ -321,6 +321,7 @@ def test_p3_without_a_sandbox_says_how_to_get_one() -> None:
         score("P3_Test", "def solution():\n    return [1]", PUZZLE)
 
 
+@pytest.mark.slow
 def test_p3_runs_answers_in_the_sandbox(puzzle_sandbox) -> None:
     good = "def solution():\n    return list(range(5)) * 2"
     result = score("P3_Test", good, PUZZLE, sandbox=puzzle_sandbox)
@@ -337,6 +338,7 @@ def test_p3_runs_answers_in_the_sandbox(puzzle_sandbox) -> None:
     assert not result.correct and "timed out" in result.detail
 
 
+@pytest.mark.slow
 def test_p3_paper_rule_was_fooled_where_ours_is_not(puzzle_sandbox) -> None:
     own_sat = "def sat(li):\n    return True\n\ndef solution():\n    return []"
     result = score("P3_Test", own_sat, PUZZLE, sandbox=puzzle_sandbox)
@@ -346,6 +348,7 @@ def test_p3_paper_rule_was_fooled_where_ours_is_not(puzzle_sandbox) -> None:
     assert result.paper_correct is True and result.correct is False
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_p3_reference_solutions_pass(shared_dir: Path, puzzle_sandbox) -> None:
     items = read_task_file(shared_dir / "tasks" / "P3_Test.jsonl").items

@@ -37,6 +37,7 @@ def score_without(module: str, path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("task", "module", "package"),
     [
@@ -60,6 +61,7 @@ def test_a_missing_package_is_named_and_no_number_printed(
     assert done.stdout.strip() == ""  # no table, no accuracy
 
 
+@pytest.mark.slow
 def test_with_everything_installed_the_same_files_score(tmp_path: Path) -> None:
     for task, record in RECORDS.items():
         path = tmp_path / f"{task}.jsonl"

@@ -114,6 +114,7 @@ def test_syllables_take_any_counter_and_fill_the_range() -> None:
     assert 0 not in sp.word_syllables("zorblaxian")  # no dictionary entry, still counted
 
 
+@pytest.mark.slow
 def test_synthetic_sonnets_get_the_reference_evaluations_verdicts() -> None:
     """400 synthetic poems (tests/sonnet_synth.py), judged once by the reference code run
     out of tree with pronouncing 0.2.0: the same verdicts and the same rhyme errors."""

@@ -68,6 +68,7 @@ def _built_tasks(shared_dir: Path, tmp: Path) -> list[Path]:
     return [mates, sonnet_file]
 
 
+@pytest.mark.slow
 def test_the_installed_wheel_scores_every_task_as_this_checkout_does(
     shared_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from types import SimpleNamespace
 
+import pytest
+
+from conductor.batch.ray import gate as gate_module
 from conductor.batch.ray.gate import WINDOW_S, RateGate
 
 
-def test_a_pause_holds_every_caller_and_budgets_count_the_whole_batch() -> None:
+def test_a_pause_holds_every_caller_and_budgets_count_the_whole_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The gate's clock stands still: what it answers depends on its calls, not on how
+    # fast a busy machine gets from one call to the next.
+    monkeypatch.setattr(
+        gate_module, "time", SimpleNamespace(monotonic=lambda: 1000.0, sleep=time.sleep)
+    )
+
     async def scenario() -> None:
         gate = RateGate(rpm=3, tpm=1000)
         assert [await gate.admit() for _ in range(3)] == [0.0, 0.0, 0.0]

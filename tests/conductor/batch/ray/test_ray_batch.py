@@ -53,6 +53,8 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, d
     return code, (json.loads(reports[-1]) if reports else {}), err
 
 
+@pytest.mark.xdist_group("ray")
+@pytest.mark.xdist_group("ray")
 @pytest.mark.slow
 def test_200_items_on_two_nodes_are_each_recorded_once(
     ray_cluster: LocalCluster,
@@ -93,6 +95,8 @@ def finals_in(home: Path) -> list[dict[str, Any]]:
     return [r for r in results(home) if r["final"]]
 
 
+@pytest.mark.xdist_group("ray")
+@pytest.mark.xdist_group("ray")
 @pytest.mark.slow
 def test_a_worker_node_killed_mid_batch_loses_only_its_in_flight_items(
     ray_cluster: LocalCluster,
@@ -143,6 +147,8 @@ def test_a_worker_node_killed_mid_batch_loses_only_its_in_flight_items(
     assert "Items moved after their worker died" in markdown and moved[0]["item_id"] in markdown
 
 
+@pytest.mark.xdist_group("ray")
+@pytest.mark.xdist_group("ray")
 @pytest.mark.slow
 def test_a_killed_driver_resumes_without_rerunning_finished_items(
     ray_cluster: LocalCluster, tmp_path: Path, isolated_home: Path
@@ -193,6 +199,8 @@ def learning_responder(body: dict[str, Any]) -> Answer:
     return consult_then_answer(body)
 
 
+@pytest.mark.xdist_group("ray")
+@pytest.mark.xdist_group("ray")
 @pytest.mark.slow
 def test_waves_merge_every_note_once_with_all_its_source_runs(
     ray_cluster: LocalCluster,
@@ -244,6 +252,8 @@ def test_waves_merge_every_note_once_with_all_its_source_runs(
     assert max(r["recalled"] for r in finals_in(isolated_home)) > 0
 
 
+@pytest.mark.xdist_group("ray")
+@pytest.mark.xdist_group("ray")
 @pytest.mark.slow
 def test_frozen_recalls_the_notebook_as_at_the_start_and_merges_at_the_end(
     ray_cluster: LocalCluster,
@@ -280,6 +290,8 @@ def test_frozen_recalls_the_notebook_as_at_the_start_and_merges_at_the_end(
         assert min(recalled) > 0  # from its first item on: the first batch's notes
 
 
+@pytest.mark.xdist_group("ray")
+@pytest.mark.xdist_group("ray")
 @pytest.mark.slow
 def test_a_429_on_one_node_pauses_every_node(
     ray_cluster: LocalCluster,

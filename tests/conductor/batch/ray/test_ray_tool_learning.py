@@ -130,6 +130,8 @@ def sorting_responder(body: dict[str, Any]) -> str:
     return "SUGGESTIONS:\n- Sort with a program.\nPROCEDURE:\n1. Ask Expert Python."
 
 
+@pytest.mark.xdist_group("ray")
+@pytest.mark.xdist_group("ray")
 @pytest.mark.slow
 def test_a_ray_batch_with_python_measures_its_tools_on_the_workers(
     ray_cluster: LocalCluster,

@@ -34,6 +34,8 @@ from conductor.export.html.run_page import write_run_html
 from record.fold import outline
 from support import REPO
 
+pytestmark = pytest.mark.slow
+
 # Read before the autouse fixture clears CONDUCTOR_* variables.
 CHROMIUM = os.environ.get("CONDUCTOR_CHROMIUM") or shutil.which("chromium") or ""
 REQUIRED = os.environ.get("CONDUCTOR_REQUIRE_BROWSER") == "1"
