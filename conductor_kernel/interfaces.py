@@ -309,7 +309,7 @@ class Method(Protocol):
 # -- the task scorers, as the notebook asks for them ------------------------------------
 # The scorers (Game of 24's arithmetic, the chess rules, a sonnet's form, `sat()` run in
 # the sandbox) belong to the application; the notebook judges a run the way `conductor
-# score` does through the `TaskScoring` it is given (conductor/notebook_hooks.py builds
+# score` does through the `TaskScoring` it is given (conductor/session/notebook_hooks.py builds
 # the built-in one). No import runs upward.
 
 

@@ -18,8 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from conductor.notebook_hooks import open_notebook
 from conductor.scoring.task_scoring import BuiltinTaskScoring
+from conductor.session.notebook_hooks import open_notebook
 from conductor.tasks.files import TaskItem, read_task_file
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import Sandbox
@@ -54,7 +54,7 @@ TOOL_TASKS = ("GameOf24", "word_sorting", "multistep_arithmetic_two")
 MGSM = ("BN", "DE", "ES", "FR", "JA", "RU", "SW", "TE", "TH", "ZH")
 PIVOT = "ES"
 TOOL_TESTS = 8
-# The application's scorers, as conductor/notebook_hooks.py hands them to a notebook.
+# The application's scorers, as conductor/session/notebook_hooks.py hands them to a notebook.
 SCORING = BuiltinTaskScoring()
 
 

@@ -112,7 +112,7 @@ def _run_item(plan: AblationPlan, session: Session, item: TaskItem, arm: Arm) ->
 
 
 def run_ablation(plan: AblationPlan, *, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    from conductor.notebook_hooks import NotebookHooks, open_notebook
+    from conductor.session.notebook_hooks import NotebookHooks, open_notebook
     from lessons.read.recall import RecallOptions
 
     learn_split, test_split = split(plan.items, plan.seed, plan.share_a)

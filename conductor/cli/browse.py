@@ -28,7 +28,7 @@ def open_book(args: argparse.Namespace, *, create: bool = False) -> Notebook:
     """The notebook the flags or settings name, judging with the application's
     scorers; only `import` may create one."""
     from conductor.config.flags import settings_from_args
-    from conductor.notebook_hooks import open_notebook
+    from conductor.session.notebook_hooks import open_notebook
     from lessons.storage.store import default_path
 
     path = Path(settings_from_args(args).notebook or default_path())

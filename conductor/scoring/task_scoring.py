@@ -1,6 +1,6 @@
 """The task scorers as the notebook sees them (`conductor_kernel.interfaces.TaskScoring`).
 
-Built once, in conductor/notebook_hooks.py, and handed to the notebook, so it judges a
+Built once, in conductor/session/notebook_hooks.py, and handed to the notebook, so it judges a
 run exactly as `conductor score` and `conductor batch` do.
 """
 

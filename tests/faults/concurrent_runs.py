@@ -34,8 +34,8 @@ def main(home: str, runs: int, go: str) -> None:
     while not Path(go).exists():
         time.sleep(0.005)
 
-    from conductor.notebook_hooks import NotebookHooks
     from conductor.session import Session
+    from conductor.session.notebook_hooks import NotebookHooks
     from conductor_kernel.events import RunFinished
     from conductor_kernel.run_config import RunConfig
     from experts.scripted import ScriptedModel

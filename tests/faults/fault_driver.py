@@ -121,7 +121,7 @@ class StageSandbox:
 def install() -> None:
     import experts.registry as registry
     import sandbox.registry as sandboxes
-    from conductor.notebook_hooks import NotebookHooks
+    from conductor.session.notebook_hooks import NotebookHooks
 
     real_get, real_choose, real_open = registry.get_model, registry.choose, sandboxes.open_sandbox
     real_recall = NotebookHooks.recall

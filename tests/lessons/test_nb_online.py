@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from nb_support import sort_run
 
-from conductor.notebook_hooks import open_notebook
+from conductor.session.notebook_hooks import open_notebook
 from equipment.wire_server import Fault, WireServer
 from experts.openai_model import OpenAIModel
 from lessons.storage.store import Notebook

@@ -182,7 +182,7 @@ class Priced:
 def test_the_notebooks_calls_are_on_the_runs_ledger_and_count_against_its_limits(
     tmp_path: Path,
 ) -> None:
-    from conductor.notebook_hooks import NotebookHooks
+    from conductor.session.notebook_hooks import NotebookHooks
 
     def recall(question: str, *, ledger: Any) -> Any:
         # As the notebook's narrowing does: one model call through the metered model.
@@ -207,7 +207,7 @@ def test_the_notebooks_calls_are_on_the_runs_ledger_and_count_against_its_limits
 
 
 def test_learning_calls_are_counted_in_their_own_event_and_in_runs_db(tmp_path: Path) -> None:
-    from conductor.notebook_hooks import NotebookHooks
+    from conductor.session.notebook_hooks import NotebookHooks
 
     model = Priced([ANSWER])
     hooks = NotebookHooks.open(tmp_path / "notebook.db", model=model)
@@ -338,7 +338,7 @@ def test_a_line_cut_by_a_killed_writer_is_skipped_and_what_follows_is_read(
 
 def test_a_batch_items_usage_includes_its_learning(tmp_path: Path) -> None:
     from conductor.batch.runner import BatchPlan, BatchRunner
-    from conductor.notebook_hooks import NotebookHooks
+    from conductor.session.notebook_hooks import NotebookHooks
     from conductor.tasks.files import TaskItem
 
     hooks = NotebookHooks.open(tmp_path / "notebook.db", model=None)

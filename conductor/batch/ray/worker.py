@@ -29,8 +29,8 @@ from typing import Any
 from conductor.batch.runner import BatchPlan, BatchRunner
 from conductor.batch.setup import make_scorer, sandbox_opener
 from conductor.config import Settings
-from conductor.notebook_hooks import learning_options
 from conductor.session import Session, build_session
+from conductor.session.notebook_hooks import learning_options
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.events import Event
@@ -233,7 +233,7 @@ class ItemWorker:
                 return
             import ray
 
-            from conductor.notebook_hooks import NotebookHooks, open_notebook
+            from conductor.session.notebook_hooks import NotebookHooks, open_notebook
 
             path = self.scratch / f"notebook-v{version}.db"
             path.write_bytes(ray.get(ref))

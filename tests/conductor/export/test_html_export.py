@@ -54,8 +54,8 @@ def learned_runs(book_path: Path) -> tuple[list, list]:
     is shown them."""
     from export_runs import GAME24_TURNS, game24_expert
 
-    from conductor.notebook_hooks import NotebookHooks
     from conductor.session import Session
+    from conductor.session.notebook_hooks import NotebookHooks
     from experts.scripted import ScriptedModel
     from sandbox.subprocess_backend import SubprocessSandbox
 

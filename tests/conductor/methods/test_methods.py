@@ -26,8 +26,8 @@ from conductor_kernel.events import (
 )
 from conductor_kernel.run_config import RunConfig
 from experts.scripted import ScriptedModel
-from record.audit import audit_events
-from record.fold import outline_file
+from record.audit import audit_outline
+from record.fold import outline, outline_file
 from record.reader import read_transcript
 from transcripts.index import RunIndex
 from transcripts.run_diff import diff_runs
@@ -108,12 +108,12 @@ def test_every_method_records_a_whole_run_the_same_way(method: str, tmp_path: Pa
     assert row is not None
     assert (row["method"], row["status"], row["rounds"]) == (method, "answered", 2 + extra)
     assert row["final_answer"] == "42"
-    findings = audit_events(transcript.events).counts()
+    findings = audit_outline(outline(list(transcript.events))).counts()
     assert findings.get("nudged") == 1 and findings.get("unconfirmed_answer") == 1
     run = outline_file(path)
     assert len(run.rounds) == 2 + extra and run.final is not None and run.status == "answered"
     assert [r.text for r in run.rounds] == model_turns(model, events)
-    markdown = to_markdown(transcript.events)
+    markdown = to_markdown(outline_file(path))
     assert "42" in markdown and f"Round {2 + extra}" in markdown
     page = run_html(run)
     assert method in page and "42" in page
@@ -261,9 +261,8 @@ def test_a_baseline_with_the_notebook_on_learns_and_recalls(method: str, tmp_pat
     """Off by default, the notebook works for a baseline as for meta-prompting when
     turned on: the run is judged and learned, and a later question is shown the notes
     before its question."""
-    from conductor.notebook_hooks import NotebookHooks
+    from conductor.session.notebook_hooks import NotebookHooks, open_notebook
     from conductor_kernel.events import NotesWritten, Recall
-    from lessons.storage.store import Notebook
 
     def model_reply(messages: list) -> str:
         text = messages[-1].content
@@ -273,7 +272,7 @@ def test_a_baseline_with_the_notebook_on_learns_and_recalls(method: str, tmp_pat
         return ANSWER.replace("42", " ".join(sorted(words)))
 
     model = ScriptedModel(model_reply)
-    book = Notebook(tmp_path / "notebook.db")
+    book = open_notebook(tmp_path / "notebook.db")  # with the application's scorers
     session = Session(
         model, model, None, RunConfig(python=False), runs_path=tmp_path / "runs",
         method=get_method(method),

@@ -6,7 +6,7 @@ shaped by what they left there (files in /work or /tmp, anything planted for a l
 `python3`), so a tool could "reproduce" an answer only because the run prepared it.
 `FreshSandbox` wraps a factory: nothing is started until the first check runs code,
 and `close()` ends what was started. A session passes one to its after-run hooks in
-the place of the run's own sandbox (conductor/session.py).
+the place of the run's own sandbox (conductor/session/__init__.py).
 """
 
 from __future__ import annotations

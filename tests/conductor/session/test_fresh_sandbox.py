@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conductor.fresh_sandbox import FreshSandbox
 from conductor.session import Session
+from conductor.session.fresh_sandbox import FreshSandbox
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import ExecResult, Message, Sandbox
 from conductor_kernel.run_config import RunConfig

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor.config import Settings
-from conductor.fresh_sandbox import FreshSandbox
+from conductor.session.fresh_sandbox import FreshSandbox
 from conductor_kernel.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
 from conductor_kernel.interfaces import ChatModel, EventSink, Method, Sandbox, Usage
 from conductor_kernel.ledger import UsageLedger
@@ -278,7 +278,7 @@ def build_session(
         recall = learn = False
     if recall or learn:
         # The notebook: recall before round 1, distill after every run.
-        from conductor.notebook_hooks import NotebookHooks
+        from conductor.session.notebook_hooks import NotebookHooks
 
         hooks = NotebookHooks.open(settings.notebook or None, model=meta)
         hooks.attach(session, recall=recall, learn=learn)

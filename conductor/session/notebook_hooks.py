@@ -99,7 +99,7 @@ class NotebookHooks:
         """Learn from a finished run; its model calls go on `ledger` as "learning".
 
         `sandbox` is a fresh one the session opened for these checks, never the run's
-        own (conductor/fresh_sandbox.py): the tools the run made are tested in it,
+        own (conductor/session/fresh_sandbox.py): the tools the run made are tested in it,
         within the options' budget, and testing stops once `cancelled()` says the
         session was.
         """
