@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests" / "peers"))
 
 from conductor.session import Session  # noqa: E402
 from conductor_kernel.events import RunFinished, TextDelta  # noqa: E402
-from conductor_kernel.run_config import RunConfig  # noqa: E402
+from conductor_kernel.limits.run_config import RunConfig  # noqa: E402
 from equipment.wire_server import WireServer  # noqa: E402
 from experts.anthropic_model import AnthropicModel  # noqa: E402
 from experts.openai_model import OpenAIModel  # noqa: E402

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
-    from conductor_kernel.conversation import RunContext
     from conductor_kernel.events import Event
+    from conductor_kernel.run.conversation import RunContext
 
 Role = Literal["user", "assistant"]
 
@@ -254,7 +254,7 @@ class Sandbox(Protocol):
     One `Sandbox` object serves one conductor run; `close` releases what it holds,
     killing a cell still running rather than waiting for it. A backend may also offer
     `interrupt()`: kill the running cell now (its `run` returns with `cancelled`) and
-    stay usable; the run's cancel calls it (conductor_kernel/expert_call.py).
+    stay usable; the run's cancel calls it (conductor_kernel/run/expert_call.py).
     """
 
     name: str
@@ -279,7 +279,7 @@ class EventSink(Protocol):
 class Method(Protocol):
     """How one run asks its model: meta-prompting, or one of the paper's baselines.
 
-    `Conductor` (conductor_kernel/loop.py) starts and ends every run the same way and
+    `Conductor` (conductor_kernel/run/loop.py) starts and ends every run the same way and
     hands the run to its method's `solve`, a generator of the run's events that returns
     its status (answered, no_answer, declined, limit). Every model call the method makes
     goes through `RunContext.ask`, which checks the run's cancel flag and limits before

@@ -25,7 +25,7 @@ from conductor_kernel.interfaces import (
     TextCallback,
     Usage,
 )
-from conductor_kernel.tokens import estimated_usage, prompt_text, warn_no_usage
+from conductor_kernel.text.tokens import estimated_usage, prompt_text, warn_no_usage
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,

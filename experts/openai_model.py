@@ -4,7 +4,7 @@ Chat Completions is the one API every compatible server speaks, so that is what 
 uses. OpenAI caches long prompt prefixes by itself; the cached part is read from
 `usage.prompt_tokens_details.cached_tokens`. Streamed calls ask for a final usage chunk
 (`stream_options.include_usage`); when a server still sends none, the call's usage is
-recorded as unknown and estimated (`conductor_kernel.tokens`). A stream the caller stops
+recorded as unknown and estimated (`conductor_kernel.text.tokens`). A stream the caller stops
 (`StreamStopped` from `on_text`) is closed at once, so the server stops generating.
 """
 
@@ -28,7 +28,7 @@ from conductor_kernel.interfaces import (
     TextCallback,
     Usage,
 )
-from conductor_kernel.tokens import estimated_usage, prompt_text, warn_no_usage
+from conductor_kernel.text.tokens import estimated_usage, prompt_text, warn_no_usage
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,

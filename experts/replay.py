@@ -5,7 +5,7 @@ the recorded reply to the call with the same instruction: calls of one turn may 
 dispatched concurrently, so arrival order says nothing. For Expert Python the reply is
 the expert's own words only; the code in it runs again in our sandbox.
 
-Token counts are GPT-4's own tokenizer's (cl100k, conductor_kernel/tokens.py).
+Token counts are GPT-4's own tokenizer's (cl100k, conductor_kernel/text/tokens.py).
 With `cache=True` a meta request is split into the prefix the previous request already
 sent (a provider would serve it from its prompt cache) and the new suffix.
 """
@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 
 from conductor_kernel.interfaces import CallRole, Completion, Message, TextCallback, Usage
-from conductor_kernel.tokens import estimate_tokens
+from conductor_kernel.text.tokens import estimate_tokens
 from record.published import PublishedRecord, RecordedCall, normalise_expert_name
 
 MESSAGE_OVERHEAD_TOKENS = 4  # role and separators of one chat message

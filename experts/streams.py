@@ -2,7 +2,7 @@
 
 When the run is cancelled or hits a limit, it must not wait for the server's next piece
 of text (a stalled or slow server may send none for a long time). The `on_text` the
-loop passes (`conductor_kernel.streaming.StreamWatch`) accepts a closer; the provider gives it
+loop passes (`conductor_kernel.limits.streaming.StreamWatch`) accepts a closer; the provider gives it
 one that shuts the response's socket down, so the read blocked on it ends at once and
 the server sees the connection go (and stops generating). A plain callback has no
 `attach`, and nothing changes.

@@ -49,7 +49,7 @@ from conductor_kernel.events import (
     SandboxExec,
 )
 from conductor_kernel.interfaces import ExecResult, Usage
-from conductor_kernel.tokens import estimate_tokens
+from conductor_kernel.text.tokens import estimate_tokens
 
 QUOTE = '"""'
 RUN_MARKER = "Please run this code!"

@@ -20,9 +20,9 @@ import struct
 import time
 from typing import Any
 
-from conductor_kernel.display import visible_line
 from conductor_kernel.interfaces import ExecResult
-from conductor_kernel.output import CappedBuffer
+from conductor_kernel.text.display import visible_line
+from conductor_kernel.text.output import CappedBuffer
 
 log = logging.getLogger("conductor.sandbox")
 

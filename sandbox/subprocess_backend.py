@@ -18,7 +18,7 @@ import time
 from typing import IO
 
 from conductor_kernel.interfaces import ExecResult
-from conductor_kernel.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES, CappedBuffer
+from conductor_kernel.text.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES, CappedBuffer
 
 MEMORY_LIMIT_BYTES = 1024 * 1024 * 1024
 FILE_SIZE_LIMIT_BYTES = 64 * 1024 * 1024

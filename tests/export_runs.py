@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conductor.replay.runner import question_of, replay_config
 from conductor_kernel.events import Event
-from conductor_kernel.loop import Conductor
+from conductor_kernel.run.loop import Conductor
 from experts.replay import ReplayModel
 from experts.scripted import ScriptedModel
 from record.published import PublishedRecord, published_events, read_published

@@ -22,8 +22,8 @@ from textual.notifications import SeverityLevel
 from conductor.config import Settings, load_settings
 from conductor.methods import METHODS, label
 from conductor.session import Session, build_session
-from conductor_kernel.display import visible, visible_line
 from conductor_kernel.errors import UserFacingError
+from conductor_kernel.text.display import visible, visible_line
 from experts.registry import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL
 from tui.commands import ConductorCommands, PaletteEntry
 from tui.screens.batch import BatchScreen

@@ -25,7 +25,7 @@ from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.events import Recall, RunFinished
 from conductor_kernel.interfaces import Sandbox, Usage
-from conductor_kernel.ledger import UsageLedger
+from conductor_kernel.limits.ledger import UsageLedger
 
 Z95 = 1.96
 

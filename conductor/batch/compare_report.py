@@ -17,8 +17,8 @@ from conductor.batch.ablation import paired_change
 from conductor.batch.compare import Comparison, pair_id
 from conductor.batch.report import ItemRecord, is_scored, summarize
 from conductor.methods import label
-from conductor_kernel.display import visible_line
 from conductor_kernel.stats import mcnemar_exact, wilson_interval
+from conductor_kernel.text.display import visible_line
 
 REPORT_VERSION = 1
 NOTEBOOK_OFF = "off for every method: the comparison measures the methods"

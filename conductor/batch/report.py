@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from conductor_kernel.display import visible_line
+from conductor_kernel.text.display import visible_line
 
 log = logging.getLogger("conductor.batch")
 

@@ -25,7 +25,7 @@ from conductor.batch.store import BatchFolder, ResultsLog
 from conductor.config import Settings
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import TaskSpec
-from conductor_kernel.display import VisibleFormatter
+from conductor_kernel.text.display import VisibleFormatter
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

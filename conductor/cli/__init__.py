@@ -87,7 +87,7 @@ def _visible_logging() -> Iterator[None]:
     if root.handlers:
         yield
         return
-    from conductor_kernel.display import VisibleFormatter
+    from conductor_kernel.text.display import VisibleFormatter
 
     handler = logging.StreamHandler()  # sys.stderr as it is now
     handler.setLevel(logging.WARNING)
@@ -116,7 +116,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from rich.console import Console
         from rich.text import Text
 
-        from conductor_kernel.display import visible
+        from conductor_kernel.text.display import visible
 
         # As text, never markup: the message may quote a path, a user's argument or a
         # record (a `[/x]` would crash rich; an escape sequence would act on the terminal).

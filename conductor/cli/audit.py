@@ -129,7 +129,7 @@ def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, deta
     from rich.table import Table
     from rich.text import Text
 
-    from conductor_kernel.display import visible, visible_line
+    from conductor_kernel.text.display import visible, visible_line
 
     console = Console()
     if details:

@@ -49,7 +49,7 @@ def console() -> Console:
 def one_line(text: str | None, limit: int) -> str:
     """Text on one line, whole: a narrow terminal wraps it (never cut: issue 10); what a
     model wrote, so control characters are made visible (it is shown as text, never markup)."""
-    from conductor_kernel.display import visible_line
+    from conductor_kernel.text.display import visible_line
 
     return visible_line(" ".join((text or "").split()))
 
@@ -58,7 +58,7 @@ def plain(text: str | None) -> Text:
     """What a model wrote, as rich Text: shown as typed, control characters visible."""
     from rich.text import Text
 
-    from conductor_kernel.display import visible
+    from conductor_kernel.text.display import visible
 
     return Text(visible(text or ""))
 
@@ -171,7 +171,7 @@ def run_show(args: argparse.Namespace) -> int:
     if note["code"]:
         from rich.syntax import Syntax
 
-        from conductor_kernel.display import visible
+        from conductor_kernel.text.display import visible
 
         out.print(Syntax(visible(note["code"]), "python"))
     out.print(f"history ({len(history)}):")

@@ -31,8 +31,8 @@ def run_import(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from conductor_kernel.display import visible_line
     from conductor_kernel.errors import UserFacingError
+    from conductor_kernel.text.display import visible_line
     from transcripts.importer import import_file
     from transcripts.index import RunIndex
 

@@ -263,7 +263,7 @@ def _actors(
 
 def ray_markdown(ray_part: dict[str, Any]) -> str:
     """The report's Ray section: nodes, workers, moved items, learning, the rate gate."""
-    from conductor_kernel.display import visible_line
+    from conductor_kernel.text.display import visible_line
 
     learning = ray_part["learning"]
     lines = [

@@ -161,7 +161,7 @@ def _replay_all(
         if report.read_problem:
             from rich.text import Text
 
-            from conductor_kernel.display import visible_line
+            from conductor_kernel.text.display import visible_line
 
             warning = Text("warning: ", style="yellow").append(
                 f"{visible_line(report.read_problem)} "
@@ -327,7 +327,7 @@ def print_mismatches(console: Console, report: FileReport, *, show_all: bool) ->
         return
     from rich.text import Text
 
-    from conductor_kernel.display import visible_line
+    from conductor_kernel.text.display import visible_line
 
     name = report.file.rsplit("/", 1)[-1]
     kinds = Counter(m.kind for m in report.mismatches)

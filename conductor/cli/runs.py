@@ -127,7 +127,7 @@ def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = N
     from rich.table import Table
     from rich.text import Text
 
-    from conductor_kernel.display import visible
+    from conductor_kernel.text.display import visible
 
     console = console or Console()
     cells = [_cells(row) for row in rows]
@@ -199,7 +199,7 @@ def _read(ref: str):
         from rich.console import Console
         from rich.text import Text
 
-        from conductor_kernel.display import visible_line
+        from conductor_kernel.text.display import visible_line
 
         warning = Text("warning: ", style="yellow").append(visible_line(str(transcript.problem)))
         Console(stderr=True).print(warning)

@@ -7,8 +7,8 @@ import json
 import sys
 
 from conductor.config.flags import add_setting_flags, settings_from_args
-from conductor_kernel.display import visible
 from conductor_kernel.events import FinalAnswer, RunFinished, RunStarted
+from conductor_kernel.text.display import visible
 
 
 def register(sub: argparse._SubParsersAction) -> None:

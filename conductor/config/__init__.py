@@ -7,7 +7,7 @@ table's fields nested with `__`: `CONDUCTOR_RUN__MAX_ROUNDS`); the user's config
 `$CONDUCTOR_HOME` (default: the platform's user data dir).
 
 Where things are:
-- `declaration.py`: the top-level fields; `conductor_kernel/run_config.py`: `RunConfig`,
+- `declaration.py`: the top-level fields; `conductor_kernel/limits/run_config.py`: `RunConfig`,
   the `[run]` table. Each field is one `setting(...)` declaration: type, default,
   description, bounds (`ge`/`gt`/`le`/`lt`, or a `Literal` of allowed words), the flag,
   and the flag's metavar.
@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from conductor_kernel.errors import ConfigError
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from record.home import config_path, home_dir, runs_dir
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """The user's settings, every field declared once: here, and in `RunConfig` (the `[run]`
-table, conductor_kernel/run_config.py).
+table, conductor_kernel/limits/run_config.py).
 
 A plain pydantic model, so that the command line can make its flags from it without
 loading how settings are read (`Settings`, in settings.py, adds the sources).
@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from conductor.methods import MethodName
-from conductor_kernel.run_config import RunConfig, setting
+from conductor_kernel.limits.run_config import RunConfig, setting
 
 
 class Declaration(BaseModel):

@@ -1,6 +1,6 @@
 """Reading the settings' declarations: each field's flag, description, bounds and checks.
 
-A field is declared once (`conductor_kernel.run_config.setting`); everything a user sees
+A field is declared once (`conductor_kernel.limits.run_config.setting`); everything a user sees
 about it is derived here from that declaration: the words that say what is allowed, the
 help of its flag, the check of a value and the message that refuses one.
 """

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from conductor.export.terminal import usage_line
-from conductor_kernel.display import visible, visible_line
+from conductor_kernel.text.display import visible, visible_line
 from record.fold import RunOutline
 from transcripts.run_diff import CallPair, FieldDiff, RoundPair, RunDiff
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 
 from conductor.export.wording import tool_tests_line
-from conductor_kernel.display import visible, visible_line
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -32,6 +31,7 @@ from conductor_kernel.events import (
     RunStarted,
     SandboxExec,
 )
+from conductor_kernel.text.display import visible, visible_line
 from record.fold import CallView, RoundView, RunOutline
 
 FENCE = "````"  # at least four backticks: the content may itself hold ``` fences

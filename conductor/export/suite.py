@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conductor.methods import METHODS, label
-from conductor_kernel.display import visible_line
+from conductor_kernel.text.display import visible_line
 
 # The data README's row order for the development tasks; other tasks follow as they come.
 TASK_ORDER = (

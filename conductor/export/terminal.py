@@ -17,7 +17,6 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from conductor.export.wording import plural, tool_tests_line, verification_words
-from conductor_kernel.display import visible, visible_line
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -34,6 +33,7 @@ from conductor_kernel.events import (
     SandboxExec,
 )
 from conductor_kernel.interfaces import ExecResult, Usage
+from conductor_kernel.text.display import visible, visible_line
 
 
 def shown(text: str, style: str = "") -> Text:

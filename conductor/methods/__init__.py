@@ -21,7 +21,7 @@ from conductor.methods.baselines import (
 )
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.interfaces import Method
-from conductor_kernel.meta import META, META_NO_PYTHON, MetaPrompting
+from conductor_kernel.run.meta import META, META_NO_PYTHON, MetaPrompting
 
 # The methods, in Table 1's column order (the `method` setting's allowed values).
 MethodName = Literal[

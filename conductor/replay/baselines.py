@@ -30,8 +30,8 @@ from conductor.replay.outputs import short
 from conductor.replay.results import FileReport, Mismatch, RecordResult
 from conductor_kernel.errors import TranscriptError, UserFacingError
 from conductor_kernel.events import Event, RunFinished
-from conductor_kernel.loop import Conductor
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.run.loop import Conductor
 from experts.replay import ReplayExhausted, TurnsReplayModel
 from record.published import harness_answer, parse_record, strip_round
 

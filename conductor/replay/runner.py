@@ -25,8 +25,8 @@ from conductor.replay.outputs import harness_view, recorded_view, same_code_outp
 from conductor.replay.results import FileReport, Mismatch, RecordResult
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import Sandbox
-from conductor_kernel.loop import Conductor
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.run.loop import Conductor
 from experts.replay import ReplayExhausted, ReplayModel
 from record.published import PublishedRecord, read_published
 

@@ -20,9 +20,9 @@ from conductor.config import Settings
 from conductor.session.fresh_sandbox import FreshSandbox
 from conductor_kernel.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
 from conductor_kernel.interfaces import ChatModel, EventSink, Method, Sandbox, Usage
-from conductor_kernel.ledger import UsageLedger
-from conductor_kernel.loop import Conductor
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.ledger import UsageLedger
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.run.loop import Conductor
 from record.home import runs_dir
 from record.repair import summarise
 from record.writer import TranscriptWriter

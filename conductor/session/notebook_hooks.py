@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from conductor_kernel.events import Event, Recall
 from conductor_kernel.interfaces import ChatModel, Sandbox
-from conductor_kernel.ledger import UsageLedger
+from conductor_kernel.limits.ledger import UsageLedger
 from lessons.read.recall import RecallOptions, recall
 from lessons.storage.store import Notebook
 from lessons.write.learn import LearnOptions, model_can_reflect, write_or_skip

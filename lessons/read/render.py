@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from conductor_kernel.tokens import estimate_tokens as tokenizer_count
+from conductor_kernel.text.tokens import estimate_tokens as tokenizer_count
 from lessons.values import EVIDENCE_WORDS, excerpt
 
 HEADER = (
@@ -35,7 +35,7 @@ TOKEN_MARGIN = 1.2
 # same notes, headers and lines come back recall after recall.
 @functools.lru_cache(maxsize=4096)
 def count_tokens(text: str) -> int:
-    """Tokens `text` takes (conductor_kernel/tokens.py), with a margin for other
+    """Tokens `text` takes (conductor_kernel/text/tokens.py), with a margin for other
     tokenizers."""
     return math.ceil(tokenizer_count(text) * TOKEN_MARGIN)
 

@@ -33,9 +33,9 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from conductor_kernel.display import visible_line
 from conductor_kernel.interfaces import ExecResult
-from conductor_kernel.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES
+from conductor_kernel.text.display import visible_line
+from conductor_kernel.text.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES
 from sandbox.bwrap import launch
 from sandbox.bwrap.launch import Limits
 from sandbox.bwrap.session import BwrapSession

@@ -24,9 +24,9 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from conductor_kernel.display import visible_line
 from conductor_kernel.interfaces import ExecResult
-from conductor_kernel.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES
+from conductor_kernel.text.display import visible_line
+from conductor_kernel.text.output import DEFAULT_KEEP_BYTES, HARD_CAP_BYTES
 from sandbox import image as sandbox_image
 from sandbox.docker import sweeper
 from sandbox.docker.client import (  # noqa: F401 (re-exported: tests and the CLI use them)

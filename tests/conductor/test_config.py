@@ -10,7 +10,7 @@ import pytest
 from conductor.cli import main
 from conductor.config import load_settings
 from conductor_kernel.errors import ConfigError
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 
 
 def config_file(text: str) -> Path:

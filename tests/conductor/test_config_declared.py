@@ -25,7 +25,7 @@ from conductor.config.flags import GENERATED, settings_from_args
 from conductor.config.sources import UNSET_WORDS
 from conductor.config.table import settings_table
 from conductor_kernel.errors import ConfigError
-from conductor_kernel.run_config import setting
+from conductor_kernel.limits.run_config import setting
 
 FIELDS = setting_fields(Declaration)
 REPO = Path(__file__).resolve().parents[2]
@@ -159,7 +159,7 @@ def test_a_command_that_starts_runs_has_every_setting_flag_made_from_its_declara
     own = {o for a in actions if not getattr(a, GENERATED, None) for o in a.option_strings}
     assert own == OWN_OPTIONS[command], (
         "an option that is not a declared setting: declare a setting with `setting(...)` "
-        "(conductor/config/declaration.py or conductor_kernel/run_config.py), or, if it "
+        "(conductor/config/declaration.py or conductor_kernel/limits/run_config.py), or, if it "
         "is the command's own, add it to OWN_OPTIONS"
     )
 

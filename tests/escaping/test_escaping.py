@@ -25,7 +25,7 @@ from conductor.export.html.diff_page import diff_html
 from conductor.export.html.run_page import run_html
 from conductor.export.markdown import to_markdown
 from conductor.export.terminal import RichPrinter
-from conductor_kernel.display import UNSAFE, is_visible, visible, visible_line
+from conductor_kernel.text.display import UNSAFE, is_visible, visible, visible_line
 from record.fold import outline
 from record.writer import TranscriptWriter
 from transcripts.run_diff import diff_runs

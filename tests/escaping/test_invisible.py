@@ -19,7 +19,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conductor_kernel.display import UNSAFE, is_visible, visible
+from conductor_kernel.text.display import UNSAFE, is_visible, visible
 
 # PropList.txt, Unicode 15-16 (unchanged since 2021 apart from U+2065's status).
 OTHER_DEFAULT_IGNORABLE = [

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conductor_kernel.display import UNSAFE, VisibleFormatter
+from conductor_kernel.text.display import UNSAFE, VisibleFormatter
 
 HOSTILE = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x9b31m\u202e\x00"
 

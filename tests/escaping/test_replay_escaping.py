@@ -10,7 +10,7 @@ from rich.console import Console
 
 from conductor.cli.replay import print_mismatches
 from conductor.replay.runner import FileReport, Mismatch
-from conductor_kernel.display import UNSAFE
+from conductor_kernel.text.display import UNSAFE
 
 HOSTILE = [
     "\x1b]52;c;cHduZWQ=\x07",

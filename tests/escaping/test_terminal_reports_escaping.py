@@ -9,7 +9,7 @@ import io
 import pytest
 from rich.console import Console
 
-from conductor_kernel.display import UNSAFE
+from conductor_kernel.text.display import UNSAFE
 from record.audit import AuditReport, Finding
 
 HOSTILE = [

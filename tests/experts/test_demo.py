@@ -22,7 +22,7 @@ from conductor.session import build_session
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import get_spec
 from conductor_kernel.events import NotesWritten, RunFinished
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.demo import Game24, Sorting, understand
 from support import REPO, skip_or_fail
 

@@ -16,7 +16,7 @@ import pytest
 from conductor.session import Session
 from conductor_kernel.events import Event, RunFinished
 from conductor_kernel.interfaces import ModelError
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from equipment.wire_server import Fault, Reply, WireServer
 from experts.anthropic_model import AnthropicModel
 from experts.openai_model import OpenAIModel

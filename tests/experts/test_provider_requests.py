@@ -13,8 +13,8 @@ from provider_models import HI, PROVIDERS, make_model
 from conductor_kernel import prompts
 from conductor_kernel.events import ExpertCallFinished, MetaTurnFinished, RunFinished, TextDelta
 from conductor_kernel.interfaces import ChatModel, Message
-from conductor_kernel.loop import Conductor
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.run.loop import Conductor
 from equipment.wire_formats import last_user_text, system_text
 from equipment.wire_server import Reply, WireServer
 from experts.openai_model import OpenAIModel

@@ -37,7 +37,7 @@ def main(home: str, runs: int, go: str) -> None:
     from conductor.session import Session
     from conductor.session.notebook_hooks import NotebookHooks
     from conductor_kernel.events import RunFinished
-    from conductor_kernel.run_config import RunConfig
+    from conductor_kernel.limits.run_config import RunConfig
     from experts.scripted import ScriptedModel
     from transcripts.index import RunIndex
 

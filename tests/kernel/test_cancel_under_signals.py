@@ -18,9 +18,9 @@ import threading
 
 import pytest
 
-from conductor_kernel.ledger import UsageLedger
-from conductor_kernel.run_config import RunConfig
-from conductor_kernel.streaming import RunCancelled, RunGuard, in_worker
+from conductor_kernel.limits.ledger import UsageLedger
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.limits.streaming import RunCancelled, RunGuard, in_worker
 
 SIGNALS_BEFORE_CANCEL = 800
 # Only a hang needs this long: a wait that works sees the cancel within a poll or two.

@@ -15,11 +15,11 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conductor_kernel.display import UNSAFE
 from conductor_kernel.events import MetaTurnStarted, RunFinished, SandboxExec
 from conductor_kernel.interfaces import ExecResult, Message
-from conductor_kernel.loop import Conductor
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.run.loop import Conductor
+from conductor_kernel.text.display import UNSAFE
 from experts.scripted import ScriptedModel
 
 CALL = 'Expert Python:\n"""\n```python\nprint("hi")\n```\nPlease run this code!\n"""'

@@ -22,8 +22,8 @@ from conductor_kernel.events import (
     TextDelta,
 )
 from conductor_kernel.interfaces import Completion, ModelError, Usage
-from conductor_kernel.loop import Conductor
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.run.loop import Conductor
 from experts.scripted import ScriptedModel
 from sandbox.subprocess_backend import SubprocessSandbox
 

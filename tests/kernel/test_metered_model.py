@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conductor_kernel.interfaces import Completion, Message, Usage
-from conductor_kernel.ledger import MeteredModel, UsageLedger
+from conductor_kernel.limits.ledger import MeteredModel, UsageLedger
 
 
 @dataclass
@@ -145,4 +145,4 @@ def test_the_product_defines_one_metered_model() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.ClassDef) and "metered" in node.name.lower()
     ]
-    assert found == ["conductor_kernel/ledger.py:MeteredModel"]
+    assert found == ["conductor_kernel/limits/ledger.py:MeteredModel"]

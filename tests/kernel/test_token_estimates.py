@@ -6,7 +6,7 @@ long to encode safely": a million characters or more, or over 200,000 tokens); t
 ValueError ended the run as an error with a traceback. Such text is counted by the
 fallback rule, four characters a token, instead.
 
-Every count in the product goes through conductor_kernel/tokens.py: the notebook's
+Every count in the product goes through conductor_kernel/text/tokens.py: the notebook's
 budget once had a second tokenizer (tiktoken, two characters a token without it), and
 the importer and the replay model a third, rule-of-thumb counter.
 """
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conductor_kernel import tokens
+from conductor_kernel.text import tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("conductor_kernel", "record", "experts", "sandbox", "transcripts", "lessons")
@@ -110,7 +110,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_only_the_tokens_module_imports_a_tokenizer() -> None:
-    home = ROOT / "conductor_kernel" / "tokens.py"
+    home = ROOT / "conductor_kernel" / "text" / "tokens.py"
     offenders = {
         str(path.relative_to(ROOT)): sorted(found)
         for package in PRODUCT

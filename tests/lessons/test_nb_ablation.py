@@ -19,7 +19,7 @@ from conductor.session.notebook_hooks import open_notebook
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import get_spec
 from conductor_kernel.interfaces import Message
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from sandbox.subprocess_backend import SubprocessSandbox
 

@@ -13,7 +13,7 @@ from nb_support import sort_run
 
 from conductor.cli import main
 from conductor.session.notebook_hooks import open_notebook
-from conductor_kernel.display import UNSAFE
+from conductor_kernel.text.display import UNSAFE
 from lessons.write.learn import learn_from_run
 
 # Each short enough that no view cuts it; each shown literally (escapes as `\x1b`...).

@@ -15,7 +15,7 @@ from conductor.session import Session
 from conductor.session.notebook_hooks import NotebookHooks, open_notebook
 from conductor_kernel.events import Event, MetaTurnStarted, NotesWritten, Recall
 from conductor_kernel.interfaces import Message
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from lessons.storage.store import Notebook
 from sandbox.subprocess_backend import SubprocessSandbox

@@ -20,7 +20,7 @@ from conductor.session import Session
 from conductor.session.notebook_hooks import NotebookHooks, open_notebook
 from conductor_kernel.events import Event, NotesWritten, RunFinished
 from conductor_kernel.interfaces import ExecResult, Message
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from lessons.forms.toolbox import StoredTool, best_tools, tools_of
 from lessons.forms.tools import Tool

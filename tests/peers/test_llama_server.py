@@ -19,7 +19,7 @@ from servers import LlamaServer
 from conductor.session import Session
 from conductor_kernel.events import Event, RunFinished, TextDelta
 from conductor_kernel.interfaces import Usage
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.anthropic_model import AnthropicModel
 from experts.openai_model import OpenAIModel
 from record.reader import read_transcript

@@ -24,7 +24,7 @@ from conductor.session import Session
 from conductor.session.notebook_hooks import NotebookHooks, open_notebook
 from conductor_kernel.events import Event, NotesWritten, Recall, RunFinished
 from conductor_kernel.interfaces import Completion, Message, Usage
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.anthropic_model import AnthropicModel
 from experts.openai_model import OpenAIModel
 from experts.scripted import ScriptedModel

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conductor.cli import main
-from conductor_kernel.display import UNSAFE
+from conductor_kernel.text.display import UNSAFE
 
 
 def _solved_run(capsys: pytest.CaptureFixture[str]) -> tuple[str, Path]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conductor.session import Session
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from record.reader import read_transcript
 from transcripts.index import RunIndex

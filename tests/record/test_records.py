@@ -13,7 +13,7 @@ import sqlite_utils
 from conductor.session import Session
 from conductor_kernel.events import Event, NotesWritten, RunFinished, RunStarted
 from conductor_kernel.interfaces import Completion, Message, Usage
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from record.migrations import DatabaseError, Migrations, open_database
 from record.reader import read_transcript

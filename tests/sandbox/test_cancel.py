@@ -30,7 +30,7 @@ import pytest
 from conductor.session import Session
 from conductor_kernel.events import Event, RunFinished, SandboxExec
 from conductor_kernel.interfaces import ExecResult, Message, Sandbox
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from record.reader import read_transcript
 from sandbox.registry import backend_class, probe

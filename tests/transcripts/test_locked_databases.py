@@ -21,7 +21,7 @@ import pytest
 
 from conductor.session import Session
 from conductor_kernel.events import Event, MetaTurnStarted, RunFinished
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from lessons.storage.store import Notebook
 from record.migrations import DatabaseError

@@ -10,7 +10,7 @@ import pytest
 from tui_helpers import make_settings, wait_for
 
 from conductor.cli import main as conductor_main
-from conductor_kernel.display import UNSAFE
+from conductor_kernel.text.display import UNSAFE
 from tui.app import ConductorApp
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import make_settings, wait_for
 
-from conductor_kernel.display import UNSAFE
+from conductor_kernel.text.display import UNSAFE
 from tui.app import ConductorApp
 from tui.screens.run_diff import RunDiffScreen
 

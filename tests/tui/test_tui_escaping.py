@@ -14,7 +14,7 @@ from hostile_runs import MARKUP, SEQUENCES, hostile_events, hostile_text
 from hypothesis import HealthCheck, given, settings
 from tui_helpers import make_settings, wait_for
 
-from conductor_kernel.display import UNSAFE
+from conductor_kernel.text.display import UNSAFE
 from record.writer import TranscriptWriter
 from tui.app import ConductorApp
 from tui.screens.run_detail import RunDetailScreen

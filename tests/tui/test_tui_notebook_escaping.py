@@ -10,7 +10,7 @@ import pytest
 from test_notebook_screen import seed_notebook
 from tui_helpers import make_settings, wait_for
 
-from conductor_kernel.display import UNSAFE
+from conductor_kernel.text.display import UNSAFE
 from lessons.storage.store import default_path
 from tui.app import ConductorApp
 from tui.screens.notebook import NotebookScreen

@@ -9,7 +9,7 @@ import pytest
 from hostile_runs import hostile_events
 from tui_helpers import make_settings, wait_for
 
-from conductor_kernel.display import UNSAFE
+from conductor_kernel.text.display import UNSAFE
 from record.writer import TranscriptWriter
 from tui.app import ConductorApp
 from tui.screens.run_detail import RunDetailScreen

@@ -28,7 +28,7 @@ from textual.widgets.option_list import Option
 from conductor.batch.report import ItemRecord, Tally
 from conductor.batch.store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
 from conductor.methods import METHODS, label
-from conductor_kernel.display import visible_line
+from conductor_kernel.text.display import visible_line
 from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:

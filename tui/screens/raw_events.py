@@ -15,8 +15,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from conductor_kernel.display import visible
 from conductor_kernel.events import Event
+from conductor_kernel.text.display import visible
 from tui.widgets.key_bar import KeyBar
 
 

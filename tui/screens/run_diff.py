@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from conductor.export.diff import diff_renderables
-from conductor_kernel.display import visible
+from conductor_kernel.text.display import visible
 from record.fold import outline_file
 from record.home import home_dir
 from transcripts.run_diff import RunDiff, diff_runs

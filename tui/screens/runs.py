@@ -21,8 +21,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Select, Static
 
-from conductor_kernel.display import visible
 from conductor_kernel.errors import UserFacingError
+from conductor_kernel.text.display import visible
 from record.audit import audit_outline
 from record.fold import outline_file
 from record.fts import quote_words

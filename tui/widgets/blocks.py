@@ -21,7 +21,7 @@ from textual.content import Content
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
-from conductor_kernel.display import visible, visible_line
+from conductor_kernel.text.display import visible, visible_line
 
 QUOTE_FENCE = "~~~"  # not ``` : a quoted instruction may itself hold ``` code fences
 

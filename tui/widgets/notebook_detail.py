@@ -15,7 +15,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.widgets import Static
 
-from conductor_kernel.display import visible
+from conductor_kernel.text.display import visible
 
 
 def _json_list(value: str | None) -> list[str]:

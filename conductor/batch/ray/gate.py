@@ -120,7 +120,7 @@ class ClusterBackoff(Backoff):
 
 
 def spent_on(gate: Any) -> Callable[[Completion], None]:
-    """A meter (conductor_kernel/ledger.py) that tells the gate each call's tokens, for
+    """A meter (conductor_kernel/limits/ledger.py) that tells the gate each call's tokens, for
     a tokens-per-minute budget. The report is not waited for: the call is done."""
 
     def report(completion: Completion) -> None:

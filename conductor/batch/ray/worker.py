@@ -87,7 +87,7 @@ class ItemWorker:
 
     def _share_gate(self, gate: Any, *, metered: bool) -> None:
         from conductor.batch.ray.gate import ClusterBackoff, spent_on
-        from conductor_kernel.ledger import MeteredModel
+        from conductor_kernel.limits.ledger import MeteredModel
 
         backoff = ClusterBackoff(gate)
         for model in {id(self.meta): self.meta, id(self.expert): self.expert}.values():

@@ -24,8 +24,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from conductor.export.terminal import exec_status
-from conductor_kernel.display import visible, visible_line
 from conductor_kernel.interfaces import Usage
+from conductor_kernel.text.display import visible, visible_line
 from record.findings import FINDING_KINDS
 
 _FORMATTER = HtmlFormatter(nowrap=True, classes=True)

@@ -26,7 +26,7 @@ from conductor.batch.runner import BatchRunner
 from conductor.session import Session
 from conductor.tasks.files import TaskItem
 from conductor_kernel.interfaces import Completion, Message
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from equipment.wire_server import Answer, Fault, WireServer
 from experts.openai_model import OpenAIModel
 from experts.retry import Backoff

@@ -36,7 +36,7 @@ from conductor.batch.store import ResultsLog, batch_id
 from conductor.session import Session
 from conductor.tasks.files import TaskItem
 from conductor_kernel.interfaces import Completion, Message
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from equipment.wire_server import WireServer
 from experts.scripted import ScriptedModel
 

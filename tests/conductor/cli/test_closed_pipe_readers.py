@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conductor.session import Session
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from transcripts.index import RunIndex
 

@@ -80,7 +80,7 @@ def test_audit_summary_warns_about_a_truncated_file(tmp_path: Path, capsys) -> N
 def test_notebook_list_never_cuts_keys_or_ids_at_80_columns() -> None:
     from conductor.config import Settings
     from conductor.session import build_session
-    from conductor_kernel.run_config import RunConfig
+    from conductor_kernel.limits.run_config import RunConfig
 
     session = build_session(Settings(model="demo", run=RunConfig(python=False)))
     for question in ("Use 4 5 6 10 to make 24", "Sort these words: pear apple fig"):

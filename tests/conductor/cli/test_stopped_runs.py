@@ -26,7 +26,7 @@ STOPPED_DURING_PARALLEL_EXPERTS = textwrap.dedent(
     from pathlib import Path
     from conductor.session import Session
     from conductor_kernel.events import ExpertCallStarted
-    from conductor_kernel.run_config import RunConfig
+    from conductor_kernel.limits.run_config import RunConfig
     from experts.scripted import ScriptedModel
 
     TWO = 'Expert A:\\n\"\"\"\\nIs 6*7 42?\\n\"\"\"\\n\\nExpert B:\\n\"\"\"\\nAnd 7*6?\\n\"\"\"'
@@ -70,7 +70,7 @@ def test_a_cancel_before_the_run_takes_its_first_step_is_not_lost(tmp_path: Path
     and the run went on to its answer."""
     from conductor.session import Session
     from conductor_kernel.events import RunFinished
-    from conductor_kernel.run_config import RunConfig
+    from conductor_kernel.limits.run_config import RunConfig
     from experts.scripted import ScriptedModel
 
     session = Session(

@@ -26,9 +26,9 @@ from conductor_kernel.events import (
     RunFinished,
 )
 from conductor_kernel.interfaces import Completion, Message, Usage
-from conductor_kernel.loop import Conductor
+from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.protocol import parse_final_answer
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.run.loop import Conductor
 
 words = st.text(alphabet=st.sampled_from("abcxyz 0123456789+-=.,\n"), min_size=0, max_size=40)
 

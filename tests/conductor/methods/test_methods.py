@@ -24,7 +24,7 @@ from conductor_kernel.events import (
     RunFinished,
     RunStarted,
 )
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from record.audit import audit_outline
 from record.fold import outline, outline_file

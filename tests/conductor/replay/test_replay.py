@@ -170,7 +170,7 @@ def test_what_the_loop_quotes_back_is_checked_against_the_record(sandbox) -> Non
     rec = parse_record(sorting_record(), line=5)
     model = ReplayModel(rec)
     from conductor.replay.runner import question_of, replay_config
-    from conductor_kernel.loop import Conductor
+    from conductor_kernel.run.loop import Conductor
 
     config = replay_config()
     config.python_timeout_s = 60  # the paper's 3 s is for replays, not a loaded test machine

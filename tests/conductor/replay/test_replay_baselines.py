@@ -64,7 +64,7 @@ def test_a_turn_our_rule_would_read_differently_is_a_mismatch(method: str) -> No
 def test_expert_dynamic_answers_with_the_description_the_record_shows() -> None:
     from conductor.methods import get_method
     from conductor.replay.baselines import replay_config
-    from conductor_kernel.loop import Conductor
+    from conductor_kernel.run.loop import Conductor
     from experts.replay import TurnsReplayModel
 
     first = (

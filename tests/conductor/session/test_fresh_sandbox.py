@@ -12,7 +12,7 @@ from conductor.session import Session
 from conductor.session.fresh_sandbox import FreshSandbox
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import ExecResult, Message, Sandbox
-from conductor_kernel.run_config import RunConfig
+from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
 from sandbox.registry import backend_class, probe
 from support import skip_or_fail

@@ -62,7 +62,7 @@ class _Gate:
 def test_the_gate_hears_each_calls_tokens_through_the_one_metered_model() -> None:
     from conductor.batch.ray.gate import spent_on
     from conductor_kernel.interfaces import Completion, Message, Usage
-    from conductor_kernel.ledger import MeteredModel, UsageLedger
+    from conductor_kernel.limits.ledger import MeteredModel, UsageLedger
 
     class Model:
         name = "m"

@@ -32,9 +32,15 @@ from conductor_kernel.events import (
     Observation,
 )
 from conductor_kernel.interfaces import ChatModel, Completion, Message, Sandbox, Usage, cut_cause
-from conductor_kernel.ledger import UsageLedger
-from conductor_kernel.run_config import RunConfig
-from conductor_kernel.streaming import RunCancelled, RunGuard, StreamLimit, StreamWatch, in_worker
+from conductor_kernel.limits.ledger import UsageLedger
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.limits.streaming import (
+    RunCancelled,
+    RunGuard,
+    StreamLimit,
+    StreamWatch,
+    in_worker,
+)
 
 T = TypeVar("T")
 Emit = Callable[[Event], None]

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from conductor_kernel import prompts
-from conductor_kernel.display import visible
 from conductor_kernel.errors import ModelUnreachable
 from conductor_kernel.events import (
     Event,
@@ -32,10 +31,11 @@ from conductor_kernel.interfaces import (
     Usage,
     cut_cause,
 )
-from conductor_kernel.output import cap_text
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.limits.streaming import RunGuard, StreamWatch
 from conductor_kernel.protocol import RUN_MARKER, ExpertCall, extract_code
-from conductor_kernel.run_config import RunConfig
-from conductor_kernel.streaming import RunGuard, StreamWatch
+from conductor_kernel.text.display import visible
+from conductor_kernel.text.output import cap_text
 
 Emit = Callable[[Event], None]
 

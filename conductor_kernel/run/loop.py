@@ -7,7 +7,7 @@ ends every run the same way: a `RunFinished` whose status says how it ended and 
 usage counts every call that returned, the cancelled ones included. Model calls run in
 worker threads and push their events (streamed text included) into a queue that the
 generator drains, so consumers see everything live and in order of occurrence. Limits
-are checked before every model call and, through `conductor_kernel.streaming`, while
+are checked before every model call and, through `conductor_kernel.limits.streaming`, while
 every call streams; `cancel()` closes the streams in flight and takes effect within a
 fraction of a second.
 """
@@ -19,14 +19,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from conductor_kernel.conversation import RunContext, RunState
 from conductor_kernel.events import ErrorEvent, Event, Recall, RunFinished, RunStarted, new_id
 from conductor_kernel.interfaces import ChatModel, Method, Sandbox
-from conductor_kernel.ledger import UsageLedger
-from conductor_kernel.meta import MetaPrompting
-from conductor_kernel.run_config import RunConfig
-from conductor_kernel.streaming import RunCancelled, RunGuard, StreamLimit
-from conductor_kernel.threads import run_concurrently
+from conductor_kernel.limits.ledger import UsageLedger
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.limits.streaming import RunCancelled, RunGuard, StreamLimit
+from conductor_kernel.run.conversation import RunContext, RunState
+from conductor_kernel.run.meta import MetaPrompting
+from conductor_kernel.run.threads import run_concurrently
 
 __all__ = ["Conductor", "RunState", "run_concurrently"]
 

@@ -13,11 +13,11 @@ from collections.abc import Callable, Generator
 from functools import partial
 
 from conductor_kernel import prompts
-from conductor_kernel.conversation import META_REPLIES, RunContext, Turn, converse
 from conductor_kernel.events import Event
-from conductor_kernel.expert_call import ExpertContext, ExpertOutcome, call_expert
 from conductor_kernel.protocol import ParsedTurn, parse_turn
-from conductor_kernel.threads import run_concurrently
+from conductor_kernel.run.conversation import META_REPLIES, RunContext, Turn, converse
+from conductor_kernel.run.expert_call import ExpertContext, ExpertOutcome, call_expert
+from conductor_kernel.run.threads import run_concurrently
 
 META = "meta"
 META_NO_PYTHON = "meta-no-python"

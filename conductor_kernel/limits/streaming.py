@@ -5,7 +5,7 @@ forwards is also a chance to stop: on cancel, or when the run's tokens, cost or 
 time would pass a limit counting this call's estimate so far, it raises
 `StreamStopped`; the provider then closes the connection (the server stops
 generating) and returns what came with the usage it knows. Finished calls are charged
-to the run's `UsageLedger` (conductor_kernel/ledger.py) the moment they return, from
+to the run's `UsageLedger` (conductor_kernel/limits/ledger.py) the moment they return, from
 whichever thread made them, so a cancel never loses the usage of a call that was paid
 for.
 """
@@ -20,9 +20,9 @@ from typing import Any, TypeVar, cast
 
 from conductor_kernel.events import Event, LimitHit, TextDelta
 from conductor_kernel.interfaces import StreamStopped, Usage
-from conductor_kernel.ledger import UsageLedger
-from conductor_kernel.run_config import RunConfig
-from conductor_kernel.tokens import by_characters, estimate_tokens
+from conductor_kernel.limits.ledger import UsageLedger
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.text.tokens import by_characters, estimate_tokens
 
 T = TypeVar("T")
 _DONE = object()
