@@ -43,8 +43,8 @@ PLANTS = (
     Plant(
         "conductor_kernel",
         "conductor_kernel/protocol.py",
-        "    return _scan(normalise_newlines(turn))[0]\n",
-        "    return _scan(normalise_newlines(turn))[0][:1]\n",
+        "        calls=calls,\n        final_answer=answer,\n",
+        "        calls=calls[:1],\n        final_answer=answer,\n",
         "a turn's expert calls after the first are dropped",
         ("tests/kernel",),
     ),
