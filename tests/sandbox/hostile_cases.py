@@ -62,6 +62,13 @@ FAST = frozenset(
         "capability_sets_and_bounding_set",  # no capability to hold or gain
         "home_is_no_shared_place",  # cells that shape later cells
         "host_cmdline",  # host facts
+        "write_system_dirs",  # the filesystem
+        "host_facts_anywhere_in_proc_and_sys",  # host facts in /proc and /sys
+        "sandbox_uid",  # identity
+        "frame_headers_in_output",  # output
+        "tcp_egress",  # network
+        "setuid_root",  # privilege
+        "process_vm_writev_supervisors",  # reach into the supervisors
     }
 )
 # Cases that fill the machine's memory or processes: not beside other heavy tests.
