@@ -58,10 +58,10 @@ PLANTS = (
     ),
     Plant(
         "experts",
-        "experts/demo.py",
-        "        if b != 0:\n            options.append((a / b,",
-        "        if b == 0:\n            options.append((a / b,",
-        "the demo's Game of 24 search never divides",
+        "experts/pricing.py",
+        "            + usage.cache_read_tokens * self.cache_read\n",
+        "            + usage.cache_read_tokens * self.input\n",
+        "cached prompt tokens are billed at the full input price",
         ("tests/experts",),
     ),
     Plant(
