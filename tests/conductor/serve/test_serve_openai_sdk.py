@@ -15,13 +15,13 @@ import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from serve_support import running
 
 from conductor.cli import main
 from conductor.config import load_settings
 from conductor.serve.app import ServeOptions
 from conductor.serve.wire import RUN_ID_HEADER
 from conductor_kernel.events import ExpertCallFinished, MetaTurnFinished
+from equipment.serve_server import running
 from experts import demo
 from record.reader import iter_events
 

@@ -12,6 +12,8 @@ from conductor.methods import METHODS
 from conductor.serve.conversation import BadConversation, question_from
 from conductor.serve.limits import LOWERABLE, BadLimit, lowered, requested_limits
 from conductor.serve.names import UnknownServedModel, resolve, served_ids
+from conductor.serve.server import check_binding, loopback_only
+from conductor_kernel.errors import UserFacingError
 from conductor_kernel.run_config import RunConfig
 
 specs = st.sampled_from(["demo", "openai:qwen", "openai:smollm2@http://127.0.0.1:8080/v1"])
@@ -152,3 +154,22 @@ def test_a_conversation_keeps_every_turn_and_ends_with_the_question(
 def test_messages_that_are_no_question_are_refused(messages: object) -> None:
     with pytest.raises(BadConversation):
         question_from(messages)
+
+
+@given(st.ip_addresses())
+def test_only_a_loopback_address_serves_without_a_key(address: object) -> None:
+    host = str(address)
+    if address.is_loopback:  # type: ignore[attr-defined]
+        check_binding(host, None)
+    else:
+        with pytest.raises(UserFacingError, match="API key"):
+            check_binding(host, None)
+    check_binding(host, "a-key")  # with a key any address will do
+
+
+def test_serving_beyond_loopback_without_a_key_is_refused_before_binding(capsys) -> None:
+    from conductor.cli import main
+
+    assert main(["serve", "--host", "0.0.0.0", "--model", "demo"]) == 2
+    assert "API key" in capsys.readouterr().err
+    assert not loopback_only("example.com")  # a name may resolve anywhere
