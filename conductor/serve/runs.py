@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,8 @@ class ServedRun:
         factory: SessionFactory = default_factory,
         tags: dict[str, str] | None = None,
     ) -> None:
-        self.run_id = new_id()
+        # Named here, as the loop names runs, so the header can carry it before it starts.
+        self.run_id = time.strftime("%Y%m%d-%H%M%S-") + new_id()[:6]
         self.question = question
         self.settings = settings
         self.method = method
