@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from conductor.config.flags import add_setting_flags, settings_from_args
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -14,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "pip install 'conductor[mcp]'.",
     )
     p.add_argument("--http", type=int, metavar="PORT", help="streamable HTTP on this port")
-    p.add_argument("--notebook", help="the notebook recall and search read (default: setting)")
+    add_setting_flags(p)  # the settings every run `solve` starts is held to
     p.set_defaults(handler=run_mcp)
 
 
@@ -28,7 +30,7 @@ def run_mcp(args: argparse.Namespace) -> int:
             f"`conductor mcp` needs the mcp extra ({exc.name} is missing): "
             "pip install 'conductor[mcp]'"
         ) from None
-    server = create_server(args.notebook)
+    server = create_server(settings_from_args(args))
     if args.http is not None:
         # No key is asked for over HTTP: it is bound to this machine alone.
         server.run("streamable-http", host="127.0.0.1", port=args.http)

@@ -20,9 +20,7 @@ from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import (
     Event,
     ExpertCallFinished,
-    ExpertCallStarted,
     MetaTurnFinished,
-    MetaTurnStarted,
     RunFinished,
     RunStarted,
     SandboxExec,
@@ -197,66 +195,79 @@ def _sample(run: RunSample) -> EvalSample:
 
 
 def _events(recorded: list[Event]) -> tuple[list[Any], dict[str, Any]]:
-    """The run's model calls and programs as Inspect events, and its usage per model."""
-    from inspect_ai.event import InfoEvent, ModelEvent
-    from inspect_ai.model import (
-        ChatMessageSystem,
-        ChatMessageUser,
-        GenerateConfig,
-        ModelOutput,
-        ModelUsage,
-    )
+    """The run's model calls and programs as Inspect events, and its usage per model:
+    each round's meta turn, then the calls it made and the programs they ran, as the
+    one fold of a run (record/fold.py) groups them."""
+    from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelUsage
 
-    asked: dict[str, list[Any]] = {}
+    from record.fold import outline
+
     out: list[Any] = []
     usage: dict[str, ModelUsage] = defaultdict(ModelUsage)
-    for event in recorded:
-        if isinstance(event, MetaTurnStarted):
-            asked[event.id] = [ChatMessageUser(content=event.user_message)]
-        elif isinstance(event, ExpertCallStarted):
-            system = [ChatMessageSystem(content=event.system_prompt)] if event.system_prompt else []
-            asked[event.id] = [*system, ChatMessageUser(content=event.prompt or event.instruction)]
-        elif isinstance(event, MetaTurnFinished | ExpertCallFinished):
-            model = _model_name(event.model or "unknown")
-            used = _usage(event.usage)
-            usage[model] = _add(usage[model], used)
-            output = ModelOutput.from_content(model, event.text)
-            output.usage = used
-            out.append(
-                ModelEvent(
-                    timestamp=_time(event.ts),
-                    model=model,
-                    role="meta" if isinstance(event, MetaTurnFinished) else "expert",
-                    input=asked.get(event.parent_id or "", []),
-                    tools=[],
-                    tool_choice="none",
-                    config=GenerateConfig(),
-                    output=output,
-                    metadata={"conductor_event": event.kind, **_call_detail(event)},
-                )
-            )
-        elif isinstance(event, SandboxExec):
-            result = event.result
-            out.append(
-                InfoEvent(
-                    timestamp=_time(event.ts),
-                    source="sandbox",
-                    data={
-                        "code": event.code,
-                        "exit_code": result.exit_code,
-                        "timed_out": result.timed_out,
-                        "stdout": result.stdout,
-                        "stderr": result.stderr,
-                    },
-                )
-            )
+    for round_ in outline(recorded).rounds:
+        if round_.finished is not None:
+            asked = round_.started.user_message if round_.started is not None else ""
+            meta = round_.finished
+            detail: dict[str, Any] = {"round": meta.round}
+            out.append(_model_event(meta, [ChatMessageUser(content=asked)], usage, "meta", detail))
+        for call in round_.calls:
+            if call.finished is not None:
+                started = call.started
+                system = started.system_prompt if started is not None else ""
+                prompt = (started.prompt or started.instruction) if started is not None else ""
+                messages: list[Any] = [ChatMessageSystem(content=system)] if system else []
+                messages.append(ChatMessageUser(content=prompt))
+                done = call.finished
+                detail = {"expert": done.name, "error": done.error}
+                out.append(_model_event(done, messages, usage, "expert", detail))
+            out.extend(_program_event(run) for run in call.execs)
+        out.extend(_program_event(run) for run in round_.execs)
     return out, dict(usage)
 
 
-def _call_detail(event: MetaTurnFinished | ExpertCallFinished) -> dict[str, Any]:
-    if isinstance(event, ExpertCallFinished):
-        return {"expert": event.name, "error": event.error}
-    return {"round": event.round}
+def _model_event(
+    event: MetaTurnFinished | ExpertCallFinished,
+    asked: list[Any],
+    usage: dict[str, Any],
+    role: str,
+    detail: dict[str, Any],
+) -> Any:
+    from inspect_ai.event import ModelEvent
+    from inspect_ai.model import GenerateConfig, ModelOutput
+
+    model = _model_name(event.model or "unknown")
+    used = _usage(event.usage)
+    usage[model] = _add(usage[model], used)
+    output = ModelOutput.from_content(model, event.text)
+    output.usage = used
+    return ModelEvent(
+        timestamp=_time(event.ts),
+        model=model,
+        role=role,
+        input=asked,
+        tools=[],
+        tool_choice="none",
+        config=GenerateConfig(),
+        output=output,
+        metadata={"conductor_event": event.kind, **detail},
+    )
+
+
+def _program_event(run: SandboxExec) -> Any:
+    from inspect_ai.event import InfoEvent
+
+    result = run.result
+    return InfoEvent(
+        timestamp=_time(run.ts),
+        source="sandbox",
+        data={
+            "code": run.code,
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "stdout": result.stdout,
+            "stderr": result.stderr,
+        },
+    )
 
 
 def _add_remainder(usage: dict[str, Any], recorded: Usage, model: str) -> None:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
+from conductor.config import load_settings
 from conductor.mcp_server import tools
 from conductor_kernel.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from conductor.config.settings import Settings
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -24,7 +28,11 @@ async def _off_loop(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         raise ToolError(str(exc)) from None
 
 
-def create_server(notebook: str | None = None) -> MCPServer:
+def create_server(settings: Settings | None = None) -> MCPServer:
+    """The server; `settings` (the configured ones by default) hold every run and name
+    the notebook read."""
+    settings = settings or load_settings()
+    notebook = settings.notebook or None
     server = MCPServer(
         "conductor",
         instructions="Meta-prompting runs and the experience notebook they learn into.",
@@ -40,7 +48,9 @@ def create_server(notebook: str | None = None) -> MCPServer:
     async def solve(
         question: str, method: str | None = None, model: str | None = None
     ) -> dict[str, Any]:
-        return await _off_loop(lambda: tools.solve(question, method=method, model=model))
+        return await _off_loop(
+            lambda: tools.solve(question, method=method, model=model, settings=settings)
+        )
 
     @server.tool(
         annotations=READ_ONLY,

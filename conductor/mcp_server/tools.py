@@ -9,37 +9,46 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conductor.config import load_settings
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.events import ExpertCallStarted, FinalAnswer, RunFinished, RunStarted
+from conductor_kernel.events import Event, FinalAnswer, RunFinished, RunStarted
+
+if TYPE_CHECKING:
+    from conductor.config.settings import Settings
 
 
-def solve(question: str, *, method: str | None = None, model: str | None = None) -> dict[str, Any]:
-    """One run; its answer, id and a short account of what it did."""
+def solve(
+    question: str,
+    *,
+    method: str | None = None,
+    model: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """One run under `settings` (the configured ones by default; its limits hold); its
+    answer, id and a short account of what it did."""
     from conductor.methods import check_method
     from conductor.session import build_session
 
     if not question.strip():
         raise UserFacingError("the question is empty")
-    overrides: dict[str, Any] = {}
+    update: dict[str, Any] = {}
     if method:
-        overrides["method"] = check_method(method)
+        update["method"] = check_method(method)
     if model:
-        overrides["model"] = model
-    settings = load_settings(overrides)
-    session = build_session(settings)
+        update["model"] = model
+    chosen = (settings or load_settings()).model_copy(update=update)
+    session = build_session(chosen)
     started: RunStarted | None = None
     finished: RunFinished | None = None
     answer: str | None = None
-    experts: Counter[str] = Counter()
+    events: list[Event] = []
     try:
         for event in session.solve(question, tags={"via": "mcp"}):
+            events.append(event)
             if isinstance(event, RunStarted):
                 started = event
-            elif isinstance(event, ExpertCallStarted):
-                experts[event.name] += 1
             elif isinstance(event, FinalAnswer):
                 answer = event.answer
             elif isinstance(event, RunFinished):
@@ -55,11 +64,19 @@ def solve(question: str, *, method: str | None = None, model: str | None = None)
         "status": finished.status,
         "method": started.method,
         "model": started.model,
-        "account": _account(finished, experts),
+        "account": _account(finished, events),
     }
 
 
-def _account(finished: RunFinished, experts: Counter[str]) -> str:
+def _account(finished: RunFinished, events: list[Event]) -> str:
+    from record.fold import outline
+
+    experts = Counter(
+        call.started.name
+        for round_ in outline(events).rounds
+        for call in round_.calls
+        if call.started is not None
+    )
     consulted = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in experts.items())
     used = finished.usage
     return (
