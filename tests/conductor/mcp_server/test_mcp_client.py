@@ -1,4 +1,4 @@
-"""`conductor mcp` driven by the official `mcp` client over stdio: every tool listed with
+"""`conductor mcp` driven by the official `mcp` client over stdio and streamable HTTP:
 its read-only mark, `solve` making a recorded run, `run_show` and the notebook tools
 answering about it."""
 
@@ -105,3 +105,55 @@ def test_a_bad_call_is_an_error_the_client_sees(isolated_home: Path) -> None:
 
     result = anyio.run(call)
     assert result.is_error and "conductor runs list" in result.content[0].text
+
+
+def test_every_tool_over_streamable_http(isolated_home: Path) -> None:
+    import socket
+    import subprocess
+    import time
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    parameters = server_parameters()
+    process = subprocess.Popen(
+        [parameters.command, *parameters.args, "--http", str(port)],
+        env=parameters.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            with socket.socket() as attempt:
+                if attempt.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "conductor mcp --http did not listen"
+            time.sleep(0.1)
+
+        async def calls() -> tuple[list, dict, dict]:
+            async with (
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as streams,
+                ClientSession(streams[0], streams[1]) as session,
+            ):
+                await session.initialize()
+                listed = (await session.list_tools()).tools
+                solved = payload(
+                    await session.call_tool(
+                        "solve", {"question": "Use 1 2 3 4 to make 24", "method": "standard"}
+                    )
+                )
+                shown = payload(await session.call_tool("run_show", {"run": solved["run_id"]}))
+                return listed, solved, shown
+
+        listed, solved, shown = anyio.run(calls)
+    finally:
+        process.terminate()
+        process.wait(30)
+    assert {tool.name for tool in listed} == set(TOOLS)
+    record = RunIndex().get(solved["run_id"])
+    assert record is not None and record["method"] == "standard" == solved["method"]
+    assert shown["run_id"] == solved["run_id"] and shown["status"] == record["status"]
