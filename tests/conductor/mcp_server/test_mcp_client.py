@@ -1,5 +1,5 @@
 """`conductor mcp` driven by the official `mcp` client over stdio and streamable HTTP:
-its read-only mark, `solve` making a recorded run, `run_show` and the notebook tools
+every tool listed with its read-only mark, `solve` making a recorded run, `run_show` and the notebook tools
 answering about it."""
 
 from __future__ import annotations
