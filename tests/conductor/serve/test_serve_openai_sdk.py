@@ -244,3 +244,34 @@ def test_a_client_leaving_before_a_plain_reply_interrupts_its_run(slow_served: s
         time.sleep(0.1)
     (run,) = listed()
     assert wait_for_status(run["run_id"]) == "interrupted"
+
+
+def broken_model(messages: object) -> str:
+    raise ConnectionError("the provider's socket closed")  # a system failure, not an answer
+
+
+@pytest.fixture
+def broken_served(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    import experts.registry
+    from experts.scripted import ScriptedModel
+
+    monkeypatch.setattr(
+        experts.registry, "get_model", lambda spec, **_: ScriptedModel(broken_model, name="demo")
+    )
+    with running(options()) as url:
+        yield url
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_failed_run_is_an_error_never_a_reply(broken_served: str, stream: bool) -> None:
+    ask = client(broken_served).chat.completions
+    messages = [{"role": "user", "content": "Use 4 7 8 8 to make 24"}]
+    with pytest.raises(openai.APIError, match="failed") as raised:
+        if stream:
+            for _ in ask.create(model=MODEL, messages=messages, stream=True):
+                pass
+        else:
+            ask.create(model=MODEL, messages=messages)
+    (run,) = listed()
+    assert run["status"] == "error" and not run["final_answer"]
+    assert run["run_id"] in str(raised.value)  # the message says which run to look at
