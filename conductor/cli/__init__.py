@@ -30,11 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
     # The composition root: every command group, the TUI's included, is a plain import
     # here, so the import contracts see each edge (pyproject.toml, docs/architecture.md).
     # Each `register` only declares flags; what a command needs is imported when it runs.
-    from conductor.cli import batch, notebook, replay, runs, score, solve
+    from conductor.cli import batch, mcp, notebook, replay, runs, score, serve, solve
     from sandbox import cli as sandbox_cli
     from tui import cli as tui_cli
 
-    for module in (solve, runs, replay, score, batch, sandbox_cli, notebook):
+    for module in (solve, runs, replay, score, batch, sandbox_cli, notebook, serve, mcp):
         module.register(sub)
     tui_cli.register(sub)
     return parser

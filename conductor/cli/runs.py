@@ -59,6 +59,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="as one self-contained HTML page (default file: RUN_ID.html here)",
     )
+    fmt.add_argument(
+        "--inspect",
+        action="store_true",
+        help="as an Inspect eval log for `inspect view` (RUN may also be a batch id or "
+        "folder: one sample per item; default file: RUN.eval here; needs the inspect extra)",
+    )
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--notebook", help="read recalled and written notes' evidence from here")
     p.set_defaults(handler=run_export)
@@ -221,6 +227,8 @@ def run_show(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from record.fold import outline
 
+    if args.inspect:
+        return _export_inspect(args)
     transcript = _read(args.run)
     run = outline(transcript.events, problem=_problem(transcript))
     if args.html:
@@ -238,6 +246,35 @@ def run_export(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
+
+
+def _export_inspect(args: argparse.Namespace) -> int:
+    from conductor.export.inspect_log import batch_samples, run_sample, write_inspect_log
+
+    batch = _batch_folder(args.run)
+    if batch is not None:
+        samples, name = batch_samples(batch), batch.name
+    else:
+        transcript = _read(args.run)
+        samples, name = [run_sample(transcript.events)], transcript.events[0].run_id
+    out = Path(args.output or f"{name}.eval")
+    try:
+        written = write_inspect_log(samples, out, task=name)
+    except OSError as exc:
+        raise UserFacingError(_cannot_write(exc, out)) from None
+    for path in written:
+        print(f"wrote {path} ({len(samples)} runs; open it with `inspect view`)")
+    return 0
+
+
+def _batch_folder(ref: str) -> Path | None:
+    """The batch folder `ref` names (a folder, or a batch id), or None for a run."""
+    from conductor.batch.store import RESULTS_FILE, batches_dir
+
+    for path in (Path(ref), batches_dir() / ref):
+        if (path / RESULTS_FILE).exists():
+            return path
+    return None
 
 
 def _write(out: Path, text: str) -> None:

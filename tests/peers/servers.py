@@ -219,10 +219,13 @@ def litellm_config(llama_url: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def start_litellm(binary: Path, workdir: Path, llama_url: str | None) -> Peer:
+def start_litellm(
+    binary: Path, workdir: Path, llama_url: str | None, *, model_list: str | None = None
+) -> Peer:
+    """The proxy with the mocks and llama-server's route, or `model_list` (YAML) instead."""
     port = free_port()
-    config = workdir / "litellm.yaml"
-    config.write_text(litellm_config(llama_url), encoding="utf-8")
+    config = workdir / f"litellm-{port}.yaml"
+    config.write_text(model_list or litellm_config(llama_url), encoding="utf-8")
     log_path = workdir / f"litellm-{port}.log"
     log = log_path.open("wb")
     key = "sk-" + secrets.token_hex(16)  # the proxy refuses to start without a master key

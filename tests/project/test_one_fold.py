@@ -56,6 +56,7 @@ ONE_AT_A_TIME = {
     "conductor/batch/runner.py": "keeps the last meta turn of the run it watches",
     "tui/renderers.py": "the renderers of the Solve view and of one round's page",
     "tui/widgets/status_bar.py": "the live run's status line",
+    "conductor/serve/wire.py": "a served run's progress, streamed as each event comes",
 }
 
 

@@ -1,0 +1,39 @@
+"""`conductor mcp`: runs and the notebook as MCP tools (conductor/mcp_server)."""
+
+from __future__ import annotations
+
+import argparse
+
+from conductor.config.flags import add_setting_flags, settings_from_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "mcp",
+        help="serve the tools solve, recall, notebook_search, run_show over MCP (stdio)",
+        description="A Model Context Protocol server for agents: over stdio by default, or "
+        "streamable HTTP on 127.0.0.1 with --http PORT. Needs the mcp extra: "
+        "pip install 'conductor[mcp]'.",
+    )
+    p.add_argument("--http", type=int, metavar="PORT", help="streamable HTTP on this port")
+    add_setting_flags(p)  # the settings every run `solve` starts is held to
+    p.set_defaults(handler=run_mcp)
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    from conductor_kernel.errors import UserFacingError
+
+    try:
+        from conductor.mcp_server.server import create_server
+    except ImportError as exc:
+        raise UserFacingError(
+            f"`conductor mcp` needs the mcp extra ({exc.name} is missing): "
+            "pip install 'conductor[mcp]'"
+        ) from None
+    server = create_server(settings_from_args(args))
+    if args.http is not None:
+        # No key is asked for over HTTP: it is bound to this machine alone.
+        server.run("streamable-http", host="127.0.0.1", port=args.http)
+    else:
+        server.run("stdio")
+    return 0

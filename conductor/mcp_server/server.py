@@ -1,0 +1,73 @@
+"""The MCP server: the tools of tools.py, with the official SDK's `MCPServer`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from conductor.config import load_settings
+from conductor.mcp_server import tools
+from conductor_kernel.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from conductor.config.settings import Settings
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+async def _off_loop(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run a tool's blocking work on a thread; a refusal goes to the client as said."""
+    try:
+        return await anyio.to_thread.run_sync(work)
+    except UserFacingError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def create_server(settings: Settings | None = None) -> MCPServer:
+    """The server; `settings` (the configured ones by default) hold every run and name
+    the notebook read."""
+    settings = settings or load_settings()
+    notebook = settings.notebook or None
+    server = MCPServer(
+        "conductor",
+        instructions="Meta-prompting runs and the experience notebook they learn into.",
+    )
+
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
+        description="Solve a question with a conductor run (recorded, within the configured "
+        "limits). method: meta, meta-no-python, standard, zero-shot-cot, expert-static, "
+        "expert-dynamic, multipersona; model: as the `model` setting. Returns the answer, "
+        "the run id and a short account of the run.",
+    )
+    async def solve(
+        question: str, method: str | None = None, model: str | None = None
+    ) -> dict[str, Any]:
+        return await _off_loop(
+            lambda: tools.solve(question, method=method, model=model, settings=settings)
+        )
+
+    @server.tool(
+        annotations=READ_ONLY,
+        description="What the notebook would show a run of this question: its notes with "
+        "their verification, record and trust.",
+    )
+    async def recall(question: str) -> dict[str, Any]:
+        return await _off_loop(lambda: tools.recall(question, notebook=notebook))
+
+    @server.tool(annotations=READ_ONLY, description="Search the notebook's notes by words.")
+    async def notebook_search(query: str, k: int = 8) -> dict[str, Any]:
+        return await _off_loop(lambda: tools.notebook_search(query, k=k, notebook=notebook))
+
+    @server.tool(
+        annotations=READ_ONLY, description="A recorded run (id or unique prefix) as Markdown."
+    )
+    async def run_show(run: str) -> dict[str, Any]:
+        return await _off_loop(lambda: tools.run_show(run))
+
+    return server

@@ -1,0 +1,164 @@
+"""The tools' work: solve a question as a recorded run, recall, search notes, show a run.
+
+Each returns plain data (JSON-ready) for the server to send. A run started here is
+started through `conductor.session` like any other: recorded, learned from, and held to
+the configured limits (a tool call cannot raise them).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from conductor.config import load_settings
+from conductor_kernel.errors import UserFacingError
+from conductor_kernel.events import Event, FinalAnswer, RunFinished, RunStarted
+
+if TYPE_CHECKING:
+    from conductor.config.settings import Settings
+
+
+def solve(
+    question: str,
+    *,
+    method: str | None = None,
+    model: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """One run under `settings` (the configured ones by default; its limits hold); its
+    answer, id and a short account of what it did."""
+    from conductor.methods import check_method
+    from conductor.session import build_session
+
+    if not question.strip():
+        raise UserFacingError("the question is empty")
+    update: dict[str, Any] = {}
+    if method:
+        update["method"] = check_method(method)
+    if model:
+        update["model"] = model
+    chosen = (settings or load_settings()).model_copy(update=update)
+    session = build_session(chosen)
+    started: RunStarted | None = None
+    finished: RunFinished | None = None
+    answer: str | None = None
+    events: list[Event] = []
+    try:
+        for event in session.solve(question, tags={"via": "mcp"}):
+            events.append(event)
+            if isinstance(event, RunStarted):
+                started = event
+            elif isinstance(event, FinalAnswer):
+                answer = event.answer
+            elif isinstance(event, RunFinished):
+                finished = event
+    finally:
+        if session.sandbox is not None:
+            session.sandbox.close()
+    if finished is None or started is None:
+        raise UserFacingError("the run ended without being recorded as finished")
+    return {
+        "answer": answer,
+        "run_id": finished.run_id,
+        "status": finished.status,
+        "method": started.method,
+        "model": started.model,
+        "account": _account(finished, events),
+    }
+
+
+def _account(finished: RunFinished, events: list[Event]) -> str:
+    from record.fold import outline
+
+    experts = Counter(
+        call.started.name
+        for round_ in outline(events).rounds
+        for call in round_.calls
+        if call.started is not None
+    )
+    consulted = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in experts.items())
+    used = finished.usage
+    return (
+        f"{finished.status} after {finished.rounds} rounds; "
+        f"{finished.expert_calls} expert calls ({consulted or 'none'}), "
+        f"{finished.sandbox_runs} programs run; "
+        f"{used.input_tokens + used.output_tokens} tokens, ${used.cost_usd:.4f}; "
+        f"{finished.duration_s:.1f} s"
+    )
+
+
+def recall(question: str, *, notebook: str | None = None) -> dict[str, Any]:
+    """What the notebook would show a run of `question`, each note with its trust."""
+    from conductor.session.notebook_hooks import open_notebook
+    from lessons.read.candidates import trust
+    from lessons.read.recall import recall as recall_notes
+
+    book = open_notebook(_notebook(notebook))
+    try:
+        result = recall_notes(book, question)
+        best = result.best_type
+        return {
+            "task_type": f"{best['name']} ({best['id']})" if best else None,
+            "rendered": result.rendered.text,
+            "notes": [
+                {
+                    "id": shown.note["id"],
+                    "kind": shown.note["kind"],
+                    "text": shown.note.get("text") or shown.note.get("key"),
+                    "verification": shown.note.get("verification"),
+                    "helpful": shown.note.get("helpful"),
+                    "harmful": shown.note.get("harmful"),
+                    "trust": round(trust(shown.note), 3),
+                    "source_run": shown.note.get("source_run"),
+                    "relevance": round(shown.relevance, 4),
+                }
+                for shown in result.shown
+            ],
+        }
+    finally:
+        book.close()
+
+
+def notebook_search(query: str, *, k: int = 8, notebook: str | None = None) -> dict[str, Any]:
+    """Notes relevant to `query` (any threshold), as `conductor notebook search` finds them."""
+    from conductor.session.notebook_hooks import open_notebook
+    from lessons.read.recall import RecallOptions
+    from lessons.read.recall import recall as recall_notes
+
+    if not 1 <= k <= 100:
+        raise UserFacingError("k must be between 1 and 100")
+    book = open_notebook(_notebook(notebook))
+    try:
+        result = recall_notes(book, query, options=RecallOptions(k=k, threshold=0.0))
+        return {
+            "types": [
+                {"id": m.type_id, "name": m.name, "relevance": round(m.relevance(), 4)}
+                for m in result.matches
+            ],
+            "notes": result.event_notes(),
+        }
+    finally:
+        book.close()
+
+
+def run_show(run: str) -> dict[str, Any]:
+    """A recorded run as Markdown (question, every turn and call, the answer)."""
+    from conductor.export.markdown import to_markdown
+    from record.fold import outline
+    from record.reader import read_transcript
+    from transcripts.index import RunIndex
+
+    record = RunIndex().get(run)
+    if record is None or not record["path"]:
+        raise UserFacingError(f"no run matches {run!r}; `conductor runs list` shows run ids")
+    transcript = read_transcript(Path(record["path"]))
+    return {
+        "run_id": record["run_id"],
+        "status": record["status"],
+        "markdown": to_markdown(outline(transcript.events)),
+    }
+
+
+def _notebook(path: str | None) -> str | None:
+    return path or load_settings().notebook or None
