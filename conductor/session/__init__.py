@@ -73,6 +73,9 @@ class Session:
     ledger: UsageLedger | None = None  # the current (or last) run's ledger
     # Why the session cancelled its own run (a sink's reader went away), if it did.
     stopped_by: str | None = None
+    # What the run's record could not be stored in (its transcript, runs.db): the run
+    # is then not a grade of the model, and a batch records it as a storage error.
+    storage_failures: list[str] = field(default_factory=list)
     _dead: set[int] = field(default_factory=set, repr=False)
     _cut_off: bool = field(default=False, repr=False)  # ended by an exception, not the loop
     # A cancel asked for this run, kept until it ends: the loop clears its own flag when
@@ -116,6 +119,7 @@ class Session:
         events: list[Event] = []
         ledger = self.ledger = UsageLedger()
         self.stopped_by = None
+        self.storage_failures = []
         self._dead = set()
         self._cut_off = False
         if self.index is not None:
@@ -225,6 +229,11 @@ class Session:
                     self.stopped_by = self.stopped_by or "output closed"
                     self.cancel()
                     continue
+                if target is writer or target is self.index or _stores(target):
+                    where = "the transcript" if target is writer else "runs.db"
+                    self.storage_failures.append(
+                        f"{where} could not take a {event.kind} event ({type(exc).__name__}: {exc})"
+                    )
                 log.warning(
                     "%s could not take a %s event (%s: %s); the run goes on",
                     type(target).__name__,
@@ -233,6 +242,12 @@ class Session:
                     exc,
                     exc_info=log.isEnabledFor(logging.DEBUG),
                 )
+
+
+def _stores(target: Any) -> bool:
+    """A sink that keeps the run's record (a batch's runs.db feed): its failure is a
+    storage failure of the run, not a display's."""
+    return bool(getattr(target, "stores_record", False))
 
 
 def _reader_gone(exc: BaseException) -> bool:
