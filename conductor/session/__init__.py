@@ -244,6 +244,18 @@ class Session:
                 )
 
 
+def check_endpoints(*models: ChatModel) -> None:
+    """Refuse at once when a model's server cannot be reached at all, saying what to do;
+    nothing is started or recorded first."""
+    from conductor_kernel.errors import ModelUnreachable
+    from experts.registry import endpoint_problem
+
+    for model in dict.fromkeys(models):
+        problem = endpoint_problem(model)
+        if problem is not None:
+            raise ModelUnreachable(problem)
+
+
 def _stores(target: Any) -> bool:
     """A sink that keeps the run's record (a batch's runs.db feed): its failure is a
     storage failure of the run, not a display's."""
@@ -277,6 +289,7 @@ def build_session(
     timeout = settings.model_timeout_s
     meta = get_model(settings.model, timeout=timeout)
     expert = get_model(settings.expert_model, timeout=timeout) if settings.expert_model else meta
+    check_endpoints(meta, expert)  # before the sandbox starts: seconds, on a busy machine
     if sandbox is None and chosen.python:
         sandbox = open_sandbox(settings.sandbox)
     session = Session(
