@@ -167,11 +167,12 @@ class SystemFailure:
 def system_failure(event: Event) -> SystemFailure | None:
     """The system failure an event reports, if any. A program's own failures (an
     exception, a timeout, memory, a runner the code broke) are the model's and count
-    not; a sandbox that could not run it, or an expert's model call that failed after
-    its retries, are the machine's."""
+    not, nor does a request the provider rejected (4xx: what was asked); a sandbox that
+    could not run it, or an expert's model server failing after its retries, are the
+    machine's."""
     if isinstance(event, SandboxExec) and event.result.infra_error:
         return SystemFailure("sandbox", f"the sandbox failed: {event.result.infra_error}")
-    if isinstance(event, ExpertCallFinished) and event.error:
+    if isinstance(event, ExpertCallFinished) and event.error and event.server_failed:
         return SystemFailure("model", f"{event.name}'s model call failed: {event.error}")
     return None
 

@@ -145,7 +145,12 @@ class Session:
                 if not event.transient:
                     events.append(event)
                 yield event
-            if finished is not None and finished.status not in NO_LEARNING and not self.cancelled:
+            if (
+                finished is not None
+                and finished.status not in NO_LEARNING
+                and not self.cancelled
+                and not _off_protocol(events)
+            ):
                 self.phase = "learning"
                 for item in self._after(events, ledger):
                     self._deliver(item, writer, sinks)
@@ -254,6 +259,15 @@ def check_endpoints(*models: ChatModel) -> None:
         problem = endpoint_problem(model)
         if problem is not None:
             raise ModelUnreachable(problem)
+
+
+def _off_protocol(events: list[Event]) -> bool:
+    """Whether the run was stopped because its model ignored the protocol: such a run
+    says nothing about the task, only about the model's format."""
+    from conductor_kernel.conversation import OFF_PROTOCOL
+    from conductor_kernel.events import Observation
+
+    return any(isinstance(e, Observation) and e.reason == OFF_PROTOCOL for e in events)
 
 
 def _stores(target: Any) -> bool:
