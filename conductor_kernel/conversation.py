@@ -217,10 +217,11 @@ OFF_PROTOCOL_TURNS = 3
 OFF_PROTOCOL_REASONS = ("no_call_or_answer", "empty_reply")
 OFF_PROTOCOL = "off_protocol"
 OFF_PROTOCOL_MESSAGE = (
-    "The model ignored the protocol {turns} turns in a row (no expert call, no final "
-    "answer): the model or its chat template does not follow the format, so the run was "
-    "stopped; nothing is learned from it. Try a larger model, or check the server's chat "
-    "template."
+    "The model ignored the protocol {turns} turns in a row (no expert call and no final "
+    "answer, or a turn cut off before either): the model or its chat template does not "
+    "follow the format, so the run was stopped; nothing is learned from it. Try a larger "
+    "model, check the server's chat template, or raise the meta model's output limit if "
+    "its turns were cut."
 )
 
 
@@ -292,6 +293,7 @@ def converse(
             )
             yield run.note(turn, "truncated", message)
             user_text = header + message
+            off_protocol += 1  # nothing usable came of it either
             continue
         if not completion.text.strip():
             message = prompts.EMPTY_REPLY + replies.nudge
