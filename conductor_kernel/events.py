@@ -168,6 +168,9 @@ class ExpertCallFinished(Event):
     model: str = ""
     duration_s: float = 0.0
     error: str | None = None
+    # The error was the model server's (5xx, timeouts after retries...), not a request
+    # it rejected: a system failure of the run (conductor_kernel/run/loop.py).
+    server_failed: bool = False
     stop_reason: str = ""  # as on MetaTurnFinished
     truncated: bool = False  # cut at the output-token limit (the meta model is told)
 

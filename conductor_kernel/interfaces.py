@@ -181,6 +181,15 @@ class ChatModel(Protocol):
 class ModelError(UserFacingError):
     """A model call failed for a reason the user must fix or retry (system failure)."""
 
+    # The provider's failure kind when known (experts/failures.py: "server", "timeout",
+    # "rejected", ...). A request the provider rejected (4xx) is about what was asked,
+    # so for an expert it is the meta model's doing; every other kind is the server's.
+    failure_kind: str = ""
+
+    @property
+    def server_failed(self) -> bool:
+        return self.failure_kind != "rejected"
+
 
 @dataclass
 class ExecResult:

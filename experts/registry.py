@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from conductor_kernel.errors import UnknownModelError
+from conductor_kernel.errors import ModelUnreachable, UnknownModelError
 from conductor_kernel.interfaces import ChatModel
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
@@ -124,6 +124,36 @@ def _name(spec: str, model: str = "") -> str | None:
     return f"{bare}@{url}"
 
 
+def endpoint_problem(model: object) -> str | None:
+    """Why a model's server cannot be reached at all, before anything is spent on a
+    run (a sandbox started, a notebook opened); None when its address takes a
+    connection (or the model has no server). A plain TCP connect: no request, no cost."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from experts.failures import Failure, explain_unreachable
+
+    url = getattr(model, "base_url", None)
+    if not isinstance(url, str) or not url:
+        return None
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=5):
+            return None
+    except socket.gaierror as exc:
+        return explain_unreachable(Failure("unreachable", detail=str(exc), cause="dns"), url)
+    except ConnectionRefusedError as exc:
+        return explain_unreachable(Failure("unreachable", detail=str(exc), cause="refused"), url)
+    except OSError as exc:
+        if exc.errno in (101, 113):  # no route: the network, not the server
+            failure = Failure("unreachable", detail=str(exc), cause="no_route")
+            return explain_unreachable(failure, url)
+        return None  # slow or odd: let the first call say what it is
+
+
 def _first_served_model(base_url: str) -> str:
     """An OpenAI-compatible server with no model named: take the first it serves."""
     import openai
@@ -137,8 +167,20 @@ def _first_served_model(base_url: str) -> str:
         )
         served = [m.id for m in client.models.list()]
     except openai.OpenAIError as exc:
+        from experts.failures import explain_unreachable, failure_from_sdk
+
+        failure = failure_from_sdk(exc, openai)
+        if failure is not None and failure.kind == "unreachable":
+            # Naming a model would only lead to the same wall: say what is wrong.
+            raise ModelUnreachable(explain_unreachable(failure, base_url)) from exc
+        if failure is not None and failure.kind in ("timeout", "connection"):
+            raise ModelUnreachable(
+                f"no reply from {base_url} when asked which models it serves ({exc}): is "
+                "the model server running there, and done loading? Check it, or point "
+                "OPENAI_BASE_URL at the right address"
+            ) from exc
         raise UnknownModelError(
-            f"could not list the models served at {base_url} ({exc}); "
+            f"the server at {base_url} did not list its models ({exc}); "
             "pass --model openai:NAME with the model's name."
         ) from exc
     if not served:

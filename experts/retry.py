@@ -206,6 +206,7 @@ def call_with_retries(
                     error = ModelUnreachable(explain(failure, retries + 1))
                 else:
                     error = ModelError(explain(failure, retries + 1))
+                    error.failure_kind = failure.kind
                 if breaker is not None and failure.kind in _TRIPPING_KINDS:
                     breaker.trip(error)
                 raise error from exc

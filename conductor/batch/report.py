@@ -25,7 +25,9 @@ from conductor_kernel.text.display import visible_line
 log = logging.getLogger("conductor.batch")
 
 REPORT_VERSION = 1
-FAILURE_KINDS = ("error", "limit", "no_answer", "interrupted", "scorer")
+FAILURE_KINDS = ("error", "declined", "limit", "no_answer", "interrupted", "scorer")
+# Where an `error` item's failure came from (conductor/batch/runner.py: cause_of).
+ERROR_CAUSES = ("sandbox", "model", "storage", "config", "runner")
 MAX_EXAMPLES = 10
 
 
@@ -47,7 +49,10 @@ class ItemRecord(TypedDict, total=False):
     expert_calls: int
     sandbox_runs: int
     duration_s: float
-    error: dict[str, str] | None  # {"kind": exception type, "message": ...}
+    # {"kind": exception type, "cause": sandbox | model | storage | config | runner,
+    #  "message": ...}
+    error: dict[str, str] | None
+    reason: str  # declined or no_answer: why the run gave no answer
     recalled: int  # notes shown to the run
     notes_written: int
     finished_at: float
@@ -69,7 +74,7 @@ def failure_kind(record: ItemRecord) -> str | None:
     if not record.get("final"):
         return "interrupted"
     status = record.get("status")
-    if status in ("error", "limit", "no_answer"):
+    if status in ("error", "declined", "limit", "no_answer"):
         return status
     if "error" in (record.get("score") or {}):
         return "scorer"
@@ -151,6 +156,12 @@ def summarize(
         for key, value in (r.get("usage") or {}).items():
             if isinstance(value, int | float):
                 usage[key] += value
+    causes = Counter(error_cause(r) for r in final if r.get("status") == "error")
+    reasons = {
+        kind: next((str(r.get("reason") or "") for r in final if r.get("status") == kind), None)
+        for kind in ("declined", "no_answer")
+    }
+    answers = sum(r.get("status") == "answered" for r in scored)
     examples = [
         {
             "item_id": r.get("item_id"),
@@ -180,6 +191,9 @@ def summarize(
             "percent": _percent(correct, len(scored)),
             "paper_rule_correct": paper_correct if paper else None,
             "paper_rule_percent": _percent(paper_correct, len(paper)),
+            # Scored items whose run gave an answer (the rest are declined, no answer
+            # or limit, graded wrong): none at all means nothing of the model was graded.
+            "answers_scored": answers,
         },
         "rounds": _spread([float(r.get("rounds", 0)) for r in final]),
         "tokens": {
@@ -194,10 +208,72 @@ def summarize(
         "sandbox_runs": sum(int(r.get("sandbox_runs", 0)) for r in final),
         "item_seconds": _spread([float(r.get("duration_s", 0.0)) for r in final]),
         "failures": {kind: kinds.get(kind, 0) for kind in FAILURE_KINDS},
+        "errors_by_cause": {cause: n for cause, n in causes.most_common()},
+        "first_reasons": {kind: reason for kind, reason in reasons.items() if reason is not None},
         "failure_examples": examples,
+        "diagnosis": diagnose(final, model=str(header.get("model") or "")),
         "notebook": notebook,
         "session": session,
     }
+
+
+def error_cause(record: ItemRecord) -> str:
+    """The cause of an `error` item (older records name none: the runner's)."""
+    cause = str((record.get("error") or {}).get("cause") or "runner")
+    return cause if cause in ERROR_CAUSES else "runner"
+
+
+def _failing_way(record: ItemRecord) -> str | None:
+    """How an item failed, finely enough that "most failed the same way" means one fix."""
+    kind = failure_kind(record)
+    if kind == "error":
+        return f"error:{error_cause(record)}"
+    return kind
+
+
+_FIXES = {
+    "error:sandbox": "check the sandbox (`conductor sandbox doctor`), and on a busy machine "
+    "lower --concurrency; then re-run with --retry-errors",
+    "error:model": "check that the model server answers (its URL, key and model name), "
+    "then re-run with --retry-errors",
+    "error:storage": "free the data directory (another program holding runs.db, a full "
+    "disk), then re-run with --retry-errors",
+    "error:config": "fix the configuration the message names, then re-run the command",
+    "error:runner": "see batch.log for the failure, then re-run with --retry-errors",
+    "limit": "raise the limit the runs hit (--max-rounds, --max-tokens, --max-cost)",
+    "no_answer": "check that the model follows the answer format (a `>> FINAL ANSWER:` "
+    "block); a small model or a wrong chat template often does not",
+    "declined": "use a model that can do this task (--model)",
+}
+
+
+def diagnose(final: list[ItemRecord], *, model: str) -> str | None:
+    """One sentence when most finished items failed the same way: how, and the fix."""
+    ways = Counter(w for r in final if (w := _failing_way(r)) not in (None, "interrupted"))
+    if not ways:
+        return None
+    way, count = ways.most_common(1)[0]
+    if 2 * count <= len(final):
+        return None
+    first = next(r for r in final if _failing_way(r) == way)
+    share = f"{count} of {len(final)} finished items"
+    fix = _FIXES.get(way, "")
+    if way.startswith("error:"):
+        what = f"ended in a {way[6:]} error ({_failure_message(first)})"
+    elif way == "declined":
+        what = f"were declined by the model `{model}` ({first.get('reason') or 'no reason'})"
+        if model == "demo":
+            from experts.demo import DEMO_NOTICE
+
+            fix = DEMO_NOTICE.strip("()").rstrip(".")
+    elif way == "no_answer":
+        what = f"ended without an answer ({first.get('reason') or 'no reason given'})"
+    elif way == "limit":
+        what = "hit a limit before answering"
+    else:
+        what = f"failed in the scorer ({_failure_message(first)})"
+        fix = "check the task's scorer and targets"
+    return visible_line(f"{share} {what}: {fix}.")
 
 
 def _failure_message(record: ItemRecord) -> str:
@@ -241,10 +317,21 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         "## Failures",
         "",
+        *([f"**{report['diagnosis']}**", ""] if report.get("diagnosis") else []),
         "| kind | items |",
         "| --- | --- |",
         *(f"| {kind} | {count} |" for kind, count in report["failures"].items()),
     ]
+    causes = report.get("errors_by_cause") or {}
+    if causes:
+        listed = ", ".join(f"{cause} {n}" for cause, n in causes.items())
+        lines += [
+            "",
+            f"Errors by cause (not in accuracy; --retry-errors runs them again): {listed}.",
+        ]
+    for kind, reason in (report.get("first_reasons") or {}).items():
+        label = kind.replace("_", " ")
+        lines += ["", f"First {label} reason: {visible_line(str(reason))}"]
     if report["failure_examples"]:
         lines += ["", "Examples:", ""]
         # Item ids come from the task file and messages may quote a model or a server.

@@ -28,17 +28,26 @@ from conductor.batch.report import ItemRecord, Tally
 from conductor.batch.store import FORMAT_VERSION, RESULTS_FILE, ResultsLog, is_finished, safe_name
 from conductor.session import Session
 from conductor.tasks.files import TaskItem
-from conductor_kernel.errors import ConfigError, UnknownModelError, UserFacingError
+from conductor_kernel.errors import (
+    ConfigError,
+    ModelUnreachable,
+    UnknownModelError,
+    UserFacingError,
+)
 from conductor_kernel.events import (
+    ErrorEvent,
     Event,
     MetaTurnFinished,
     NotesWritten,
+    Observation,
     Recall,
     RunFinished,
     RunStarted,
     new_id,
 )
-from conductor_kernel.interfaces import SandboxUnavailable, Usage
+from conductor_kernel.interfaces import ModelError, SandboxUnavailable, Usage
+from conductor_kernel.text.display import visible_line
+from record.migrations import DatabaseError
 
 log = logging.getLogger("conductor.batch")
 
@@ -204,7 +213,7 @@ class BatchRunner:
             except BaseException as exc:  # a bug here must not hang the batch
                 log.exception("item %s: the runner failed", item.id)
                 record = self._base_record(item, None, time.time())
-                record.update({"status": "error", "final": True, "error": _error(exc)})
+                record.update({"status": "error", "final": True, "error": error_of(exc)})
             self._finish(record)
 
     def _run_item(self, item: TaskItem) -> ItemRecord:
@@ -246,8 +255,16 @@ class BatchRunner:
                 # The item's cost is the run's and its learning's (reported apart too).
                 learning = Usage.from_dict(record.get("learning_usage"))
                 record["usage"] = (finished.usage + learning).to_dict()
+                noted = record.pop("reason", None)
+                if record["status"] in ("declined", "no_answer"):
+                    record["reason"] = _reason(record["status"], last_turn, noted)
+            stored = session.storage_failures if session is not None else []
+            if failure is None and stored and record["status"] != "interrupted":
+                # The run's record is incomplete: not a grade of the model either.
+                record["status"] = "error"
+                record["error"] = {"kind": "StorageError", "cause": "storage", "message": stored[0]}
             if failure is not None:
-                record.update({"status": "error", "error": _error(failure)})
+                record.update({"status": "error", "error": error_of(failure)})
             record["final"] = record["status"] != "interrupted" and not (
                 failure is not None and fails_every_item(failure)
             )
@@ -328,6 +345,39 @@ def _note(event: Event, record: ItemRecord) -> None:
         record["learning_usage"] = spent.to_dict()
     elif isinstance(event, RunStarted):
         record["run_id"] = event.run_id
+    elif isinstance(event, ErrorEvent) and event.where in SYSTEM_CAUSES:
+        # A system failure the loop saw during the run (conductor_kernel/run/loop.py).
+        kind = f"{event.where.capitalize()}Failure"
+        record["error"] = {"kind": kind, "cause": event.where, "message": event.message}
+    elif isinstance(event, Observation) and event.reason != "declined":
+        record["reason"] = event.message  # why a run that gives no answer gave none
+
+
+# The causes of a run's system failure, as the batch report lists them.
+SYSTEM_CAUSES = ("sandbox", "model", "storage")
+
+
+def cause_of(exc: BaseException) -> str:
+    """Which part of the system an exception that ended a run comes from."""
+    if isinstance(exc, ModelError | ModelUnreachable | UnknownModelError):
+        return "model"
+    if isinstance(exc, SandboxUnavailable):
+        return "sandbox"
+    if isinstance(exc, DatabaseError | OSError):
+        return "storage"
+    if isinstance(exc, ConfigError):
+        return "config"
+    return "runner"
+
+
+def _reason(status: str, last_turn: str, noted: str | None) -> str:
+    """Why a run gave no answer: the model's own last words when it declined, else
+    what the run last told the model; one line, capped."""
+    text = last_turn if status == "declined" else (noted or "")
+    marker = text.rfind("No answer:")  # the demo's (and a polite model's) own wording
+    if marker > 0:
+        text = text[marker:]
+    return visible_line(" ".join(text.split()))[:400] or "the run gave no reason"
 
 
 def _from_finished(event: RunFinished) -> ItemRecord:
@@ -341,5 +391,9 @@ def _from_finished(event: RunFinished) -> ItemRecord:
     }
 
 
-def _error(exc: BaseException) -> dict[str, str]:
-    return {"kind": type(exc).__name__, "message": str(exc) or type(exc).__name__}
+def error_of(exc: BaseException) -> dict[str, str]:
+    return {
+        "kind": type(exc).__name__,
+        "cause": cause_of(exc),
+        "message": str(exc) or type(exc).__name__,
+    }

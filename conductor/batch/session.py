@@ -149,8 +149,14 @@ def session_report(
     )
 
 
+# Every item in scope finished, and not one of them was an answer that could be graded
+# (all errors, declined, without an answer): the batch measured nothing of the model.
+NOTHING_SCORED = 3
+
+
 def exit_code(outcome: SessionOutcome, report: dict[str, Any]) -> int:
-    """0 when every item finished, 1 when some remain; Ctrl-C and a stop are raised."""
+    """0 when every item finished, 1 when some remain, 3 when every item finished but
+    no answer was scored; Ctrl-C and a stop are raised."""
     if outcome.user_interrupt:
         raise KeyboardInterrupt
     if outcome.stopped:
@@ -158,4 +164,7 @@ def exit_code(outcome: SessionOutcome, report: dict[str, Any]) -> int:
             f"batch stopped: {outcome.stopped}. Fix that, then re-run the same command: "
             f"the {report['items']['finished']} finished items are kept and skipped."
         )
-    return 0 if report["items"]["remaining"] == 0 else 1
+    if report["items"]["remaining"]:
+        return 1
+    nothing = report["items"]["finished"] and not report["accuracy"].get("answers_scored")
+    return NOTHING_SCORED if nothing else 0

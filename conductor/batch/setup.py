@@ -182,6 +182,8 @@ def make_scorer(spec: TaskSpec, sandbox_name: str | None, settings: Settings) ->
 class IndexSink:
     """Feeds runs.db from many worker threads, one event at a time."""
 
+    stores_record = True  # a failure here is the run's storage failing (Session)
+
     def __init__(self, runs_path: Path) -> None:
         from transcripts.index import RunIndex
 

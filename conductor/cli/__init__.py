@@ -41,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        # Answered before any command module (settings, models, pydantic) is imported.
+        print(f"conductor {__version__}")
+        return 0
     from conductor import interrupts
 
     try:

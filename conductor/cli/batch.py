@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
+from conductor_kernel.text.display import visible_line
 
 if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
     from conductor.batch.report import ItemRecord, Tally
@@ -265,8 +266,9 @@ def _print_report(report: dict[str, Any], *, as_json: bool) -> None:
 class _Progress:
     """A rich progress bar: done/total, accuracy so far, tokens, cost, ETA."""
 
-    def __init__(self, *, enabled: bool) -> None:
+    def __init__(self, *, enabled: bool, console: Any = None) -> None:
         self.enabled = enabled
+        self.console = console  # None: rich's own (stdout)
         self._bar: Any = None
         self._task: Any = None
 
@@ -294,6 +296,7 @@ class _Progress:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
+            console=self.console,
         )
         self._task = self._bar.add_task("batch", total=tally.total, completed=tally.done)
         self._fields(tally)
@@ -314,3 +317,27 @@ class _Progress:
 
         if self._bar is not None and is_finished(record):
             self._fields(tally)
+        if self._bar is not None:
+            # One line per finished item, above the bar: what the bar's totals are made of.
+            from rich.text import Text
+
+            self._bar.console.print(Text(item_line(record)), soft_wrap=True)
+
+
+def item_line(record: ItemRecord) -> str:
+    """How one item ended, on one line: id, status, verdict or cause, seconds."""
+    from conductor.batch.report import is_scored
+
+    status = str(record.get("status"))
+    if not record.get("final"):
+        how = "interrupted (runs again)"
+    elif status == "error":
+        error = record.get("error") or {}
+        how = f"error ({error.get('cause', 'runner')}): {error.get('message', '')}"
+    elif is_scored(record):
+        right = (record.get("score") or {}).get("correct")
+        how = f"{status}, {'correct' if right else 'wrong'}"
+    else:
+        how = status + (f": {record['reason']}" if record.get("reason") else "")
+    line = f"{record.get('item_id')} {how} ({float(record.get('duration_s') or 0):.1f} s)"
+    return visible_line(" ".join(line.split()))[:300]

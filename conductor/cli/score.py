@@ -1,5 +1,10 @@
 """`conductor score FILE...`: accuracy of published-format outputs, paper rule vs ours.
 
+A batch's folder (or its results.jsonl) is scored too: each item's final answer, with
+the batch's own task spec, the item from the batch's task file, and the run's last meta
+turn from its transcript (for the paper's rule); items that ended in a system error are
+not graded and count as unscored.
+
 A file holds one record a line with `input`, `target` and `output` (the meta model's
 last turn; the final answer is the triple-quoted text after `>> FINAL ANSWER:`), as
 the meta-prompting paper published its runs. Each file's task comes from its name
@@ -113,6 +118,107 @@ def score_file(
     return tally
 
 
+def batch_results(path: str | Path) -> Path | None:
+    """The results.jsonl a path names, when it is a batch's folder or that file."""
+    from conductor.batch.store import MANIFEST_FILE, RESULTS_FILE
+
+    path = Path(path)
+    if path.is_dir() and (path / RESULTS_FILE).is_file():
+        return path / RESULTS_FILE
+    if path.name == RESULTS_FILE and (path.parent / MANIFEST_FILE).is_file():
+        return path
+    return None
+
+
+def batch_spec(results: Path) -> TaskSpec:
+    """The task spec the batch ran with (its batch.json)."""
+    from conductor.batch.store import MANIFEST_FILE
+
+    manifest = results.parent / MANIFEST_FILE
+    try:
+        identity = json.loads(manifest.read_text(encoding="utf-8")).get("identity") or {}
+        return TaskSpec.from_dict(identity["spec"], where=str(manifest))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise UserFacingError(
+            f"{manifest}: cannot read the batch's task spec; pass --task NAME"
+        ) from None
+
+
+def score_batch(results: Path, spec: TaskSpec, *, sandbox: Sandbox | None = None) -> FileScore:
+    """A batch's latest record per item, scored as a published file's lines are."""
+    from conductor.batch.store import ResultsLog
+
+    items: dict[str, TaskItem] = {}
+    try:
+        identity = json.loads((results.parent / "batch.json").read_text(encoding="utf-8"))
+        task_file = identity["identity"]["task_file"]
+        items = {i.id: i for i in read_task_file(task_file, on_error="skip").items}
+    except (OSError, ValueError, KeyError, TypeError, UserFacingError):
+        pass  # the task file moved: the record's target alone (enough for most scorers)
+    tally = FileScore(file=str(results), task=spec.name, scorer=spec.scorer)
+    log = ResultsLog(results)
+    for record in log.read().values():
+        if not record.get("final") or record.get("status") == "error":
+            tally.unscored += 1  # not run to its end, or failed by the system: no grade
+            continue
+        item_id = str(record.get("item_id"))
+        item = items.get(item_id) or TaskItem(
+            item_id, "", record.get("target"), line=int(record.get("line") or 0)
+        )
+        answer = record.get("answer")
+        output = _last_meta_turn(results.parent / str(record.get("transcript") or ""))
+        result = score(spec, answer, item, output=output, sandbox=sandbox)
+        if not result.scored:
+            tally.unscored += 1
+            continue
+        tally.n += 1
+        tally.ours_correct += result.correct
+        tally.paper_correct += bool(result.paper_correct)
+        tally.no_answer += answer is None
+        if result.correct != bool(result.paper_correct):
+            detail = result.detail
+            tally.disagreements.append(
+                Disagreement(item, result.correct, bool(result.paper_correct), detail, answer)
+            )
+    tally.skipped_lines = len(log.problems)
+    return tally
+
+
+def _last_meta_turn(transcript: Path) -> str | None:
+    """The run's last meta turn, which the paper's rule reads; None without one."""
+    from conductor_kernel.events import MetaTurnFinished
+
+    last = None
+    try:
+        with transcript.open(encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if f'"{MetaTurnFinished.kind}"' in line:
+                    try:
+                        last = json.loads(line).get("text")
+                    except ValueError:
+                        continue
+    except OSError:
+        return None
+    return last if isinstance(last, str) else None
+
+
+def _spec_for(path: str, task: str | None) -> TaskSpec:
+    """A file's spec, with a message naming only this command's flags."""
+    from conductor.tasks.specs import UnknownTaskError, known_tasks
+
+    try:
+        return resolve_spec(path, task=task)
+    except UnknownTaskError:
+        stem = Path(path).name.split(".", 1)[0]
+        what = (
+            f"no built-in task is called {task!r}" if task else "its name matches no built-in task"
+        )
+        raise UserFacingError(
+            f"{path}: {what}; built-in tasks: {known_tasks()}. Pass --task NAME, or put a spec "
+            f"file {stem}.task.toml beside it"
+        ) from None
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "score",
@@ -124,7 +230,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         metavar="FILE|DIR",
         help="JSONL files with input, target, output; or folders of them, one per method "
-        "(then the Table 1 layout: tasks by methods)",
+        "(then the Table 1 layout: tasks by methods); or a batch's folder or its "
+        "results.jsonl",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
     p.add_argument(
@@ -176,7 +283,9 @@ def expand(paths: list[str]) -> tuple[list[str], dict[str, str], bool]:
 
     files: list[str] = []
     for path in paths:
-        if Path(path).is_dir():
+        if batch_results(path) is not None:
+            files.append(path)  # a batch: scored from its results
+        elif Path(path).is_dir():
             found = sorted(str(p) for p in Path(path).glob("*.jsonl"))
             if not found:
                 raise UserFacingError(f"{path}: a folder with no .jsonl files in it")
@@ -187,14 +296,22 @@ def expand(paths: list[str]) -> tuple[list[str], dict[str, str], bool]:
     for file in files:
         folder = Path(file).resolve().parent.name
         methods[file] = PUBLISHED_FOLDERS.get(folder, folder)
-    return files, methods, any(Path(p).is_dir() for p in paths)
+    layout = any(Path(p).is_dir() and batch_results(p) is None for p in paths)
+    return files, methods, layout
 
 
 def run_score(args: argparse.Namespace) -> int:
     files, methods, layout = expand(args.files)
-    specs = [(path, resolve_spec(path, task=args.task)) for path in files]
+    specs = []
+    for path in files:
+        results = batch_results(path)
+        if results is not None:
+            spec = _spec_for(path, args.task) if args.task else batch_spec(results)
+        else:
+            spec = _spec_for(path, args.task)
+        specs.append((path, spec))
     for path, _ in specs:
-        if not Path(path).is_file():
+        if not Path(path).exists():
             raise UserFacingError(f"{path}: no such file or folder; check the path")
     for _, spec in specs:
         check_dependencies(spec)  # refuse before any number is printed
@@ -204,7 +321,11 @@ def run_score(args: argparse.Namespace) -> int:
         for path, spec in specs:
             if spec.scorer == "p3" and sandbox is None:
                 sandbox = _open_sandbox(args.sandbox)
-            tallies.append(score_file(path, spec, sandbox=sandbox, on_error=args.on_bad_line))
+            results = batch_results(path)
+            if results is not None:
+                tallies.append(score_batch(results, spec, sandbox=sandbox))
+            else:
+                tallies.append(score_file(path, spec, sandbox=sandbox, on_error=args.on_bad_line))
             if args.json and not (layout or args.markdown):
                 print(json.dumps(tallies[-1].to_dict(args.rule), ensure_ascii=False), flush=True)
     finally:

@@ -7,8 +7,18 @@ import json
 import sys
 
 from conductor.config.flags import add_setting_flags, settings_from_args
-from conductor_kernel.events import FinalAnswer, RunFinished, RunStarted
-from conductor_kernel.text.display import visible
+from conductor_kernel.errors import ConfigError
+from conductor_kernel.events import (
+    ErrorEvent,
+    Event,
+    FinalAnswer,
+    LimitHit,
+    MetaTurnFinished,
+    Observation,
+    RunFinished,
+    RunStarted,
+)
+from conductor_kernel.text.display import visible, visible_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +37,11 @@ def run_solve(args: argparse.Namespace) -> int:
     from experts.registry import CONFIGURE_HINT, choose
 
     question = sys.stdin.read() if args.question == "-" else args.question
+    if not question.strip():
+        # A usage error: nothing to run, so nothing is recorded.
+        raise ConfigError(
+            "the question is empty; give it as the argument, or `-` to read it from stdin"
+        )
     settings = settings_from_args(args)
     choice = choose(settings.model)
     from conductor.methods import get_method
@@ -51,6 +66,7 @@ def run_solve(args: argparse.Namespace) -> int:
         printer.console.on_broken_pipe = _output_closed  # type: ignore[method-assign]
         sinks = (printer,)
     answer, started, finished = None, None, None
+    no_answer = NoAnswerReason()
 
     def stop(signal_name: str) -> bool:
         if session.phase != "running":
@@ -61,6 +77,7 @@ def run_solve(args: argparse.Namespace) -> int:
     try:
         with interrupts.graceful(stop):
             for event in session.solve(question, sinks=sinks):
+                no_answer.see(event)
                 if isinstance(event, RunStarted):
                     started = event
                 elif isinstance(event, FinalAnswer):
@@ -113,10 +130,11 @@ def run_solve(args: argparse.Namespace) -> int:
                 ),
                 flush=True,
             )
-        elif args.quiet:
+        elif args.quiet and answer is not None:
             # Exact for a pipe; on a terminal the model's control characters are shown, not run.
-            text = answer if answer is not None else ""
-            print(visible(text) if sys.stdout.isatty() else text, flush=True)
+            print(visible(answer) if sys.stdout.isatty() else answer, flush=True)
+        elif args.quiet and finished is not None:
+            interrupts.say(f"no answer ({finished.status}): {no_answer.text()}")
     except BrokenPipeError:
         interrupts.silence_broken_stdout()
         return interrupts.EXIT_CODES["SIGPIPE"]
@@ -126,6 +144,33 @@ def run_solve(args: argparse.Namespace) -> int:
         interrupts.silence_broken_stdout()
         return interrupts.EXIT_CODES["SIGPIPE"]
     return 0 if finished is not None and finished.status == "answered" else 1
+
+
+class NoAnswerReason:
+    """Why a run gave no answer, from its events: what stopped it, or what the model
+    last said when it declined, or what it was last told."""
+
+    def __init__(self) -> None:
+        self.error = self.limit = self.last_turn = self.observation = ""
+        self.declined = False
+
+    def see(self, event: Event) -> None:
+        if isinstance(event, ErrorEvent):
+            self.error = self.error or event.message
+        elif isinstance(event, LimitHit):
+            self.limit = f"the {event.limit} limit ({event.maximum}) was reached"
+        elif isinstance(event, MetaTurnFinished):
+            self.last_turn = event.text
+        elif isinstance(event, Observation):
+            self.declined = self.declined or event.reason == "declined"
+            self.observation = event.message
+
+    def text(self) -> str:
+        said = self.last_turn
+        if self.declined and "No answer:" in said:
+            said = said[said.rfind("No answer:") :]
+        reason = self.error or self.limit or (said if self.declined else self.observation)
+        return visible_line(" ".join(reason.split()))[:500] or "the run gave no reason"
 
 
 def _output_closed() -> None:

@@ -46,8 +46,22 @@ def shown_line(text: str, style: str = "") -> Text:
 
 
 def usage_line(usage: Usage) -> str:
+    """Tokens and cost as measured; what the server did not report is shown estimated and
+    marked so, never as a measured `0 in, 0 out`."""
+    cost = f"${usage.cost_usd:.4f}"
+    estimate = ""
+    if usage.estimated_calls:
+        calls = "call" if usage.estimated_calls == 1 else "calls"
+        estimate = (
+            f"~{usage.estimated_tokens:,} tokens estimated "
+            f"({usage.estimated_calls} {calls} with no usage reported)"
+        )
+        if not (usage.input_tokens or usage.output_tokens):
+            return f"{estimate}, {cost}"
+        estimate = f", {estimate}"
     cached = f", {usage.cache_read_tokens:,} cached" if usage.cache_read_tokens else ""
-    return f"{usage.input_tokens:,} in{cached}, {usage.output_tokens:,} out, ${usage.cost_usd:.4f}"
+    measured = f"{usage.input_tokens:,} in{cached}, {usage.output_tokens:,} out"
+    return f"{measured}{estimate}, {cost}"
 
 
 def exec_status(result: ExecResult) -> str:

@@ -73,6 +73,9 @@ class Session:
     ledger: UsageLedger | None = None  # the current (or last) run's ledger
     # Why the session cancelled its own run (a sink's reader went away), if it did.
     stopped_by: str | None = None
+    # What the run's record could not be stored in (its transcript, runs.db): the run
+    # is then not a grade of the model, and a batch records it as a storage error.
+    storage_failures: list[str] = field(default_factory=list)
     _dead: set[int] = field(default_factory=set, repr=False)
     _cut_off: bool = field(default=False, repr=False)  # ended by an exception, not the loop
     # A cancel asked for this run, kept until it ends: the loop clears its own flag when
@@ -116,6 +119,7 @@ class Session:
         events: list[Event] = []
         ledger = self.ledger = UsageLedger()
         self.stopped_by = None
+        self.storage_failures = []
         self._dead = set()
         self._cut_off = False
         if self.index is not None:
@@ -141,7 +145,12 @@ class Session:
                 if not event.transient:
                     events.append(event)
                 yield event
-            if finished is not None and finished.status not in NO_LEARNING and not self.cancelled:
+            if (
+                finished is not None
+                and finished.status not in NO_LEARNING
+                and not self.cancelled
+                and not _off_protocol(events)
+            ):
                 self.phase = "learning"
                 for item in self._after(events, ledger):
                     self._deliver(item, writer, sinks)
@@ -225,6 +234,11 @@ class Session:
                     self.stopped_by = self.stopped_by or "output closed"
                     self.cancel()
                     continue
+                if target is writer or target is self.index or _stores(target):
+                    where = "the transcript" if target is writer else "runs.db"
+                    self.storage_failures.append(
+                        f"{where} could not take a {event.kind} event ({type(exc).__name__}: {exc})"
+                    )
                 log.warning(
                     "%s could not take a %s event (%s: %s); the run goes on",
                     type(target).__name__,
@@ -233,6 +247,33 @@ class Session:
                     exc,
                     exc_info=log.isEnabledFor(logging.DEBUG),
                 )
+
+
+def check_endpoints(*models: ChatModel) -> None:
+    """Refuse at once when a model's server cannot be reached at all, saying what to do;
+    nothing is started or recorded first."""
+    from conductor_kernel.errors import ModelUnreachable
+    from experts.registry import endpoint_problem
+
+    for model in dict.fromkeys(models):
+        problem = endpoint_problem(model)
+        if problem is not None:
+            raise ModelUnreachable(problem)
+
+
+def _off_protocol(events: list[Event]) -> bool:
+    """Whether the run was stopped because its model ignored the protocol: such a run
+    says nothing about the task, only about the model's format."""
+    from conductor_kernel.events import Observation
+    from conductor_kernel.run.conversation import OFF_PROTOCOL
+
+    return any(isinstance(e, Observation) and e.reason == OFF_PROTOCOL for e in events)
+
+
+def _stores(target: Any) -> bool:
+    """A sink that keeps the run's record (a batch's runs.db feed): its failure is a
+    storage failure of the run, not a display's."""
+    return bool(getattr(target, "stores_record", False))
 
 
 def _reader_gone(exc: BaseException) -> bool:
@@ -262,6 +303,7 @@ def build_session(
     timeout = settings.model_timeout_s
     meta = get_model(settings.model, timeout=timeout)
     expert = get_model(settings.expert_model, timeout=timeout) if settings.expert_model else meta
+    check_endpoints(meta, expert)  # before the sandbox starts: seconds, on a busy machine
     if sandbox is None and chosen.python:
         sandbox = open_sandbox(settings.sandbox)
     session = Session(

@@ -216,6 +216,35 @@ class RunContext:
 # What `act` returns: the body of the next user message, or None when the run is answered.
 Act = Callable[[Turn], Generator[Event, None, str | None]]
 
+# Turns in a row that neither call an expert nor answer (nor say anything) after which
+# the run stops: a model, or a chat template, that does not follow the protocol will
+# not start to after more nudges, and every further round costs a full prompt.
+OFF_PROTOCOL_TURNS = 3
+OFF_PROTOCOL_REASONS = ("no_call_or_answer", "empty_reply")
+OFF_PROTOCOL = "off_protocol"
+OFF_PROTOCOL_MESSAGE = (
+    "The model ignored the protocol {turns} turns in a row (no expert call and no final "
+    "answer, or a turn cut off before either): the model or its chat template does not "
+    "follow the format, so the run was stopped; nothing is learned from it. Try a larger "
+    "model, check the server's chat template, or raise the meta model's output limit if "
+    "its turns were cut."
+)
+
+
+def _noting(events: Generator[Event, None, T], seen: list[str]) -> Generator[Event, None, T]:
+    """`events` passed on, the reason of every observation among them noted in `seen`."""
+    try:
+        while True:
+            try:
+                event = next(events)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            if isinstance(event, Observation):
+                seen.append(event.reason)
+            yield event
+    finally:
+        events.close()
+
 
 def converse(
     run: RunContext,
@@ -226,18 +255,25 @@ def converse(
     system: str | None = None,
     first_round: int = 1,
     new_conversation: bool = False,
+    off_protocol_stop: int | None = None,
 ) -> Generator[Event, None, str]:
     """Rounds of one conversation with the model, up to the run's round cap; the status.
 
     Rounds are numbered as the run's (`first_round` on); the `ROUND N:` header the model
     reads counts this conversation's own turns. `new_conversation` records that its
     first turn saw none of the run's earlier turns (a method's second conversation).
+    `off_protocol_stop` turns in a row that ignore the protocol end the run (None: never).
     """
     cfg = run.config
     system = run.system_prompt if system is None else system
     history: list[Message] = []
     user_text = prompts.ROUND_HEADER.format(round=1) + first
+    off_protocol = 0  # turns in a row that ignored the protocol
     for round_no in range(first_round, cfg.max_rounds + 1):
+        if off_protocol_stop is not None and off_protocol >= off_protocol_stop:
+            message = OFF_PROTOCOL_MESSAGE.format(turns=off_protocol)
+            yield Observation(run_id=run.run_id, reason=OFF_PROTOCOL, message=message)
+            return "no_answer"
         notice_at = cfg.last_round_notice_at or cfg.max_rounds - 1
         if cfg.last_round_notice and round_no == notice_at and cfg.max_rounds > 1:
             user_text += "\n\n" + prompts.LAST_ROUND
@@ -263,13 +299,18 @@ def converse(
             )
             yield run.note(turn, "truncated", message)
             user_text = header + message
+            off_protocol += 1  # nothing usable came of it either
             continue
         if not completion.text.strip():
             message = prompts.EMPTY_REPLY + replies.nudge
             yield run.note(turn, "empty_reply", message)
             user_text = header + message
+            off_protocol += 1
             continue
-        body = yield from act(turn)
+        seen: list[str] = []
+        body = yield from _noting(act(turn), seen)
+        acted = any(reason not in OFF_PROTOCOL_REASONS for reason in seen) or not seen
+        off_protocol = 0 if acted else off_protocol + 1
         if body is None:
             return "answered"
         user_text = header + body

@@ -126,7 +126,15 @@ def call_expert(
             )
         )
         _finish(
-            ctx, started, text="", output=output, usage=Usage(), t0=t0, model="", error=str(exc)
+            ctx,
+            started,
+            text="",
+            output=output,
+            usage=Usage(),
+            t0=t0,
+            model="",
+            error=str(exc),
+            server_failed=exc.server_failed,
         )
         return ExpertOutcome(call.name, output, Usage())
     reply = completion.text
@@ -252,6 +260,7 @@ def _finish(
     stop_reason: str = "",
     truncated: bool = False,
     error: str | None = None,
+    server_failed: bool = False,
 ) -> None:
     ctx.emit(
         ExpertCallFinished(
@@ -266,5 +275,6 @@ def _finish(
             stop_reason=stop_reason,
             truncated=truncated,
             error=error,
+            server_failed=server_failed,
         )
     )

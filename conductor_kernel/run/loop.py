@@ -16,10 +16,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
-from conductor_kernel.events import ErrorEvent, Event, Recall, RunFinished, RunStarted, new_id
+from conductor_kernel.events import (
+    ErrorEvent,
+    Event,
+    ExpertCallFinished,
+    Recall,
+    RunFinished,
+    RunStarted,
+    SandboxExec,
+    new_id,
+)
 from conductor_kernel.interfaces import ChatModel, Method, Sandbox
 from conductor_kernel.limits.ledger import UsageLedger
 from conductor_kernel.limits.run_config import RunConfig
@@ -106,6 +115,7 @@ class Conductor:
         )
         status = "no_answer"
         error: Exception | None = None
+        failures: list[SystemFailure] = []
         try:
             if self.recall is not None:
                 # In a worker, like a model call: a cancel is seen while recall works.
@@ -115,7 +125,13 @@ class Conductor:
                     event.run_id = state.run_id
                     run.recall = event.rendered
                     yield event
-            status = yield from method.solve(run)
+            status = yield from _watching(method.solve(run), failures)
+            if failures and status != "interrupted":
+                # The machine failed the run (its sandbox, its model server): whatever
+                # the model made of that afterwards is not a grade of the model.
+                status = "error"
+                first = failures[0]
+                yield ErrorEvent(run_id=state.run_id, message=first.message, where=first.cause)
         except RunCancelled:
             status = "interrupted"
         except StreamLimit as stop:
@@ -138,3 +154,42 @@ class Conductor:
         )
         if error is not None:
             raise error
+
+
+class SystemFailure:
+    """A failure of the machine seen during a run: its cause and what it said."""
+
+    def __init__(self, cause: str, message: str) -> None:
+        self.cause = cause  # "sandbox" or "model"
+        self.message = message
+
+
+def system_failure(event: Event) -> SystemFailure | None:
+    """The system failure an event reports, if any. A program's own failures (an
+    exception, a timeout, memory, a runner the code broke) are the model's and count
+    not, nor does a request the provider rejected (4xx: what was asked); a sandbox that
+    could not run it, or an expert's model server failing after its retries, are the
+    machine's."""
+    if isinstance(event, SandboxExec) and event.result.infra_error:
+        return SystemFailure("sandbox", f"the sandbox failed: {event.result.infra_error}")
+    if isinstance(event, ExpertCallFinished) and event.error and event.server_failed:
+        return SystemFailure("model", f"{event.name}'s model call failed: {event.error}")
+    return None
+
+
+def _watching(
+    solve: Generator[Event, None, str], failures: list[SystemFailure]
+) -> Generator[Event, None, str]:
+    """`solve`'s events, passed on as they come, noting every system failure among them."""
+    try:
+        while True:
+            try:
+                event = next(solve)
+            except StopIteration as done:
+                return str(done.value)
+            found = system_failure(event)
+            if found is not None:
+                failures.append(found)
+            yield event
+    finally:
+        solve.close()

@@ -15,7 +15,13 @@ from functools import partial
 from conductor_kernel import prompts
 from conductor_kernel.events import Event
 from conductor_kernel.protocol import ParsedTurn, parse_turn
-from conductor_kernel.run.conversation import META_REPLIES, RunContext, Turn, converse
+from conductor_kernel.run.conversation import (
+    META_REPLIES,
+    OFF_PROTOCOL_TURNS,
+    RunContext,
+    Turn,
+    converse,
+)
 from conductor_kernel.run.expert_call import ExpertContext, ExpertOutcome, call_expert
 from conductor_kernel.run.threads import run_concurrently
 
@@ -43,7 +49,11 @@ class MetaPrompting:
         def act(turn: Turn) -> Generator[Event, None, str | None]:
             return self._act(run, turn)
 
-        return (yield from converse(run, first, act=act, replies=META_REPLIES))
+        return (
+            yield from converse(
+                run, first, act=act, replies=META_REPLIES, off_protocol_stop=OFF_PROTOCOL_TURNS
+            )
+        )
 
     def _act(self, run: RunContext, turn: Turn) -> Generator[Event, None, str | None]:
         parsed = parse_turn(turn.text)

@@ -369,3 +369,33 @@ def test_cancel_while_the_server_stalls_mid_stream_still_keeps_the_call(
     turn = next(e for e in events if e.kind == "meta_turn_finished")
     assert turn.stop_reason == "stopped:cancelled" and turn.text == "word "
     assert finished.usage.calls == 1 and finished.usage.estimated_calls == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("status", [500, 502, 503, 529])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_expert_whose_server_keeps_failing_makes_the_run_an_error(
+    provider: str, status: int, tmp_path: Path
+) -> None:
+    # The experts' server fails past every retry; the meta model's own server then
+    # answers anyway. That answer is no grade of the model: the run ends `error`.
+    meta_script = ['Expert Checker:\n"""\nIs 6*7 42?\n"""', ANSWER]
+    with (
+        WireServer(meta_script) as meta_server,
+        WireServer([Fault(status, message="upstream down")] * 3) as expert_server,
+    ):
+        session = Session(
+            meta_model=make_model(provider, meta_server),
+            expert_model=make_model(provider, expert_server, max_retries=2),
+            config=RunConfig(python=False),
+            runs_path=tmp_path,
+        )
+        events = list(session.solve("What is 6 times 7?"))
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status == "error"
+    assert finished.final_answer == "42"  # kept in the record, but not a grade
+    transcript = read_transcript(tmp_path / f"{finished.run_id}.jsonl")
+    (error,) = [e for e in transcript.events if e.kind == "error"]
+    assert error.where == "model" and str(status) in error.message
+    (call,) = [e for e in transcript.events if e.kind == "expert_call_finished"]
+    assert call.server_failed and call.error

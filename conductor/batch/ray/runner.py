@@ -26,7 +26,7 @@ from conductor import interrupts
 from conductor.batch.ray.learning import ClusterLearning
 from conductor.batch.ray.pool import Worker, WorkerPool
 from conductor.batch.report import ItemRecord
-from conductor.batch.runner import BatchPlan, BatchRunner, SessionOutcome
+from conductor.batch.runner import BatchPlan, BatchRunner, SessionOutcome, error_of
 from conductor.tasks.files import TaskItem
 from conductor_kernel.events import Event, RunStarted
 from record.writer import TranscriptWriter
@@ -224,4 +224,4 @@ def _no_session(item: TaskItem) -> Any:
 
 
 def _error(exc: BaseException) -> dict[str, str]:
-    return {"kind": type(exc).__name__, "message": str(exc) or type(exc).__name__}
+    return error_of(exc)  # the single-process runner's, with the failure's cause

@@ -47,6 +47,7 @@ def test_the_report_counts_accuracy_tokens_rounds_and_failures_by_kind(
     assert code == 0  # every item finished, failures included
     assert report["failures"] == {
         "error": 1,
+        "declined": 0,
         "limit": 1,
         "no_answer": 0,
         "interrupted": 0,
@@ -62,7 +63,10 @@ def test_the_report_counts_accuracy_tokens_rounds_and_failures_by_kind(
         "percent": 50.0,
         "paper_rule_correct": 2,
         "paper_rule_percent": 50.0,
+        "answers_scored": 3,
     }
+    assert report["errors_by_cause"] == {"model": 1}
+    assert report["diagnosis"] is None  # no one way of failing covers most items
     assert report["rounds"]["max"] == 2 and report["tokens"]["input"] > 0
     assert report["tokens"]["model_calls"] == 5  # 3 answers + 2 turns of item 3 (4 failed)
     folder = batch_folder(isolated_home)
