@@ -9,11 +9,11 @@ own record (offline). See docs/batch.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from conductor.cli.json_out import json_text
 from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
 
@@ -247,7 +247,7 @@ def _run(
 
 def _print_report(report: dict[str, Any], *, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(report, ensure_ascii=False))
+        print(json_text(report, ensure_ascii=False))
         return
     from rich.console import Console
     from rich.markdown import Markdown
