@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor import interrupts
+from conductor.batch.cells import CellPool, CellsClosed
 from conductor.batch.report import ItemRecord, Tally
 from conductor.batch.store import FORMAT_VERSION, RESULTS_FILE, ResultsLog, is_finished, safe_name
 from conductor.session import Session
@@ -111,6 +112,7 @@ class BatchRunner:
         on_record: Callable[[ItemRecord, Tally], None] | None = None,
         retry_errors: bool = False,
         session_no: int = 1,
+        cells: CellPool | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be 1 or more, not {concurrency}")
@@ -121,6 +123,7 @@ class BatchRunner:
         self.on_record = on_record
         self.retry_errors = retry_errors
         self.session_no = session_no
+        self.cells = cells  # the batch's sandboxes: a stop wakes items waiting for one
         self.log = plan.results
         self.tally = Tally(total=len(plan.items))
         self._lock = threading.Lock()
@@ -157,6 +160,8 @@ class BatchRunner:
                 self.outcome.stopped = reason
             self._stop.set()
             live = list(self._live.values())
+        if self.cells is not None:
+            self.cells.stop_waiting()
         for session in live:
             session.cancel()
 
@@ -246,7 +251,9 @@ class BatchRunner:
                 # The item's cost is the run's and its learning's (reported apart too).
                 learning = Usage.from_dict(record.get("learning_usage"))
                 record["usage"] = (finished.usage + learning).to_dict()
-            if failure is not None:
+            if isinstance(failure, CellsClosed):  # stopped before it began: runs again
+                record["status"] = "interrupted"
+            elif failure is not None:
                 record.update({"status": "error", "error": _error(failure)})
             record["final"] = record["status"] != "interrupted" and not (
                 failure is not None and fails_every_item(failure)

@@ -226,6 +226,7 @@ def _run(
             on_record=progress.update,
             retry_errors=args.retry_errors,
             session_no=session.number,
+            cells=setup.cells,
         )
         # A stopped batch does not wait for runs.db held locked by another program: the
         # transcripts have the runs, and the next start brings runs.db up to date.

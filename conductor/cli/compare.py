@@ -165,6 +165,7 @@ def _run(
             on_record=progress.update,
             retry_errors=args.retry_errors,
             session_no=session.number,
+            cells=setup.cells,
         )
         index.index.give_up = runner.stopping
         todo = runner.pending()
