@@ -75,14 +75,20 @@ def rss_kib(pids: list[int]) -> int:
 
 def alive_sandboxes(backend: str, pids: list[int]) -> int:
     if backend == "bwrap":
-        count = 0
-        for pid in pids:
+        # bwrap forks itself (an outer monitor, an inner pid 1): count the outer ones.
+        def comm(pid: int) -> str:
             try:
-                if Path(f"/proc/{pid}/comm").read_text().strip() == "bwrap":
-                    count += 1
+                return Path(f"/proc/{pid}/comm").read_text().strip()
             except OSError:
-                continue
-        return count
+                return ""
+
+        def parent(pid: int) -> int:
+            try:
+                return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                return 0
+
+        return sum(1 for pid in pids if comm(pid) == "bwrap" and comm(parent(pid)) != "bwrap")
     if backend == "docker":
         out = subprocess.run(
             ["docker", "ps", "-q", "--filter", f"label=conductor.owner-pid={pids[0]}"],
