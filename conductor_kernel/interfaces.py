@@ -43,7 +43,9 @@ class Usage:
     `estimated_calls` counts calls whose server did not report (all of) their usage (a
     server that sends none while streaming, a stream stopped part-way): what is unknown
     is NOT in the token fields (never a made-up 0 passed off as measured) but estimated
-    by a tokenizer into `estimated_tokens`, which the run's limits count too.
+    by a tokenizer into `estimated_tokens`, which the run's limits count too;
+    `estimated_output_tokens` is the part of that estimate that was the reply's, so the
+    estimate is priced (input and output cost differently).
     """
 
     input_tokens: int = 0
@@ -54,6 +56,7 @@ class Usage:
     calls: int = 0
     estimated_calls: int = 0
     estimated_tokens: int = 0
+    estimated_output_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -65,6 +68,7 @@ class Usage:
             calls=self.calls + other.calls,
             estimated_calls=self.estimated_calls + other.estimated_calls,
             estimated_tokens=self.estimated_tokens + other.estimated_tokens,
+            estimated_output_tokens=self.estimated_output_tokens + other.estimated_output_tokens,
         )
 
     @property
@@ -75,6 +79,11 @@ class Usage:
     def known(self) -> bool:
         """Every call's usage was reported by its server."""
         return self.estimated_calls == 0
+
+    @property
+    def estimated_input_tokens(self) -> int:
+        """The prompt's part of `estimated_tokens`."""
+        return max(0, self.estimated_tokens - self.estimated_output_tokens)
 
     @property
     def tokens_for_limits(self) -> int:

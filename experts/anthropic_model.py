@@ -26,6 +26,7 @@ from conductor_kernel.interfaces import (
     Usage,
 )
 from conductor_kernel.text.tokens import estimated_usage, prompt_text, warn_no_usage
+from experts.attempts import Attempts, StreamSoFar
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,
@@ -116,21 +117,32 @@ class AnthropicModel:
         params = self.request_params(messages, system=system, cache=cache, max_tokens=max_tokens)
 
         prompt = prompt_text(system, messages)
+        attempts = Attempts(self.price)
 
         def attempt() -> Completion:
             if on_text is None:
                 return self._create(params, prompt)
-            return self._stream(params, on_text, prompt)
+            so_far = StreamSoFar()
+            try:
+                return self._stream(params, on_text, prompt, so_far)
+            except Exception:
+                so_far.fail(attempts, prompt)
+                raise
 
-        completion, retries = call_with_retries(
-            attempt,
-            classify=lambda exc: failure_from_sdk(exc, anthropic),
-            explain=self._explain,
-            max_retries=self.max_retries,
-            backoff=self.backoff,
-            breaker=self.breaker,
-        )
+        try:
+            completion, retries = call_with_retries(
+                attempt,
+                classify=lambda exc: failure_from_sdk(exc, anthropic),
+                explain=self._explain,
+                max_retries=self.max_retries,
+                backoff=self.backoff,
+                breaker=self.breaker,
+            )
+        except Exception as error:
+            attempts.charge(error)
+            raise
         completion.retries = retries
+        completion.usage = attempts.add_to(completion.usage)
         completion.usage.cost_usd = self.price.cost(completion.usage)
         return completion
 
@@ -184,8 +196,10 @@ class AnthropicModel:
                 )
             return Completion(text, usage, str(reply.model), str(reply.stop_reason or ""))
 
-    def _stream(self, params: dict[str, Any], on_text: TextCallback, prompt: str) -> Completion:
-        pieces: list[str] = []
+    def _stream(
+        self, params: dict[str, Any], on_text: TextCallback, prompt: str, so_far: StreamSoFar
+    ) -> Completion:
+        pieces = so_far.pieces
         start: Any = None
         delta_usage: Any = None
         stop_reason = model = ""
@@ -207,10 +221,12 @@ class AnthropicModel:
             try:
                 with raw.parse() as events:  # leaving it closes the connection
                     for event in reading(events):
+                        so_far.events += 1
                         text = None
                         with reply_shape("an event"):
                             if event.type == "message_start":
                                 start, model = event.message, str(event.message.model)
+                                so_far.reported = _reported_at_start(start)
                             elif (
                                 event.type == "content_block_delta"
                                 and event.delta.type == "text_delta"
@@ -274,6 +290,20 @@ class AnthropicModel:
             key_env=KEY_ENV,
             timeout_s=self.timeout,
         )
+
+
+def _reported_at_start(message: Any) -> Usage | None:
+    """The prompt's tokens as `message_start` reported them (the output is not yet
+    known): what an attempt that fails later spent at least, if the server said."""
+    u = getattr(message, "usage", None)
+    if u is None or not getattr(u, "input_tokens", None):
+        return None
+    return _usage(
+        u.input_tokens,
+        0,
+        getattr(u, "cache_read_input_tokens", 0),
+        getattr(u, "cache_creation_input_tokens", 0),
+    )
 
 
 def _pick(later: Any, earlier: Any, field: str) -> int:

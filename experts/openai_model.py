@@ -29,6 +29,7 @@ from conductor_kernel.interfaces import (
     Usage,
 )
 from conductor_kernel.text.tokens import estimated_usage, prompt_text, warn_no_usage
+from experts.attempts import Attempts, StreamSoFar
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,
@@ -121,21 +122,32 @@ class OpenAIModel:
         params = self.request_params(messages, system=system, max_tokens=max_tokens)
 
         prompt = prompt_text(system, messages)
+        attempts = Attempts(self.price)
 
         def attempt() -> Completion:
             if on_text is None:
                 return self._create(params, prompt)
-            return self._stream(params, on_text, prompt)
+            so_far = StreamSoFar()
+            try:
+                return self._stream(params, on_text, prompt, so_far)
+            except Exception:
+                so_far.fail(attempts, prompt)
+                raise
 
-        completion, retries = call_with_retries(
-            attempt,
-            classify=lambda exc: failure_from_sdk(exc, openai),
-            explain=self._explain,
-            max_retries=self.max_retries,
-            backoff=self.backoff,
-            breaker=self.breaker,
-        )
+        try:
+            completion, retries = call_with_retries(
+                attempt,
+                classify=lambda exc: failure_from_sdk(exc, openai),
+                explain=self._explain,
+                max_retries=self.max_retries,
+                backoff=self.backoff,
+                breaker=self.breaker,
+            )
+        except Exception as error:
+            attempts.charge(error)
+            raise
         completion.retries = retries
+        completion.usage = attempts.add_to(completion.usage)
         completion.usage.cost_usd = self.price.cost(completion.usage)
         return completion
 
@@ -169,8 +181,10 @@ class OpenAIModel:
                 str(choice.finish_reason or ""),
             )
 
-    def _stream(self, params: dict[str, Any], on_text: TextCallback, prompt: str) -> Completion:
-        pieces: list[str] = []
+    def _stream(
+        self, params: dict[str, Any], on_text: TextCallback, prompt: str, so_far: StreamSoFar
+    ) -> Completion:
+        pieces = so_far.pieces
         usage_seen: Any = None
         model, finish, chunks = "", "", 0
         try:
@@ -192,11 +206,14 @@ class OpenAIModel:
                 with stream:  # leaving it closes the connection: the server stops generating
                     for chunk in reading(stream):
                         chunks += 1
+                        so_far.events = chunks
                         text = None
                         with reply_shape("a chunk"):
                             model = str(chunk.model or model)
                             if chunk.usage is not None:
                                 usage_seen = chunk.usage
+                                if usage_seen.prompt_tokens or usage_seen.completion_tokens:
+                                    so_far.reported = _usage(usage_seen)
                             for choice in chunk.choices[:1]:
                                 finish = str(choice.finish_reason or finish)
                                 if choice.delta and choice.delta.content is not None:

@@ -24,6 +24,7 @@ Override file (TOML; the JSON form is the same mapping):
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tomllib
@@ -54,6 +55,10 @@ class Price:
             + usage.output_tokens * self.output
             + usage.cache_read_tokens * self.cache_read
             + usage.cache_write_tokens * self.cache_write
+            # What no server reported (a call cut part-way, a server that sends no usage)
+            # is estimated; it is priced like what was measured, output at the output price.
+            + usage.estimated_input_tokens * self.input
+            + usage.estimated_output_tokens * self.output
         )
         return total / 1_000_000
 
@@ -214,11 +219,26 @@ def read_override_file(path: Path) -> dict[str, Price]:
             f'{path}: expected a "models" table mapping model-name prefixes to prices, '
             'e.g. [models."gpt-4o"] with input = 2.5 and output = 10.0 (USD per million tokens)'
         )
-    return {prefix: _parse_entry(path, prefix, entry) for prefix, entry in models.items()}
+    return {prefix: _parse_entry(path, raw, prefix, entry) for prefix, entry in models.items()}
 
 
-def _parse_entry(path: Path, prefix: str, entry: Any) -> Price:
-    where = f'{path}: models."{prefix}"'
+def _line_of(raw: str, prefix: str, key: str | None = None) -> int | None:
+    """The line (1-based) of `prefix`'s entry in the file, or of its `key` when given:
+    the parsers keep no positions, so the text is searched (a best effort for a message)."""
+    lines = raw.splitlines()
+    start = next((i for i, line in enumerate(lines) if prefix in line), None)
+    if start is None or key is None:
+        return None if start is None else start + 1
+    key_at = re.compile(rf'(^|[\s{{,]|["\']){re.escape(key)}(["\'])?\s*[=:]')
+    for i in range(start, len(lines)):
+        if key_at.search(lines[i]):
+            return i + 1
+    return start + 1
+
+
+def _parse_entry(path: Path, raw: str, prefix: str, entry: Any) -> Price:
+    line = _line_of(raw, prefix)
+    where = f'{path}{f", line {line}" if line else ""}: models."{prefix}"'
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be a table with input and output prices")
     unknown = set(entry) - {"input", "output", "cache_read", "cache_write"}
@@ -232,9 +252,19 @@ def _parse_entry(path: Path, prefix: str, entry: Any) -> Price:
         if key not in entry:
             continue
         value = entry[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        # NaN and infinity parse in TOML (`nan`, `inf`) and in Python's JSON (`NaN`,
+        # `Infinity`); either would make every cost NaN and switch the cost limit off.
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            at = _line_of(raw, prefix, key)
+            place = f'{path}{f", line {at}" if at else ""}: models."{prefix}"'
             raise ConfigError(
-                f"{where}.{key} must be a number >= 0 (USD per million tokens), got {value!r}"
+                f"{place}.{key} must be a finite number >= 0 (USD per million tokens), "
+                f"got {value!r}"
             )
         values[key] = float(value)
     missing = [key for key in ("input", "output") if key not in values]

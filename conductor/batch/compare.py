@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from conductor.batch.setup import BatchSetup, sandbox_opener
+from conductor.batch.setup import BatchSetup, sandbox_cells
 from conductor.config import Settings
 from conductor.methods import PUBLISHED_FOLDERS, REFERENCE, get_method
 from conductor.session import Session
@@ -120,7 +120,8 @@ def live_comparison(
     if shared is not None and expert is not meta and hasattr(expert, "backoff"):
         expert.backoff = shared  # type: ignore[union-attr]  # one pause for every worker
     needs_code = any(get_method(m).python for m in comparison.methods)
-    sandbox_name, open_box = sandbox_opener(settings) if needs_code else (None, lambda: None)
+    sandbox_name, cells = sandbox_cells(settings) if needs_code else (None, None)
+    open_box = cells.open if cells is not None else lambda: None
 
     def make_session(item: TaskItem) -> Session:
         method = get_method(comparison.pairs[item.id].method)
@@ -151,6 +152,7 @@ def live_comparison(
         },
         notebook if uses_notebook else None,
         sandbox_name,
+        cells,
     )
 
 
@@ -178,7 +180,8 @@ def replay_comparison(
 
     answers: dict[str, Callable[[], Session]] = {}
     meta_python = settings.run.python
-    sandbox_name, open_box = sandbox_opener(settings) if meta_python else (None, lambda: None)
+    sandbox_name, cells = sandbox_cells(settings) if meta_python else (None, None)
+    open_box = cells.open if cells is not None else lambda: None
     for method in comparison.methods:
         path = published_file(folder, method, spec.name)
         if not path.is_file():
@@ -243,4 +246,5 @@ def replay_comparison(
         identity,
         None,
         sandbox_name,
+        cells,
     )

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor import interrupts
+from conductor.batch.cells import CellPool, CellsClosed, CellStartError
 from conductor.batch.report import ItemRecord, Tally
 from conductor.batch.store import FORMAT_VERSION, RESULTS_FILE, ResultsLog, is_finished, safe_name
 from conductor.session import Session
@@ -120,6 +121,7 @@ class BatchRunner:
         on_record: Callable[[ItemRecord, Tally], None] | None = None,
         retry_errors: bool = False,
         session_no: int = 1,
+        cells: CellPool | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be 1 or more, not {concurrency}")
@@ -130,6 +132,7 @@ class BatchRunner:
         self.on_record = on_record
         self.retry_errors = retry_errors
         self.session_no = session_no
+        self.cells = cells  # the batch's sandboxes: a stop wakes items waiting for one
         self.log = plan.results
         self.tally = Tally(total=len(plan.items))
         self._lock = threading.Lock()
@@ -166,6 +169,8 @@ class BatchRunner:
                 self.outcome.stopped = reason
             self._stop.set()
             live = list(self._live.values())
+        if self.cells is not None:
+            self.cells.stop_waiting()
         for session in live:
             session.cancel()
 
@@ -263,7 +268,9 @@ class BatchRunner:
                 # The run's record is incomplete: not a grade of the model either.
                 record["status"] = "error"
                 record["error"] = {"kind": "StorageError", "cause": "storage", "message": stored[0]}
-            if failure is not None:
+            if isinstance(failure, CellsClosed):  # stopped before it began: runs again
+                record["status"] = "interrupted"
+            elif failure is not None:
                 record.update({"status": "error", "error": error_of(failure)})
             record["final"] = record["status"] != "interrupted" and not (
                 failure is not None and fails_every_item(failure)
@@ -361,7 +368,7 @@ def cause_of(exc: BaseException) -> str:
     """Which part of the system an exception that ended a run comes from."""
     if isinstance(exc, ModelError | ModelUnreachable | UnknownModelError):
         return "model"
-    if isinstance(exc, SandboxUnavailable):
+    if isinstance(exc, SandboxUnavailable | CellStartError):
         return "sandbox"
     if isinstance(exc, DatabaseError | OSError):
         return "storage"

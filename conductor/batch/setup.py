@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conductor.batch.cells import CellPool
 from conductor.config import Settings
 from conductor.session import Session
 from conductor.tasks.files import TaskFileError, TaskItem
@@ -34,6 +35,7 @@ class BatchSetup:
     identity: dict[str, Any]
     notebook: str | None  # path, when recall or learning is on
     sandbox_name: str | None
+    cells: CellPool | None = None  # every sandbox of the batch comes from here
 
 
 def sandbox_opener(settings: Settings) -> tuple[str | None, Callable[[], Sandbox | None]]:
@@ -44,6 +46,13 @@ def sandbox_opener(settings: Settings) -> tuple[str | None, Callable[[], Sandbox
 
     name = resolve_name(settings.sandbox)
     return name, lambda: open_sandbox(name)
+
+
+def sandbox_cells(settings: Settings) -> tuple[str | None, CellPool]:
+    """The backend, and the pool of cells every sandbox of the batch comes from (sized
+    by the `sandbox_cells` setting, else by the host)."""
+    name, open_box = sandbox_opener(settings)
+    return name, CellPool(open_box, settings.sandbox_cells or None)
 
 
 def live_setup(
@@ -74,7 +83,8 @@ def live_setup(
     shared = getattr(meta, "backoff", None)
     if shared is not None and expert is not meta and hasattr(expert, "backoff"):
         expert.backoff = shared  # type: ignore[union-attr]  # one pause for every worker
-    sandbox_name, open_box = sandbox_opener(settings)
+    sandbox_name, cells = sandbox_cells(settings)
+    open_box = cells.open
 
     def make_session(item: TaskItem) -> Session:
         return Session(
@@ -107,6 +117,7 @@ def live_setup(
         identity,
         notebook if with_notebook else None,
         sandbox_name,
+        cells,
     )
 
 
@@ -140,19 +151,19 @@ def replay_setup(
                 "transcripts/with-python/GameOf24.jsonl (or skip such lines: --on-error skip)"
             ) from None
     notice = next((r.notice_round for r in records.values() if r.notice_round), None)
-    sandbox_name, open_box = sandbox_opener(settings)
+    sandbox_name, cells = sandbox_cells(settings)
 
     def make_session(item: TaskItem) -> Session:
         record = records[item.id]
         model = ReplayModel(record)
         config = replay_config(record.notice_round or notice)
         config.python = settings.run.python
-        return Session(model, model, open_box(), config, runs_path=runs())
+        return Session(model, model, cells.open(), config, runs_path=runs())
 
     identity = {"model": "replay", "python": settings.run.python}
     setup = BatchSetup(
         make_session, lambda item: question_of(records[item.id]), "replay", identity, None,
-        sandbox_name,
+        sandbox_name, cells,
     )  # fmt: skip
     return setup, [item for item in items if item.id in records]
 

@@ -9,11 +9,11 @@ own record (offline). See docs/batch.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from conductor.cli.json_out import json_text
 from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
 from conductor_kernel.text.display import visible_line
@@ -227,6 +227,7 @@ def _run(
             on_record=progress.update,
             retry_errors=args.retry_errors,
             session_no=session.number,
+            cells=setup.cells,
         )
         # A stopped batch does not wait for runs.db held locked by another program: the
         # transcripts have the runs, and the next start brings runs.db up to date.
@@ -248,7 +249,7 @@ def _run(
 
 def _print_report(report: dict[str, Any], *, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(report, ensure_ascii=False))
+        print(json_text(report, ensure_ascii=False))
         return
     from rich.console import Console
     from rich.markdown import Markdown

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from conductor.batch.runner import BatchPlan, BatchRunner
 from conductor.batch.setup import BatchSetup, IndexSink, make_scorer
 from conductor.batch.store import BatchFolder, batch_id
 from conductor.cli.batch import _items, _Progress, _spec
+from conductor.cli.json_out import json_text
 from conductor.config import Settings
 from conductor.config.flags import settings_from_args
 from conductor.export.suite import SuiteTable, render_markdown, rich_table
@@ -73,7 +73,7 @@ def run_comparisons(args: argparse.Namespace) -> int:
     if len(files) > 1:
         table = suite_table(reports)
         if args.json:
-            print(json.dumps({"suite": table.to_dict(), "comparisons": reports}))
+            print(json_text({"suite": table.to_dict(), "comparisons": reports}))
         else:
             from rich.console import Console
 
@@ -165,6 +165,7 @@ def _run(
             on_record=progress.update,
             retry_errors=args.retry_errors,
             session_no=session.number,
+            cells=setup.cells,
         )
         index.index.give_up = runner.stopping
         todo = runner.pending()
@@ -197,7 +198,7 @@ def _run(
     )
     write_report(folder.path, report, render=render_comparison)
     if args.json and not quiet:
-        print(json.dumps(report, ensure_ascii=False))
+        print(json_text(report, ensure_ascii=False))
     elif not args.json:
         _print(render_comparison(report))
     if outcome.user_interrupt:

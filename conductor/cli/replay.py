@@ -9,7 +9,6 @@ prints one JSON object per file instead.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
+from conductor.cli.json_out import json_text
 from conductor.methods import BASELINES
 from conductor_kernel.errors import UserFacingError
 
@@ -169,7 +169,7 @@ def _replay_all(
             )
             errors.print(warning, highlight=False, soft_wrap=True)
         if args.json:
-            print(json.dumps(report.to_dict(), ensure_ascii=False), flush=True)
+            print(json_text(report.to_dict(), ensure_ascii=False), flush=True)
         reports.append(report)
     return reports
 

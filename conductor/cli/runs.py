@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conductor.cli import audit, imports
+from conductor.cli.json_out import json_text
 from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = N
     """
     if as_json:
         for row in rows:
-            print(json.dumps(row))
+            print(json_text(row))
         return 0
     from rich.console import Console
     from rich.table import Table

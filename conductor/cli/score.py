@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conductor.cli.json_out import json_text
 from conductor.scoring import check_dependencies, score
 from conductor.tasks.files import OnError, Problem, TaskFileError, TaskItem, read_task_file
 from conductor.tasks.specs import TaskSpec, resolve_spec
@@ -327,7 +328,7 @@ def run_score(args: argparse.Namespace) -> int:
             else:
                 tallies.append(score_file(path, spec, sandbox=sandbox, on_error=args.on_bad_line))
             if args.json and not (layout or args.markdown):
-                print(json.dumps(tallies[-1].to_dict(args.rule), ensure_ascii=False), flush=True)
+                print(json_text(tallies[-1].to_dict(args.rule), ensure_ascii=False), flush=True)
     finally:
         if sandbox is not None:
             sandbox.close()
@@ -375,7 +376,7 @@ def _print_suite(
     if as_json:
         files = [t.to_dict(rule) | {"method": methods.get(t.file, "")} for t in tallies]
         print(
-            json.dumps(
+            json_text(
                 {
                     "rule": rule,
                     "tables": {k: v.to_dict() for k, v in tables.items()},

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from conductor.cli.json_out import json_text
 from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
 from conductor_kernel.events import (
@@ -117,7 +117,7 @@ def run_solve(args: argparse.Namespace) -> int:
     try:
         if args.json and finished is not None:
             print(
-                json.dumps(
+                json_text(
                     {
                         "run_id": finished.run_id,
                         "method": started.method_name if started is not None else None,

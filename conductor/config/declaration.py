@@ -34,6 +34,11 @@ class Declaration(BaseModel):
         description="Sandbox backend: `auto` (docker, else bwrap), docker, bwrap, "
         "subprocess (unsafe: only by name).",
     )  # fmt: skip
+    sandbox_cells: int = setting(
+        0, ge=0, le=4096, flag="--sandbox-cells", metavar="N",
+        description="Sandboxes a batch keeps alive at once, shared by its items in flight; "
+        "0 sizes the pool to this machine (two per core, within half its memory).",
+    )  # fmt: skip
     notebook: str = setting(
         "", flag="--notebook", metavar="PATH",
         description="Notebook database; empty means notebook.db in the data directory.",

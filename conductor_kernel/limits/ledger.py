@@ -6,7 +6,10 @@ records each call's usage the moment the call returns. The run's limits are chec
 against the ledger, and `RunFinished.usage`, `runs.db` and batch reports read it, so a
 call that returned is counted whichever way the run ends afterwards.
 
-A call cut short (cancelled mid-stream) records what it had used with `record()`.
+A call cut short (cancelled mid-stream) returns what it had used, estimated. A call that
+fails after the server began answering (a reset or stall after streamed text, attempts
+retried after a stream broke) raises an error carrying what it spent (`spent_on`); the
+metered model records that too before the error goes on, so no failure spends for free.
 
 `MeteredModel` is the one wrapper that counts calls; what it counts into is passed in
 (a meter), so the batch's ablation and the Ray rate gate use it too.
@@ -36,6 +39,22 @@ LEARNING_PURPOSES = ("reflection", "type_choice", "induction", "learning")
 
 # What a metered model tells after each call that returned: its completion.
 Meter = Callable[[Completion], None]
+
+# The attribute of an exception that holds what its failed call spent (a `Usage`).
+_SPENT = "conductor_spent_usage"
+# The stop reason of the completion a meter is told for a call that failed.
+FAILED_CALL = "failed"
+
+
+def mark_spent(error: BaseException, usage: Usage) -> None:
+    """Attach to `error` what its failed call spent, for the meters to record."""
+    setattr(error, _SPENT, usage)
+
+
+def spent_on(error: BaseException) -> Usage | None:
+    """What the failed call that raised `error` spent, if anything was known."""
+    usage = getattr(error, _SPENT, None)
+    return usage if isinstance(usage, Usage) else None
 
 
 @dataclass(frozen=True)
@@ -159,14 +178,22 @@ class MeteredModel:
         role: CallRole = "meta",
         max_tokens: int | None = None,
     ) -> Completion:
-        completion = self.inner.complete(
-            messages,
-            system=system,
-            on_text=on_text,
-            cache=cache,
-            role=role,
-            max_tokens=max_tokens,
-        )
+        try:
+            completion = self.inner.complete(
+                messages,
+                system=system,
+                on_text=on_text,
+                cache=cache,
+                role=role,
+                max_tokens=max_tokens,
+            )
+        except Exception as error:
+            spent = spent_on(error)
+            if spent is not None:
+                failed = Completion("", spent, self.inner.name, FAILED_CALL)
+                for meter in self.meters:
+                    meter(failed)
+            raise
         for meter in self.meters:
             meter(completion)
         return completion

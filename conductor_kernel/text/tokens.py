@@ -101,11 +101,16 @@ def estimated_usage(
     """Usage for a call whose server reported none (or only its `input_tokens`): the
     unknown part goes to `estimated_tokens`, never into the measured fields. A stream
     just stopped passes `wait=False`: a cancel is not held up by a tokenizer loading."""
-    estimate = estimate_tokens(output_text, wait=wait)
+    output = estimate_tokens(output_text, wait=wait)
+    estimate = output
     if input_tokens is None:
         estimate += estimate_tokens(prompt_text, wait=wait)
     return Usage(
-        input_tokens=input_tokens or 0, calls=1, estimated_calls=1, estimated_tokens=estimate
+        input_tokens=input_tokens or 0,
+        calls=1,
+        estimated_calls=1,
+        estimated_tokens=estimate,
+        estimated_output_tokens=output,
     )
 
 

@@ -37,6 +37,7 @@ class Fault:
     ends_cleanly: bool = False  # after `cut_after` events, end the body in good order
     insert: bytes | None = None  # after `cut_after` events, these bytes; the stream goes on
     text: str | None = None  # what a cut or odd stream streams (default: FILLER)
+    stall_s: float = 0.0  # after `cut_after` events, go silent this long before the cut
 
     @classmethod
     def rate_limit(cls, retry_after: float | None = 1.0, *, in_ms: bool = False) -> Fault:
@@ -90,6 +91,11 @@ class Fault:
         goes on to its normal end."""
         return cls(200, cut_after=after_events, insert=data, text=text)
 
+    @classmethod
+    def stall(cls, after_events: int = 4, seconds: float = 5.0) -> Fault:
+        """Start the reply, then go silent part-way (past the client's read timeout)."""
+        return cls(200, cut_after=after_events, stall_s=seconds)
+
     @property
     def name(self) -> str:
         if self.reset:
@@ -104,6 +110,8 @@ class Fault:
             return "malformed"
         if self.delay_s:
             return "delay"
+        if self.stall_s:
+            return "stall"
         if self.cut_after is not None:
             return "disconnect"
         return str(self.status)

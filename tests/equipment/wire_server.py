@@ -299,6 +299,7 @@ class _Handler(BaseHTTPRequestHandler):
                     stream_error=answer.stream_error,
                     ends_cleanly=answer.ends_cleanly,
                     insert=answer.insert,
+                    stall_s=answer.stall_s,
                 )
                 return
             else:
@@ -330,6 +331,7 @@ class _Handler(BaseHTTPRequestHandler):
         stream_error: str | None = None,
         ends_cleanly: bool = False,
         insert: bytes | None = None,
+        stall_s: float = 0.0,
     ) -> None:
         total, read, write = owner._cached_tokens(api, body)
         text, stop = fmt.apply_max_tokens(api, body, reply)
@@ -360,6 +362,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if sent == cut_after:
                     self._write_chunk(insert)  # an odd event, then the reply goes on
             elif cut_after is not None and sent >= cut_after:
+                if stall_s:
+                    owner._stopping.wait(stall_s)
                 if stream_error is not None:  # an error event, then an orderly end
                     self._write_chunk(fmt.stream_error_event(api, stream_error).encode())
                 if stream_error is not None or ends_cleanly:

@@ -80,8 +80,12 @@ def test_a_transient_fault_is_retried_and_the_run_answers(
     finished = transcript.finished
     assert finished is not None and finished.status == "answered"
     assert finished.final_answer == "42"
-    # Only the call that returned is counted; the failed attempt shows as a retry.
-    assert finished.usage.calls == 1 and finished.usage.known
+    # One call, its failed attempt shown as a retry. An attempt whose stream had begun
+    # was processed by the server: its prompt is in the call's usage, estimated.
+    usage = finished.usage
+    began = RECOVERED[fault].cut_after is not None
+    assert usage.calls == 1 and usage.known is not began
+    assert (usage.estimated_input_tokens > 0) is began
     assert len(server.requests) == 2 and server.requests[0].fault is not None
 
 
@@ -103,7 +107,13 @@ def test_a_stream_that_fails_after_text_ends_the_run_recorded_as_an_error(
         _, transcript = solve(provider, server, tmp_path)
     finished = transcript.finished
     assert finished is not None and finished.status == "error"
-    assert finished.usage.calls == 1  # the first turn returned and is kept
+    # The first turn returned and is kept; the broken one is recorded too, estimated
+    # from its prompt and the text it streamed, and priced.
+    usage = finished.usage
+    assert usage.calls == 2 and usage.estimated_calls == 1
+    assert usage.estimated_output_tokens > 0
+    first = next(e for e in transcript.events if e.kind == "meta_turn_finished")
+    assert usage.cost_usd > first.usage.cost_usd > 0
     error = next(e for e in transcript.events if e.kind == "error")
     assert "broke part-way" in error.message and "Traceback" not in error.message
 

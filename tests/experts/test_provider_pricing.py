@@ -122,7 +122,7 @@ def test_a_user_price_file_overrides_and_extends_the_table(
     [
         (
             '[models."gpt-4o"]\ninput = "cheap"\noutput = 1\n',
-            'models."gpt-4o".input must be a number',
+            'models."gpt-4o".input must be a finite number',
         ),
         ('[models."gpt-4o"]\ninput = 1\n', "lacks output"),
         ('[models."gpt-4o"]\ninput = 1\noutput = 1\nextra = 2\n', "unknown keys ['extra']"),

@@ -16,26 +16,33 @@ from experts.scripted import ScriptedModel
 from transcripts.index import RunIndex
 
 
-@pytest.fixture
-def long_run(tmp_path: Path) -> tuple[Path, str]:
-    home = tmp_path / "home"
-    reply = "\n".join(f"line {i} " + "x" * 60 for i in range(4000))  # far past a pipe's buffer
+def _solve(home: Path, index: RunIndex, word: str) -> str:
+    # far past a pipe's buffer, and different in every line from a run with another word
+    reply = "\n".join(f"line {i} {word} " + "x" * 60 for i in range(4000))
     model = ScriptedModel(
         ['Expert Writer:\n"""\nWrite.\n"""', '>> FINAL ANSWER:\n"""\n42\n"""'],
         lambda name, instruction: reply,
     )
-    index = RunIndex(home / "runs.db")
     session = Session(model, config=RunConfig(python=False), runs_path=home / "runs", index=index)
-    events = list(session.solve("q"))
+    events = list(session.solve("q"))  # the whole run, recorded
+    return events[0].run_id
+
+
+@pytest.fixture
+def long_run(tmp_path: Path) -> tuple[Path, str, str]:
+    home = tmp_path / "home"
+    index = RunIndex(home / "runs.db")
+    runs = _solve(home, index, "alpha"), _solve(home, index, "beta")
     index.close()
-    return home, events[0].run_id
+    return home, *runs
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [["runs", "show"], ["runs", "diff"], ["runs", "audit"]])
-def test_a_closed_pipe_ends_a_reader_with_141(long_run: tuple[Path, str], command) -> None:
-    home, run = long_run
-    argv = [*command, run] + ([run] if command[-1] == "diff" else [])
+def test_a_closed_pipe_ends_a_reader_with_141(long_run: tuple[Path, str, str], command) -> None:
+    home, run, other = long_run
+    # the diff of two runs that differ in every line: long whatever the diff leaves out
+    argv = [*command, run] + ([other] if command[-1] == "diff" else [])
     child = subprocess.Popen(
         [sys.executable, "-m", "conductor.cli", *argv],
         stdout=subprocess.PIPE,

@@ -39,6 +39,9 @@ HEALTH = {
     "RAY_health_check_period_ms": "1000",
     "RAY_health_check_timeout_ms": "3000",
     "RAY_health_check_failure_threshold": "4",
+    # A raylet on a loaded machine may take over Ray's default minute to register; the
+    # node then fails to start although nothing is wrong with it.
+    "RAY_raylet_start_wait_time_s": "300",
 }
 
 
@@ -116,7 +119,7 @@ class LocalCluster:
                 command, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
         self.nodes.append(node)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 360
         while READY not in log.read_text(errors="replace"):
             if node.poll() is not None or time.monotonic() > deadline:
                 text = log.read_text(errors="replace")[-3000:]

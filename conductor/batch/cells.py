@@ -1,0 +1,155 @@
+"""A batch's sandboxes: one pool of cells sized to the host, shared by the items in flight.
+
+A batch used to open a sandbox per item in flight, and a second one for each item's
+after-run checks, so at concurrency 64 on a 2-core machine Docker held some 128
+containers, throughput collapsed and starts began to fail. Here every sandbox of a
+batch (the items' own and their checks') comes from one `CellPool` of a fixed size:
+an item waits for a free cell instead of creating a container; a cell is handed back
+when its sandbox closes. The size comes from the host (its cores and memory) unless the
+`sandbox_cells` setting names one.
+
+A cell that fails to start is tried again a few times; only a failure that persists
+reaches the item, as an error (`CellStartError`). A batch that stops wakes every item
+still waiting for a cell (`CellsClosed`): they end interrupted, to run again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from conductor_kernel.errors import UserFacingError
+from conductor_kernel.interfaces import ExecResult, Sandbox, SandboxUnavailable
+
+log = logging.getLogger("conductor.batch")
+
+# What one cell is allowed to hold at most (a sandbox's memory bound is 512 MiB by
+# default) and how many cells a core carries: cells mostly wait for the model.
+CELL_MEMORY_BYTES = 512 * 1024 * 1024
+CELLS_PER_CORE = 2
+START_ATTEMPTS = 3
+RETRY_DELAY_S = 0.5
+_POLL_S = 0.05
+
+
+class CellStartError(UserFacingError):
+    """A sandbox cell could not be started, even after retries."""
+
+
+class CellsClosed(Exception):
+    """The batch stopped while an item waited for a cell."""
+
+
+def host_cells(cores: int | None = None, memory_bytes: int | None = None) -> int:
+    """How many sandboxes this host can keep alive at once: two per core, and no more
+    than half the memory holds (at least one)."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            cores = os.cpu_count() or 1
+    if memory_bytes is None:
+        try:
+            memory_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            memory_bytes = 4 * CELL_MEMORY_BYTES
+    by_memory = (memory_bytes // 2) // CELL_MEMORY_BYTES
+    return max(1, min(cores * CELLS_PER_CORE, by_memory))
+
+
+class CellPool:
+    """At most `size` sandboxes from `open_box` alive at once; see the module's doc."""
+
+    def __init__(
+        self,
+        open_box: Callable[[], Sandbox | None],
+        size: int | None = None,
+        *,
+        attempts: int = START_ATTEMPTS,
+        retry_delay_s: float = RETRY_DELAY_S,
+    ) -> None:
+        self.open_box = open_box
+        self.size = size if size else host_cells()
+        self.attempts = max(1, attempts)
+        self.retry_delay_s = retry_delay_s
+        self._free = threading.Semaphore(self.size)
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self.alive = 0
+        self.peak = 0  # the most cells alive at once, for reports and benchmarks
+
+    def open(self) -> Sandbox | None:
+        """A sandbox from a free cell, waiting for one; None when runs have no sandbox."""
+        while not self._free.acquire(timeout=_POLL_S):
+            if self._closed.is_set():
+                raise CellsClosed("the batch stopped while this item waited for a sandbox")
+        try:
+            box = self._start()
+        except BaseException:
+            self._free.release()
+            raise
+        if box is None:
+            self._free.release()
+            return None
+        with self._lock:
+            self.alive += 1
+            self.peak = max(self.peak, self.alive)
+        return PooledCell(box, self._give_back)
+
+    def stop_waiting(self) -> None:
+        """The batch stops: items waiting for a cell give up (CellsClosed)."""
+        self._closed.set()
+
+    def _start(self) -> Sandbox | None:
+        problem: BaseException | None = None
+        for attempt in range(self.attempts):
+            if self._closed.is_set():
+                raise CellsClosed("the batch stopped while this item's sandbox started")
+            try:
+                return self.open_box()
+            except SandboxUnavailable:
+                raise  # no backend here at all: trying again cannot help
+            except Exception as exc:  # a busy daemon, a slow start: try again
+                problem = exc
+                log.warning("sandbox start failed (attempt %d): %s", attempt + 1, exc)
+            if attempt + 1 < self.attempts:
+                self._closed.wait(self.retry_delay_s * (attempt + 1))
+        raise CellStartError(
+            f"could not start a sandbox after {self.attempts} attempts: {problem}"
+        ) from problem
+
+    def _give_back(self) -> None:
+        with self._lock:
+            self.alive -= 1
+        self._free.release()
+
+
+class PooledCell:
+    """A sandbox on loan from a `CellPool`: closing it ends it and frees the cell."""
+
+    def __init__(self, inner: Sandbox, give_back: Callable[[], None]) -> None:
+        self.inner = inner
+        self.name = str(getattr(inner, "name", "sandbox"))
+        self._give_back: Callable[[], None] | None = give_back
+        self._lock = threading.Lock()
+        self.opened_at = time.monotonic()
+
+    def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult:
+        return self.inner.run(code, timeout=timeout, stdin=stdin)
+
+    def interrupt(self) -> bool:
+        stop = getattr(self.inner, "interrupt", None)
+        return bool(stop()) if callable(stop) else False
+
+    def close(self) -> None:
+        with self._lock:
+            give_back, self._give_back = self._give_back, None
+        if give_back is None:
+            return  # closed already: the cell was handed back once
+        try:
+            self.inner.close()
+        finally:
+            give_back()

@@ -1,0 +1,188 @@
+"""A batch's sandboxes come from one pool sized to the host, not one per item in flight
+(issue 27): at any concurrency the sandboxes alive at once stay within the pool; an
+item waits for a cell; a start that fails is retried and only a persistent failure is
+the item's error; a stop wakes the items still waiting.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_support import plan_for
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conductor.batch.cells import (
+    CELL_MEMORY_BYTES,
+    CellPool,
+    CellsClosed,
+    CellStartError,
+    host_cells,
+)
+from conductor.batch.runner import BatchRunner
+from conductor_kernel.interfaces import ExecResult
+
+
+class Boxes:
+    """A stand-in backend that counts its sandboxes alive; `fail_first` starts fail."""
+
+    def __init__(self, fail_first: int = 0, hold_s: float = 0.0) -> None:
+        self.fail_first = fail_first
+        self.hold_s = hold_s  # how long an open waits for company (shows overlap)
+        self.starts = self.alive = self.peak = 0
+        self.lock = threading.Condition()
+
+    def open(self, *_: Any, **__: Any) -> Box:
+        with self.lock:
+            self.starts += 1
+            if self.starts <= self.fail_first:
+                raise RuntimeError(f"start {self.starts} failed")
+            self.alive += 1
+            self.peak = max(self.peak, self.alive)
+            self.lock.notify_all()
+            # Give the other items a moment to open theirs: without a pool they all do.
+            self.lock.wait_for(lambda: self.alive > 2, timeout=self.hold_s)
+        return Box(self)
+
+
+class Box:
+    name = "counted"
+
+    def __init__(self, boxes: Boxes) -> None:
+        self.boxes = boxes
+        self.closed = False
+
+    def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult:
+        return ExecResult(stdout="", exit_code=0, backend="counted")
+
+    def close(self) -> None:
+        assert not self.closed, "a sandbox closed twice"
+        self.closed = True
+        with self.boxes.lock:
+            self.boxes.alive -= 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(cores=st.integers(1, 256), memory_gib=st.integers(0, 2048))
+def test_the_host_sizes_the_pool_by_cores_and_memory(cores: int, memory_gib: int) -> None:
+    size = host_cells(cores, memory_gib * 1024**3)
+    assert 1 <= size <= 2 * cores
+    assert size == 1 or size * CELL_MEMORY_BYTES <= memory_gib * 1024**3 // 2
+
+
+@settings(max_examples=20, deadline=None)
+@given(size=st.integers(1, 6), users=st.integers(1, 24), seed=st.integers(0, 2**32))
+def test_cells_alive_never_exceed_the_pool_and_every_user_gets_one(
+    size: int, users: int, seed: int
+) -> None:
+    pause = random.Random(seed)  # not Hypothesis's own random: it is not for threads
+    boxes = Boxes()
+    pool = CellPool(boxes.open, size)
+    served = []
+
+    def use() -> None:
+        cell = pool.open()
+        assert cell is not None
+        time.sleep(pause.random() / 200)
+        served.append(cell.name)
+        cell.close()
+        cell.close()  # a second close hands nothing back twice
+
+    threads = [threading.Thread(target=use) for _ in range(users)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(served) == users
+    assert boxes.peak <= size and pool.peak <= size and boxes.alive == 0 == pool.alive
+
+
+@settings(max_examples=20, deadline=None)
+@given(failures=st.integers(0, 5), attempts=st.integers(1, 4))
+def test_a_start_that_fails_is_retried_and_only_a_persistent_failure_is_raised(
+    failures: int, attempts: int
+) -> None:
+    boxes = Boxes(fail_first=failures)
+    pool = CellPool(boxes.open, 1, attempts=attempts, retry_delay_s=0.0)
+    if failures < attempts:
+        cell = pool.open()
+        assert cell is not None and boxes.starts == failures + 1
+        cell.close()
+    else:
+        with pytest.raises(CellStartError, match=f"after {attempts} attempts"):
+            pool.open()
+        assert boxes.starts == attempts
+    # Whatever happened, the cell is free again.
+    boxes.fail_first = 0
+    again = pool.open()
+    assert again is not None
+    again.close()
+
+
+def test_a_stop_wakes_an_item_waiting_for_a_cell() -> None:
+    pool = CellPool(Boxes().open, 1)
+    held = pool.open()
+    outcome: list[str] = []
+
+    def wait_for_one() -> None:
+        try:
+            pool.open()
+            outcome.append("got one")
+        except CellsClosed:
+            outcome.append("woken")
+
+    waiter = threading.Thread(target=wait_for_one)
+    waiter.start()
+    pool.stop_waiting()
+    waiter.join(timeout=30)
+    assert not waiter.is_alive() and outcome == ["woken"]
+    assert held is not None
+    held.close()
+
+
+def live_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, boxes: Boxes, **settings_: Any
+) -> Any:
+    from conductor.batch.setup import live_setup
+    from conductor.config import load_settings
+    from conductor.tasks.specs import get_spec
+
+    monkeypatch.setattr("sandbox.registry.open_sandbox", boxes.open)
+    monkeypatch.setattr("sandbox.registry.resolve_name", lambda name: "counted")
+    overrides = {"model": "demo", "recall": False, "learn": False, **settings_}
+    return live_setup(load_settings(overrides), get_spec("GameOf24"), lambda: tmp_path / "runs")
+
+
+@pytest.mark.parametrize("concurrency", [4, 16])
+def test_a_batch_keeps_no_more_sandboxes_alive_than_its_pool(
+    concurrency: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
+    boxes = Boxes(hold_s=0.1)
+    setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=2)
+    plan = plan_for(tmp_path, 8)
+    outcome = BatchRunner(plan, setup.make_session, concurrency=concurrency).run()
+    records = plan.results.read()
+    assert outcome.stopped is None and len(records) == 8
+    assert all(r["status"] != "error" for r in records.values()), records
+    assert 1 <= boxes.peak <= 2 and boxes.alive == 0
+
+
+def test_a_persistent_start_failure_is_the_items_error_and_the_batch_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
+    boxes = Boxes(fail_first=10**6)
+    setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=2)
+    assert setup.cells is not None
+    setup.cells.retry_delay_s = 0.0
+    plan = plan_for(tmp_path, 3)
+    BatchRunner(plan, setup.make_session, concurrency=2, cells=setup.cells).run()
+    records = plan.results.read()
+    assert len(records) == 3 and boxes.starts == 3 * setup.cells.attempts
+    for record in records.values():
+        assert record["status"] == "error"
+        assert "could not start a sandbox after" in record["error"]["message"]
