@@ -28,7 +28,8 @@ import os
 import socket
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -279,21 +280,36 @@ class RunIndex:
         return started.run_id
 
     def rebuild(self, runs_dir: Path) -> int:
-        """Index every transcript; one that cannot be indexed is logged and skipped."""
-        count = 0
-        for path in sorted(runs_dir.glob("*.jsonl")):
+        """Index every transcript of one folder; one that cannot be indexed is skipped."""
+        return self.index_files(sorted(runs_dir.glob("*.jsonl"))).count
+
+    def index_files(self, paths: Iterable[Path]) -> Reindexed:
+        """Index each transcript; one that cannot be read or stored is reported (path and
+        reason) and skipped, so one hostile file never blocks the rebuild of the rest."""
+        done = Reindexed()
+        for path in paths:
             try:
-                count += self.add_transcript(path) is not None
+                done.count += self.add_transcript(path) is not None
             except (
                 UserFacingError,
                 OSError,
                 TypeError,
-                ValueError,
+                ValueError,  # UnicodeError and JSON errors are ValueErrors
                 OverflowError,  # a number no SQLite integer holds
+                RecursionError,  # structure nested deeper than any reader follows
+                MemoryError,
                 sqlite3.Error,
             ) as exc:
-                log.warning("%s: not indexed (%s); the file is kept as it is", path, exc)
-        return count
+                reason = str(exc) or type(exc).__name__
+                if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+                    exc, sqlite3.IntegrityError | sqlite3.DataError
+                ):
+                    done.damaged = True  # the database failed, not this file
+                if isinstance(exc, RecursionError):
+                    reason = "nested too deeply to read"
+                done.skipped.append((path, reason))
+                log.warning("%s: not indexed (%s); the file is kept as it is", path, reason)
+        return done
 
     def abandoned(self) -> list[dict[str, Any]]:
         """Runs marked running here whose process on this host is gone."""
@@ -402,21 +418,69 @@ class RunIndex:
             return [str(value) for (value,) in cursor if value]
 
     @classmethod
-    def reindex(cls, path: Path | str | None, runs_dir: Path) -> tuple[RunIndex, int, Path | None]:
-        """Rebuild the index from the transcripts; a corrupt file is moved aside first.
-
-        Returns the new index, how many transcripts it holds, and where the bad file went.
-        """
+    def reindex(cls, path: Path | str | None, files: Path | Iterable[Path]) -> Reindexed:
+        """Rebuild the index from transcripts (a folder's, or the files given); a damaged
+        runs.db (unreadable, not a file, failing its full integrity check) is moved aside
+        first, never deleted."""
         path = Path(path) if path else default_path()
+        files = sorted(files.glob("*.jsonl")) if isinstance(files, Path) else list(files)
         moved = None
-        try:
+        index = _checked(cls, path)
+        if index is None:
+            moved = _move_aside(path)
             index = cls(path)
-        except DatabaseError:
-            stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-            moved = path.with_name(f"{path.name}.corrupt-{stamp}")
-            for suffix in ("", "-wal", "-shm"):
-                side = Path(str(path) + suffix)
-                if side.exists():
-                    side.rename(Path(str(moved) + suffix))
+        done = index.index_files(files)
+        if done.damaged and moved is None:
+            # Damage no check found (a flipped bit in the schema) failed the writes:
+            # start from a new file, the old one kept aside.
+            index.close()
+            moved = _move_aside(path)
             index = cls(path)
-        return index, index.rebuild(runs_dir), moved
+            done = index.index_files(files)
+        done.index, done.moved = index, moved
+        return done
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename a damaged runs.db (and its WAL files) to `runs.db.corrupt-STAMP`."""
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    moved = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while moved.exists():  # an earlier rebuild this second: keep both
+        n += 1
+        moved = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    for suffix in ("", "-wal", "-shm"):
+        side = Path(str(path) + suffix)
+        if side.exists() or side.is_symlink():
+            side.rename(Path(str(moved) + suffix))
+    return moved
+
+
+@dataclass
+class Reindexed:
+    """What a rebuild did: how many runs it indexed, what it could not (and why)."""
+
+    count: int = 0
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    index: RunIndex | None = None
+    moved: Path | None = None
+    # Whether writing failed for the database's sake (damage), not a file's.
+    damaged: bool = False
+
+
+def _checked(cls: type[RunIndex], path: Path) -> RunIndex | None:
+    """The index at `path` if it opens and passes a full integrity check (opening checks
+    only the header of a big file), else None."""
+    try:
+        index = cls(path)
+    except DatabaseError:
+        return None
+    try:
+        with index._lock:
+            ok = (index.conn.execute("PRAGMA quick_check").fetchone() or ["ok"])[0]
+    except sqlite3.DatabaseError:
+        ok = "unreadable"
+    if ok == "ok":
+        return index
+    index.close()
+    return None
