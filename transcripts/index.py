@@ -289,7 +289,12 @@ class RunIndex:
         done = Reindexed()
         for path in paths:
             try:
-                done.count += self.add_transcript(path) is not None
+                if self.add_transcript(path) is not None:
+                    done.count += 1
+                    continue
+                reason = _no_run_in(path)
+                done.skipped.append((path, reason))
+                log.warning("%s: not indexed (%s); the file is kept as it is", path, reason)
             except (
                 UserFacingError,
                 OSError,
@@ -300,7 +305,7 @@ class RunIndex:
                 MemoryError,
                 sqlite3.Error,
             ) as exc:
-                reason = str(exc) or type(exc).__name__
+                reason = (str(exc) or type(exc).__name__).removeprefix(f"{path}: ")
                 if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
                     exc, sqlite3.IntegrityError | sqlite3.DataError
                 ):
@@ -439,6 +444,14 @@ class RunIndex:
             done = index.index_files(files)
         done.index, done.moved = index, moved
         return done
+
+
+def _no_run_in(path: Path) -> str:
+    """Why a transcript that was read gave no run: its first bad line, or no start."""
+    problem = read_transcript(path).problem
+    if problem is not None:
+        return f"no run could be read: line {problem.line}: {problem.reason}"
+    return "no run_started event in it"
 
 
 def _move_aside(path: Path) -> Path:

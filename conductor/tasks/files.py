@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from conductor_kernel.bounded import TooDeep, json_lines, loads_json
 from conductor_kernel.errors import UserFacingError
 
 log = logging.getLogger("conductor.taskfile")
@@ -155,19 +156,20 @@ def json_error_text(exc: json.JSONDecodeError) -> str:
     return f"{exc.msg}{joiner} {exc.colno}"
 
 
-def _cut(text: str, raw: str, number: int) -> str:
-    last = number == len(text.splitlines())
-    return "; the file ends mid-line (cut short?)" if last and not text.endswith("\n") else ""
-
-
 def _jsonl_records(path: Path, text: str) -> Iterator[tuple[int, Mapping[str, Any] | str]]:
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = json_lines(text)  # "\n" alone ends a line: U+2028 may sit inside a string
+    cut = not text.endswith("\n")
+    for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
+            record = loads_json(raw)
+        except TooDeep as exc:
+            yield number, str(exc)
+            continue
         except json.JSONDecodeError as exc:
-            yield number, f"not valid JSON ({json_error_text(exc)}){_cut(text, raw, number)}"
+            last = "; the file ends mid-line (cut short?)" if cut and number == len(lines) else ""
+            yield number, f"not valid JSON ({json_error_text(exc)}){last}"
             continue
         if not isinstance(record, dict):
             yield number, f"expected a JSON object, got {type(record).__name__}"
@@ -229,6 +231,8 @@ def read_task_file(
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise TaskFileError(f"{path}: no such task file; check the path") from None
+    except IsADirectoryError:
+        raise TaskFileError(f"{path}: a folder, not a task file; give one of its files") from None
     except UnicodeDecodeError as exc:
         raise TaskFileError(
             f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8"

@@ -120,7 +120,7 @@ def test_one_hostile_transcript_does_not_block_the_rebuild(
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     assert "indexed 2 transcripts" in out
-    for name in ("deep.jsonl", "folder.jsonl"):
+    for name in ("deep.jsonl", "bytes.jsonl", "folder.jsonl"):
         assert f"not indexed: {folder / name}" in out, out
     assert _runs(capsys) == runs
     shutil.rmtree(folder)
