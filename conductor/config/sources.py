@@ -150,7 +150,7 @@ def line_of(text: str, field_path: str) -> int | None:
     """The line of a TOML file that sets `field_path` (`run.max_rounds`), or its table."""
     *tables, key = field_path.split(".")
     table = ""
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # TOML ends lines at \n only
         stripped = line.strip()
         if stripped.startswith("[") and not stripped.startswith("[["):
             table = stripped.split("]", 1)[0].strip("[ \t")

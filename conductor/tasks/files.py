@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -180,8 +181,8 @@ def _jsonl_records(path: Path, text: str) -> Iterator[tuple[int, Mapping[str, An
 def _csv_records(
     path: Path, text: str, delimiter: str
 ) -> Iterator[tuple[int, Mapping[str, Any] | str]]:
-    lines = text.splitlines(keepends=True)
-    reader = csv.reader(lines, delimiter=delimiter)
+    # A quoted field may hold U+2028 or U+0085: only the csv module splits rows.
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration:
