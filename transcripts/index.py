@@ -55,7 +55,8 @@ from record.migrations import (
     write_transaction,
 )
 from record.reader import read_transcript
-from record.repair import finish_transcript, process_alive, process_started
+from record.repair import end_unrecorded, finish_transcript, process_alive, process_started
+from record.writer import DiskFull
 from transcripts.runs_schema import (
     FILTER_COLUMNS,
     TABLES,
@@ -350,6 +351,47 @@ class RunIndex:
             log.info(
                 "run %s was left unfinished by a process that died: now interrupted", row["run_id"]
             )
+        return repaired
+
+    def repair_on_start(self) -> None:
+        """What every start does first: end the runs of dead processes, and the runs a
+        full disk kept out of runs.db (a week back); a failure is logged, never raised."""
+        import time
+
+        from record.home import home_dir, transcript_files
+
+        try:
+            self.repair_abandoned()
+            week = time.time() - 7 * 86400
+            self.repair_unrecorded(transcript_files(home_dir()), since=week)
+        except (UserFacingError, OSError, sqlite3.Error) as exc:
+            log.warning("could not repair the runs left unfinished by dead processes: %s", exc)
+
+    def repair_unrecorded(self, paths: Iterable[Path], *, since: float) -> list[str]:
+        """End and index the transcripts written since `since` that runs.db never
+        recorded (its writes failed too: a full disk) and that no live process writes."""
+        with self._lock:
+            known = {
+                str(run_id)
+                for (run_id,) in self.conn.execute(
+                    "select run_id from runs where started_at >= ?", (since - 86400,)
+                )
+            }
+        repaired = []
+        for path in paths:
+            try:
+                if path.stem in known or path.stat().st_mtime < since or not path.is_file():
+                    continue
+                if end_unrecorded(path) is not None and self.add_transcript(path):
+                    repaired.append(path.stem)
+            except DiskFull:
+                log.warning(
+                    "the disk is still full: runs it cut short are marked ended once "
+                    "there is room again"
+                )
+                break
+            except (UserFacingError, OSError, ValueError, TypeError, sqlite3.Error) as exc:
+                log.warning("%s: could not end and index it (%s)", path, exc)
         return repaired
 
     # -- reading ------------------------------------------------------------------------

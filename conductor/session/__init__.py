@@ -18,6 +18,7 @@ from typing import Any
 
 from conductor.config import Settings
 from conductor.session.fresh_sandbox import FreshSandbox
+from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
 from conductor_kernel.interfaces import ChatModel, EventSink, Method, Sandbox, Usage
 from conductor_kernel.ledger import UsageLedger
@@ -74,6 +75,7 @@ class Session:
     # Why the session cancelled its own run (a sink's reader went away), if it did.
     stopped_by: str | None = None
     _dead: set[int] = field(default_factory=set, repr=False)
+    _warned: set[int] = field(default_factory=set, repr=False)  # sinks that failed once
     _cut_off: bool = field(default=False, repr=False)  # ended by an exception, not the loop
     # A cancel asked for this run, kept until it ends: the loop clears its own flag when
     # it starts, and a cancel that came before that (a signal, Esc) was lost.
@@ -117,6 +119,7 @@ class Session:
         ledger = self.ledger = UsageLedger()
         self.stopped_by = None
         self._dead = set()
+        self._warned = set()
         self._cut_off = False
         if self.index is not None:
             # A stopped run does not wait for runs.db held locked by another program:
@@ -225,6 +228,12 @@ class Session:
                     self.stopped_by = self.stopped_by or "output closed"
                     self.cancel()
                     continue
+                if id(target) in self._warned:
+                    continue  # said once per run: a full disk fails every event
+                self._warned.add(id(target))
+                if isinstance(exc, UserFacingError):
+                    log.warning("%s The run goes on.", exc)
+                    continue
                 log.warning(
                     "%s could not take a %s event (%s: %s); the run goes on",
                     type(target).__name__,
@@ -298,8 +307,5 @@ def fresh_sandbox_opener(settings: Settings) -> Callable[[], Sandbox | None] | N
 def _open_index() -> RunIndex:
     """The runs index, after finishing the runs of processes that died mid-run."""
     index = RunIndex()
-    try:
-        index.repair_abandoned()
-    except Exception:  # a repair that fails must not stop a new run
-        log.exception("could not repair the runs left unfinished by dead processes")
+    index.repair_on_start()  # logs, never raises: a failed repair must not stop a run
     return index
