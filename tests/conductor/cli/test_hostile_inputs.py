@@ -235,3 +235,21 @@ def test_a_config_nested_a_hundred_thousand_levels_is_a_message_naming_file_and_
     tasks.write_text(json.dumps({"input": "Sort these words: b a"}) + "\n")
     code, err = _ran(commands(tasks)[0], capsys)
     assert code == 2 and f"{config}:3:" in "".join(err.split()) and "nested more than" in err
+
+
+@pytest.mark.parametrize("which", range(5), ids=["batch", "audit", "import", "score", "replay"])
+def test_a_folder_is_called_a_folder_and_random_bytes_are_refused(
+    which: int,
+    recorded: tuple[str, Path, bytes],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = tmp_path / "word_sorting.jsonl"
+    folder.mkdir()
+    code, err = _ran(commands(folder)[which], capsys)
+    assert code == 2 and "folder" in err and "no such file" not in err
+    folder.rmdir()
+    folder.write_bytes(bytes(range(256)) * 8)
+    code, err = _ran(commands(folder)[which], capsys)
+    assert code == 2 and "word_sorting.jsonl" in "".join(err.split())
+    _still_recorded(recorded, capsys)
