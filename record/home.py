@@ -46,3 +46,14 @@ def config_path() -> Path:
 
 def runs_dir() -> Path:
     return _make_folder(home_dir() / "runs")
+
+
+# Where the home keeps transcripts, relative to it: solves and imports in runs/, and each
+# batch (batches/ID/runs/), ablation or comparison in a folder of its own one level down.
+TRANSCRIPT_GLOBS = ("runs/*.jsonl", "*/*/runs/*.jsonl")
+
+
+def transcript_files(home: Path) -> list[Path]:
+    """Every transcript the home holds, in a stable order (what `runs reindex` reads)."""
+    found = {path for pattern in TRANSCRIPT_GLOBS for path in home.glob(pattern)}
+    return sorted(found)

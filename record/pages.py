@@ -131,7 +131,7 @@ class TranscriptPages:
             fh.seek(page.start)
             chunk = fh.read(page.end - page.start)
         events = []
-        for line in chunk.splitlines():
+        for line in chunk.split(b"\n"):  # "\n" alone ends a JSON line
             if line.strip():
                 try:
                     events.append(parse_event(line))

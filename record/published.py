@@ -29,11 +29,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from conductor_kernel.bounded import TooDeep, loads_json
 from conductor_kernel.errors import TranscriptError, UserFacingError
 from conductor_kernel.events import (
     Event,
@@ -316,7 +317,9 @@ def iter_published(path: Path | str) -> Iterator[PublishedRecord]:
             if not line.strip():
                 continue
             try:
-                raw = json.loads(line)
+                raw = loads_json(line)
+            except TooDeep as exc:
+                raise TranscriptError(str(path), number, f"not a record: {exc.args[0]}") from None
             except json.JSONDecodeError as exc:
                 cut = "" if line.endswith("\n") else " (the line is cut short)"
                 raise TranscriptError(
@@ -333,11 +336,8 @@ def iter_published(path: Path | str) -> Iterator[PublishedRecord]:
 def read_published(path: Path | str, *, limit: int | None = None) -> PublishedFile:
     """Every record up to `limit` or the first bad line, which is reported, not raised."""
     path = Path(path)
-    if not path.is_file():
-        raise UserFacingError(
-            f"{path}: no such file; give a published .jsonl file, e.g. "
-            "../shared/data/meta-prompting/transcripts/with-python/GameOf24.jsonl"
-        )
+    example = "../shared/data/meta-prompting/transcripts/with-python/GameOf24.jsonl"
+    must_be_a_file(path, f"give a published .jsonl file, e.g. {example}")
     result = PublishedFile(path)
     try:
         for record in iter_published(path):
@@ -346,7 +346,28 @@ def read_published(path: Path | str, *, limit: int | None = None) -> PublishedFi
             result.records.append(record)
     except TranscriptError as exc:
         result.problem = exc
+    nothing_readable(path, result.records, result.problem, "published record")
     return result
+
+
+def must_be_a_file(path: Path, what_to_give: str) -> None:
+    """Refuse a path that is a folder or is missing, saying which, before reading it."""
+    if path.is_dir():
+        raise UserFacingError(f"{path}: a folder, not a file; {what_to_give}")
+    if not path.is_file():
+        raise UserFacingError(f"{path}: no such file; {what_to_give}")
+
+
+def nothing_readable(
+    path: Path, records: Sequence[object], problem: TranscriptError | None, kind: str
+) -> None:
+    """A file whose very first line is unreadable (random bytes, another format) is an
+    error, not an empty success."""
+    if not records and problem is not None:
+        raise UserFacingError(
+            f"{path}: no {kind} could be read: line {problem.line}: {problem.reason}. "
+            f"Is it the right file?"
+        )
 
 
 # -- a published record as our events ------------------------------------------------

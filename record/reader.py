@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
+from conductor_kernel.bounded import TooDeep, loads_json
 from conductor_kernel.errors import TranscriptError, UserFacingError
 from conductor_kernel.events import Event, RunFinished, RunStarted
 from conductor_kernel.interfaces import ExecResult, Usage
@@ -73,8 +74,8 @@ def _fix_fields(obj: Any) -> Any:
 def parse_event(line: bytes | str) -> Event:
     """One transcript line as an event whose fields all have their declared types.
 
-    Raises ValueError (not JSON) or TypeError (not a JSON object)."""
-    data = json.loads(line)
+    Raises ValueError (not JSON, or nested too deeply) or TypeError (not a JSON object)."""
+    data = loads_json(line)
     if not isinstance(data, dict):
         raise TypeError(f"a JSON {type(data).__name__}, not an object")
     return event_from(data)
@@ -114,7 +115,9 @@ class Transcript:
 
 def _parse(path: Path, number: int, line: str) -> Event:
     try:
-        data = json.loads(line)
+        data = loads_json(line)
+    except TooDeep as exc:
+        raise TranscriptError(str(path), number, f"not an event: {exc.args[0]}") from None
     except json.JSONDecodeError as exc:
         cut = (
             ""

@@ -19,11 +19,12 @@ from conductor_kernel.events import (
     FinalAnswer,
     MetaTurnFinished,
     RunFinished,
+    RunStarted,
     SandboxExec,
 )
 from conductor_kernel.interfaces import Usage
 from record.reader import read_transcript
-from record.writer import TranscriptWriter
+from record.writer import TranscriptBusy, TranscriptWriter
 
 
 def process_started(pid: int) -> str | None:
@@ -102,3 +103,53 @@ def summarise(events: list[Event], run_id: str, *, status: str) -> RunFinished:
         expert_calls=expert_calls,
         sandbox_runs=sandbox_runs,
     )
+
+
+DISK_FULL = (
+    "disk full: the transcript was cut while being written (the disk had no room), and "
+    "runs.db never heard of the run; it was marked ended when conductor next started."
+)
+ENDED_UNSEEN = (
+    "The process running this run ended without finishing it, and runs.db never heard "
+    "of the run; it was marked interrupted when conductor next started."
+)
+
+
+def end_unrecorded(path: Path) -> RunFinished | None:
+    """End a transcript runs.db never recorded (its writes failed too) whose writer is
+    gone; None while a live process still writes it. A file that is empty or ends
+    mid-line was cut by a full disk (whole lines are written at once, so a killed
+    process leaves none cut): it ends as `error` with the reason; one with whole lines
+    as `interrupted`, like any dead run. A run whose start was lost gets one from the
+    file name, so that the run can be indexed and seen."""
+    cut = path.stat().st_size == 0 or not _ends_whole(path)  # before the writer mends it
+    try:
+        writer = TranscriptWriter(path, only_if_free=True)
+    except TranscriptBusy:
+        return None
+    with writer:
+        transcript = read_transcript(path)
+        if transcript.finished is not None:
+            return transcript.finished
+        cut = cut or transcript.problem is not None
+        started = transcript.started
+        run_id = started.run_id if started is not None else path.stem
+        events = transcript.events
+        if started is None:
+            lost = RunStarted(run_id=run_id, question="", tags={"start_lost": True})
+            writer.handle(lost)
+            events = [lost, *events]
+        finished = summarise(events, run_id, status="error" if cut else "interrupted")
+        writer.handle(
+            ErrorEvent(run_id=run_id, where="repair", message=DISK_FULL if cut else ENDED_UNSEEN)
+        )
+        writer.handle(finished)
+    return finished
+
+
+def _ends_whole(path: Path) -> bool:
+    if path.stat().st_size == 0:
+        return True
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"

@@ -9,21 +9,51 @@ whatever the run wrote.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 from pathlib import Path
 
+from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import Event
+
+
+class DiskFull(UserFacingError):
+    """A transcript line the disk had no room for."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"{path}: the disk is full; this run's transcript is cut here. Free some space: "
+            "the next conductor command marks the run ended (error: disk full) and indexes it."
+        )
+
+
+class TranscriptBusy(Exception):
+    """Another live process holds the transcript open for writing."""
 
 
 class TranscriptWriter:
     """An `EventSink` appending non-transient events to `path`."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, only_if_free: bool = False) -> None:
+        """`only_if_free`: raise `TranscriptBusy` when a live process writes the file
+        (the repair of a dead run must not append to a live one)."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # A lock that dies with the process says the writer is alive (record/repair.py).
+        # Never waited for: a second writer of the same file (a test, a tool) goes on
+        # unlocked rather than hang, but the repair backs off.
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if only_if_free:
+                os.close(self._fd)
+                self._fd = None
+                raise TranscriptBusy(str(self.path)) from None
         self.events_written = 0
+        self._torn = False  # a line the disk cut: the next one starts fresh
         # A file cut mid-line by a killed writer: start on a fresh line.
         if self.path.stat().st_size and not _ends_with_newline(self.path):
             self._append(b"\n")
@@ -43,10 +73,19 @@ class TranscriptWriter:
 
     def _append(self, data: bytes) -> None:
         assert self._fd is not None
+        if self._torn:
+            data = b"\n" + data
         view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except OSError as exc:
+            self._torn = len(view) < len(data) or self._torn
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(self.path) from None
+            raise
+        self._torn = False
 
     def close(self) -> None:
         if self._fd is not None:

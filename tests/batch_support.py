@@ -85,7 +85,7 @@ def batch_folder(home: Path) -> Path:
 def results(folder: Path) -> list[dict[str, Any]]:
     """Every readable line of results.jsonl (a line being written may be cut short)."""
     rows = []
-    for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (folder / "results.jsonl").read_text(encoding="utf-8").split("\n"):
         try:
             rows.append(json.loads(line))
         except ValueError:

@@ -28,7 +28,8 @@ import os
 import socket
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -54,7 +55,8 @@ from record.migrations import (
     write_transaction,
 )
 from record.reader import read_transcript
-from record.repair import finish_transcript, process_alive, process_started
+from record.repair import end_unrecorded, finish_transcript, process_alive, process_started
+from record.writer import DiskFull
 from transcripts.runs_schema import (
     FILTER_COLUMNS,
     TABLES,
@@ -279,21 +281,41 @@ class RunIndex:
         return started.run_id
 
     def rebuild(self, runs_dir: Path) -> int:
-        """Index every transcript; one that cannot be indexed is logged and skipped."""
-        count = 0
-        for path in sorted(runs_dir.glob("*.jsonl")):
+        """Index every transcript of one folder; one that cannot be indexed is skipped."""
+        return self.index_files(sorted(runs_dir.glob("*.jsonl"))).count
+
+    def index_files(self, paths: Iterable[Path]) -> Reindexed:
+        """Index each transcript; one that cannot be read or stored is reported (path and
+        reason) and skipped, so one hostile file never blocks the rebuild of the rest."""
+        done = Reindexed()
+        for path in paths:
             try:
-                count += self.add_transcript(path) is not None
+                if self.add_transcript(path) is not None:
+                    done.count += 1
+                    continue
+                reason = _no_run_in(path)
+                done.skipped.append((path, reason))
+                log.warning("%s: not indexed (%s); the file is kept as it is", path, reason)
             except (
                 UserFacingError,
                 OSError,
                 TypeError,
-                ValueError,
+                ValueError,  # UnicodeError and JSON errors are ValueErrors
                 OverflowError,  # a number no SQLite integer holds
+                RecursionError,  # structure nested deeper than any reader follows
+                MemoryError,
                 sqlite3.Error,
             ) as exc:
-                log.warning("%s: not indexed (%s); the file is kept as it is", path, exc)
-        return count
+                reason = (str(exc) or type(exc).__name__).removeprefix(f"{path}: ")
+                if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+                    exc, sqlite3.IntegrityError | sqlite3.DataError
+                ):
+                    done.damaged = True  # the database failed, not this file
+                if isinstance(exc, RecursionError):
+                    reason = "nested too deeply to read"
+                done.skipped.append((path, reason))
+                log.warning("%s: not indexed (%s); the file is kept as it is", path, reason)
+        return done
 
     def abandoned(self) -> list[dict[str, Any]]:
         """Runs marked running here whose process on this host is gone."""
@@ -329,6 +351,47 @@ class RunIndex:
             log.info(
                 "run %s was left unfinished by a process that died: now interrupted", row["run_id"]
             )
+        return repaired
+
+    def repair_on_start(self) -> None:
+        """What every start does first: end the runs of dead processes, and the runs a
+        full disk kept out of runs.db (a week back); a failure is logged, never raised."""
+        import time
+
+        from record.home import home_dir, transcript_files
+
+        try:
+            self.repair_abandoned()
+            week = time.time() - 7 * 86400
+            self.repair_unrecorded(transcript_files(home_dir()), since=week)
+        except (UserFacingError, OSError, sqlite3.Error) as exc:
+            log.warning("could not repair the runs left unfinished by dead processes: %s", exc)
+
+    def repair_unrecorded(self, paths: Iterable[Path], *, since: float) -> list[str]:
+        """End and index the transcripts written since `since` that runs.db never
+        recorded (its writes failed too: a full disk) and that no live process writes."""
+        with self._lock:
+            known = {
+                str(run_id)
+                for (run_id,) in self.conn.execute(
+                    "select run_id from runs where started_at >= ?", (since - 86400,)
+                )
+            }
+        repaired = []
+        for path in paths:
+            try:
+                if path.stem in known or path.stat().st_mtime < since or not path.is_file():
+                    continue
+                if end_unrecorded(path) is not None and self.add_transcript(path):
+                    repaired.append(path.stem)
+            except DiskFull:
+                log.warning(
+                    "the disk is still full: runs it cut short are marked ended once "
+                    "there is room again"
+                )
+                break
+            except (UserFacingError, OSError, ValueError, TypeError, sqlite3.Error) as exc:
+                log.warning("%s: could not end and index it (%s)", path, exc)
         return repaired
 
     # -- reading ------------------------------------------------------------------------
@@ -402,21 +465,77 @@ class RunIndex:
             return [str(value) for (value,) in cursor if value]
 
     @classmethod
-    def reindex(cls, path: Path | str | None, runs_dir: Path) -> tuple[RunIndex, int, Path | None]:
-        """Rebuild the index from the transcripts; a corrupt file is moved aside first.
-
-        Returns the new index, how many transcripts it holds, and where the bad file went.
-        """
+    def reindex(cls, path: Path | str | None, files: Path | Iterable[Path]) -> Reindexed:
+        """Rebuild the index from transcripts (a folder's, or the files given); a damaged
+        runs.db (unreadable, not a file, failing its full integrity check) is moved aside
+        first, never deleted."""
         path = Path(path) if path else default_path()
+        files = sorted(files.glob("*.jsonl")) if isinstance(files, Path) else list(files)
         moved = None
-        try:
+        index = _checked(cls, path)
+        if index is None:
+            moved = _move_aside(path)
             index = cls(path)
-        except DatabaseError:
-            stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-            moved = path.with_name(f"{path.name}.corrupt-{stamp}")
-            for suffix in ("", "-wal", "-shm"):
-                side = Path(str(path) + suffix)
-                if side.exists():
-                    side.rename(Path(str(moved) + suffix))
+        done = index.index_files(files)
+        if done.damaged and moved is None:
+            # Damage no check found (a flipped bit in the schema) failed the writes:
+            # start from a new file, the old one kept aside.
+            index.close()
+            moved = _move_aside(path)
             index = cls(path)
-        return index, index.rebuild(runs_dir), moved
+            done = index.index_files(files)
+        done.index, done.moved = index, moved
+        return done
+
+
+def _no_run_in(path: Path) -> str:
+    """Why a transcript that was read gave no run: its first bad line, or no start."""
+    problem = read_transcript(path).problem
+    if problem is not None:
+        return f"no run could be read: line {problem.line}: {problem.reason}"
+    return "no run_started event in it"
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename a damaged runs.db (and its WAL files) to `runs.db.corrupt-STAMP`."""
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    moved = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while moved.exists():  # an earlier rebuild this second: keep both
+        n += 1
+        moved = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    for suffix in ("", "-wal", "-shm"):
+        side = Path(str(path) + suffix)
+        if side.exists() or side.is_symlink():
+            side.rename(Path(str(moved) + suffix))
+    return moved
+
+
+@dataclass
+class Reindexed:
+    """What a rebuild did: how many runs it indexed, what it could not (and why)."""
+
+    count: int = 0
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    index: RunIndex | None = None
+    moved: Path | None = None
+    # Whether writing failed for the database's sake (damage), not a file's.
+    damaged: bool = False
+
+
+def _checked(cls: type[RunIndex], path: Path) -> RunIndex | None:
+    """The index at `path` if it opens and passes a full integrity check (opening checks
+    only the header of a big file), else None."""
+    try:
+        index = cls(path)
+    except DatabaseError:
+        return None
+    try:
+        with index._lock:
+            ok = (index.conn.execute("PRAGMA quick_check").fetchone() or ["ok"])[0]
+    except sqlite3.DatabaseError:
+        ok = "unreadable"
+    if ok == "ok":
+        return index
+    index.close()
+    return None

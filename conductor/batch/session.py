@@ -9,7 +9,9 @@ how the command ends (interrupted, stopped, or an exit code). See docs/batch.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -108,7 +110,7 @@ def close_session(session: BatchSession, outcome: SessionOutcome, **extra: Any) 
 @contextmanager
 def batch_log(folder: Path) -> Iterator[None]:
     """The `conductor` loggers also write to the folder's batch.log while this lasts."""
-    handler = logging.FileHandler(folder / "batch.log", encoding="utf-8")
+    handler = LogFile(folder / "batch.log", encoding="utf-8")
     handler.setFormatter(VisibleFormatter(LOG_FORMAT))
     root = logging.getLogger("conductor")
     root.addHandler(handler)
@@ -118,6 +120,37 @@ def batch_log(folder: Path) -> Iterator[None]:
     finally:
         root.removeHandler(handler)
         handler.close()
+
+
+class LogFile(logging.FileHandler):
+    """batch.log, which a full disk (or any write error) cuts short without stopping
+    the batch: said once on stderr, never as logging's traceback, closing included."""
+
+    failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self._say(sys.exc_info()[1])
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError as exc:  # the last lines could not be flushed
+            self._say(exc)
+            stream, self.stream = self.stream, None
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    os.close(stream.fileno())
+
+    def _say(self, exc: BaseException | None) -> None:
+        if self.failed:
+            return
+        self.failed = True
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        print(
+            f"warning: cannot write {self.baseFilename} ({why}); the batch goes on and "
+            "its results are kept, but this log is cut here. Free some space.",
+            file=sys.stderr,
+        )
 
 
 def session_report(

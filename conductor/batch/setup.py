@@ -8,7 +8,6 @@ the machine.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -199,10 +198,9 @@ class IndexSink:
         from transcripts.index import RunIndex
 
         self.index = RunIndex()
-        try:  # runs left `running` by a batch or solve that was killed: interrupted now
-            self.index.repair_abandoned()
-        except Exception:
-            logging.getLogger("conductor.batch").exception("could not repair dead runs")
+        # Runs left `running` by a killed batch or solve, or kept out of runs.db by a
+        # full disk: ended now (logged, never raised).
+        self.index.repair_on_start()
         self.runs_path = runs_path
         self._lock = threading.Lock()
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor.batch.report import ItemRecord
+from conductor_kernel.bounded import loads_json
 from conductor_kernel.errors import UserFacingError
 from record.home import home_dir
 
@@ -84,7 +85,7 @@ class BatchFolder:
 
     def manifest(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+            data = loads_json(self.manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             data = {}
         if not isinstance(data, dict) or "identity" not in data:
@@ -130,9 +131,9 @@ class ResultsLog:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = loads_json(line)
                     item_id = str(record["item_id"])
-                except (json.JSONDecodeError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError):  # JSONDecodeError, TooDeep
                     self.problems.append(
                         f"{self.path}:{number}: unreadable result line (cut short by a "
                         "crash?); ignored, so that item runs again"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import sys
 from collections.abc import Iterator, Sequence
@@ -115,7 +116,12 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(handler(args) or 0)
+        try:
+            return int(handler(args) or 0)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise UserFacingError(disk_full_message(exc)) from None
     except UserFacingError as exc:
         from rich.console import Console
         from rich.text import Text
@@ -130,6 +136,16 @@ def _main(argv: Sequence[str] | None) -> int:
         except OSError:
             pass
         return 2
+
+
+def disk_full_message(exc: OSError) -> str:
+    """A full disk met on any write path, as what happened and what to do."""
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return (
+        f"the disk is full{where} ({exc.strerror}). What was written before is kept: "
+        "free some space and run the command again (a batch resumes where it stopped; "
+        "a run cut short is marked ended and indexed by the next command)."
+    )
 
 
 if __name__ == "__main__":

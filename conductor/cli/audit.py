@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from conductor_kernel.bounded import loads_json
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import Event
 from record.audit import FINDING_KINDS, AuditReport, audit_outline, summarise
@@ -41,8 +42,8 @@ def _is_published(path: Path) -> bool:
     with path.open(encoding="utf-8", errors="replace") as fh:
         first = fh.readline()
     try:
-        data = json.loads(first)
-    except ValueError:
+        data = loads_json(first)
+    except ValueError:  # not JSON, or nested too deeply (TooDeep)
         return False
     return isinstance(data, dict) and "message_log" in data
 
@@ -50,6 +51,11 @@ def _is_published(path: Path) -> bool:
 def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
 
     path = Path(ref)
+    if path.is_dir():
+        raise UserFacingError(
+            f"{path}: a folder, not a file; give a transcript or a published .jsonl file "
+            "(or a run id)."
+        )
     if path.suffix == ".jsonl" and path.is_file():
         if _is_published(path):
             from conductor.methods import BASELINES
@@ -96,6 +102,11 @@ def _read(path: str | Path) -> list[Event]:
     from record.reader import read_transcript
 
     transcript = read_transcript(path)
+    if not transcript.events and transcript.problem is not None:
+        raise UserFacingError(
+            f"{path}: no event could be read: line {transcript.problem.line}: "
+            f"{transcript.problem.reason}. Is it a transcript?"
+        )
     _warn(transcript.problem, f"{len(transcript.events)} events before it")
     return transcript.events
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,9 +25,10 @@ if TYPE_CHECKING:
     from lessons.storage.store import Notebook, TaskTypeRecord
 
 
-def open_book(args: argparse.Namespace, *, create: bool = False) -> Notebook:
+def open_book(args: argparse.Namespace, *, create: bool = False, reader: bool = False) -> Notebook:
     """The notebook the flags or settings name, judging with the application's
-    scorers; only `import` may create one."""
+    scorers; only `import` may create one. A `reader` (list, show, stats, export)
+    opens it read-only where it cannot be written (a read-only home)."""
     from conductor.config.flags import settings_from_args
     from conductor.session.notebook_hooks import open_notebook
     from lessons.storage.store import default_path
@@ -37,7 +39,9 @@ def open_book(args: argparse.Namespace, *, create: bool = False) -> Notebook:
             f"no notebook at {path} yet. Runs create it as they learn (`conductor solve ...`); "
             "`conductor notebook import FILE` fills a new one; --notebook PATH picks another."
         )
-    return open_notebook(path)
+    where = path.expanduser()
+    writable = os.access(where, os.W_OK) and os.access(where.parent, os.W_OK)
+    return open_notebook(path, read_only=reader and where.exists() and not writable)
 
 
 def console() -> Console:
@@ -79,7 +83,7 @@ def table(*columns: tuple[str, bool]) -> Table:
 def run_list(args: argparse.Namespace) -> int:
     from lessons.storage.queries import lookup_type, recent_notes, task_types
 
-    book = open_book(args)
+    book = open_book(args, reader=True)
     if args.types:
         types = task_types(book, limit=args.limit)
         if args.json:
@@ -129,7 +133,7 @@ def run_list(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     from lessons.storage.queries import lookup_note, lookup_type, note_history, note_recalls
 
-    book = open_book(args)
+    book = open_book(args, reader=True)
     note = lookup_note(book, args.id)
     if note is None:
         kind = lookup_type(book, args.id)

@@ -145,7 +145,7 @@ def run_search(args: argparse.Namespace) -> int:
 def run_stats(args: argparse.Namespace) -> int:
     from lessons.storage.stats import collect
 
-    data = collect(open_book(args))
+    data = collect(open_book(args, reader=True))
     if args.json:
         print(json.dumps(data))
         return 0
@@ -162,7 +162,7 @@ def run_stats(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from lessons.exchange.transfer import export_lines
 
-    book = open_book(args)
+    book = open_book(args, reader=True)
     count = 0
     with contextlib.ExitStack() as stack:
         out = (

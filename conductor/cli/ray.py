@@ -48,11 +48,17 @@ def add_ray_options(p: argparse.ArgumentParser) -> None:
         help="with --ray: frozen (recall the notebook as at the start, merge learned notes "
         "at the end; default), waves (merge every --learn-every items, workers refresh), off",
     )
+    from conductor.config.flags import number_above
+
     p.add_argument(
-        "--learn-every", type=int, default=25, help="with --learning waves: items per wave"
+        "--learn-every",
+        type=number_above(1, int, inclusive=True),
+        default=25,
+        help="with --learning waves: items per wave",
     )
-    p.add_argument("--rpm", type=float, help="with --ray: model requests per minute, all nodes")
-    p.add_argument("--tpm", type=float, help="with --ray: model tokens per minute, all nodes")
+    rate = number_above(0)
+    p.add_argument("--rpm", type=rate, help="with --ray: model requests per minute, all nodes")
+    p.add_argument("--tpm", type=rate, help="with --ray: model tokens per minute, all nodes")
 
 
 def import_ray() -> Any:

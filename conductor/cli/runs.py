@@ -335,15 +335,26 @@ def run_batch_report(args: argparse.Namespace) -> int:
 
 
 def run_reindex(args: argparse.Namespace) -> int:
-    """Rebuild runs.db from the transcripts; a corrupt runs.db is moved aside, never lost."""
-    from record.home import runs_dir
+    """Rebuild runs.db from every transcript the home holds (solves, imports, batches);
+    a corrupt runs.db is moved aside, never lost; an unreadable transcript is named."""
+    from conductor_kernel.text.display import visible_line
+    from record.home import home_dir, transcript_files
     from transcripts.index import RunIndex
 
-    index, count, moved = RunIndex.reindex(None, runs_dir())
-    if moved is not None:
-        print(f"{index.path} was damaged: moved it to {moved} (kept, not deleted)")
+    home = home_dir()
+    done = RunIndex.reindex(None, transcript_files(home))
+    index = done.index
+    assert index is not None
+    if done.moved is not None:
+        print(f"{index.path} was damaged: moved it to {done.moved} (kept, not deleted)")
     repaired = index.repair_abandoned()
     if repaired:
         print(f"{len(repaired)} runs left unfinished by a process that died: now interrupted")
-    print(f"indexed {count} transcripts into {index.path}")
+    for path, reason in done.skipped:
+        print(visible_line(f"not indexed: {path}: {reason}"))
+    print(f"indexed {done.count} transcripts into {index.path}")
+    if done.skipped:
+        print(
+            f"{len(done.skipped)} files could not be read (listed above); they were left as they are"
+        )
     return 0

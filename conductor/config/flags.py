@@ -82,3 +82,23 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     from conductor.config import load_settings
 
     return load_settings(flag_values(args))
+
+
+def number_above(low: float, kind: type = float, *, inclusive: bool = False) -> Any:
+    """An argparse `type` for a flag that is no setting: a number of `kind` above `low`
+    (or at least `low`), else argparse's own usage error, whatever the other flags."""
+    import math
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        ok = value >= low if inclusive else value > low
+        if not ok or (isinstance(value, float) and not math.isfinite(value)):
+            bound = f"{low:g} or more" if inclusive else f"more than {low:g}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse

@@ -19,6 +19,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, TomlConfigSettingsSource
 
 from conductor.config.fields import SettingField, nearest, section_model, setting_fields
+from conductor_kernel.bounded import TooDeep, loads_toml
 from conductor_kernel.errors import ConfigError
 from record.home import config_path
 
@@ -119,7 +120,12 @@ class FileSource(TomlConfigSettingsSource):
                 "move it away."
             ) from exc
         try:
-            return tomllib.loads(self.text)
+            return loads_toml(self.text)
+        except TooDeep as exc:
+            raise ConfigError(
+                f"{file_path}:{exc.line}: {exc}; no setting nests like that. Fix the file "
+                "or move it away."
+            ) from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(
                 f"{file_path}: not valid TOML ({exc}); fix the file or move it away."
@@ -144,7 +150,7 @@ def line_of(text: str, field_path: str) -> int | None:
     """The line of a TOML file that sets `field_path` (`run.max_rounds`), or its table."""
     *tables, key = field_path.split(".")
     table = ""
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # TOML ends lines at \n only
         stripped = line.strip()
         if stripped.startswith("[") and not stripped.startswith("[["):
             table = stripped.split("]", 1)[0].strip("[ \t")

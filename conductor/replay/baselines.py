@@ -16,7 +16,6 @@ answered hit the cap, and has no answer.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -28,12 +27,19 @@ from typing import Any
 from conductor.methods import PUBLISHED_FOLDERS, get_method
 from conductor.replay.outputs import short
 from conductor.replay.results import FileReport, Mismatch, RecordResult
-from conductor_kernel.errors import TranscriptError, UserFacingError
+from conductor_kernel.bounded import loads_json
+from conductor_kernel.errors import TranscriptError
 from conductor_kernel.events import Event, RunFinished
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.run.loop import Conductor
 from experts.replay import ReplayExhausted, TurnsReplayModel
-from record.published import harness_answer, parse_record, strip_round
+from record.published import (
+    harness_answer,
+    must_be_a_file,
+    nothing_readable,
+    parse_record,
+    strip_round,
+)
 
 # The cap seen in the records: capped logs hold 12 or 16 model turns; none answered later.
 MAX_TURNS = 16
@@ -118,11 +124,8 @@ def read_baselines(
 ) -> tuple[list[BaselineRecord], TranscriptError | None]:
     """Every record up to `limit` or the first bad line, which is returned, not raised."""
     path = Path(path)
-    if not path.is_file():
-        raise UserFacingError(
-            f"{path}: no such file; give a published baseline file, e.g. "
-            "../shared/data/meta-prompting/transcripts/baselines/Standard/GameOf24.jsonl"
-        )
+    example = "../shared/data/meta-prompting/transcripts/baselines/Standard/GameOf24.jsonl"
+    must_be_a_file(path, f"give a published baseline file, e.g. {example}")
     records: list[BaselineRecord] = []
     with path.open(encoding="utf-8", errors="replace") as fh:
         for number, text in enumerate(fh, start=1):
@@ -131,12 +134,14 @@ def read_baselines(
             if limit is not None and len(records) >= limit:
                 break
             try:
-                raw = json.loads(text)
+                raw = loads_json(text)
                 if not isinstance(raw, dict):
                     raise ValueError("not a JSON object")
                 records.append(parse_baseline(raw, line=number, task=path.stem, method=method))
-            except ValueError as exc:  # JSONDecodeError is one
-                return records, TranscriptError(str(path), number, f"not a baseline record: {exc}")
+            except ValueError as exc:  # JSONDecodeError and TooDeep are
+                problem = TranscriptError(str(path), number, f"not a baseline record: {exc}")
+                nothing_readable(path, records, problem, "baseline record")
+                return records, problem
     return records, None
 
 

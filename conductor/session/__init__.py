@@ -18,6 +18,7 @@ from typing import Any
 
 from conductor.config import Settings
 from conductor.session.fresh_sandbox import FreshSandbox
+from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
 from conductor_kernel.interfaces import ChatModel, EventSink, Method, Sandbox, Usage
 from conductor_kernel.limits.ledger import UsageLedger
@@ -77,6 +78,7 @@ class Session:
     # is then not a grade of the model, and a batch records it as a storage error.
     storage_failures: list[str] = field(default_factory=list)
     _dead: set[int] = field(default_factory=set, repr=False)
+    _warned: set[int] = field(default_factory=set, repr=False)  # sinks that failed once
     _cut_off: bool = field(default=False, repr=False)  # ended by an exception, not the loop
     # A cancel asked for this run, kept until it ends: the loop clears its own flag when
     # it starts, and a cancel that came before that (a signal, Esc) was lost.
@@ -121,6 +123,7 @@ class Session:
         self.stopped_by = None
         self.storage_failures = []
         self._dead = set()
+        self._warned = set()
         self._cut_off = False
         if self.index is not None:
             # A stopped run does not wait for runs.db held locked by another program:
@@ -239,6 +242,12 @@ class Session:
                     self.storage_failures.append(
                         f"{where} could not take a {event.kind} event ({type(exc).__name__}: {exc})"
                     )
+                if id(target) in self._warned:
+                    continue  # said once per run: a full disk fails every event
+                self._warned.add(id(target))
+                if isinstance(exc, UserFacingError):
+                    log.warning("%s The run goes on.", exc)
+                    continue
                 log.warning(
                     "%s could not take a %s event (%s: %s); the run goes on",
                     type(target).__name__,
@@ -340,8 +349,5 @@ def fresh_sandbox_opener(settings: Settings) -> Callable[[], Sandbox | None] | N
 def _open_index() -> RunIndex:
     """The runs index, after finishing the runs of processes that died mid-run."""
     index = RunIndex()
-    try:
-        index.repair_abandoned()
-    except Exception:  # a repair that fails must not stop a new run
-        log.exception("could not repair the runs left unfinished by dead processes")
+    index.repair_on_start()  # logs, never raises: a failed repair must not stop a run
     return index

@@ -33,12 +33,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("conductor.notebook")
 
 
-def open_notebook(path: Path | str | None = None) -> Notebook:
+def open_notebook(path: Path | str | None = None, *, read_only: bool = False) -> Notebook:
     """The notebook at `path` (the default one when None), judging with this
-    application's task scorers."""
+    application's task scorers; `read_only` for a reader that writes nothing."""
     from conductor.scoring.task_scoring import BuiltinTaskScoring
 
-    return Notebook(path, scoring=BuiltinTaskScoring())
+    return Notebook(path, scoring=BuiltinTaskScoring(), read_only=read_only)
 
 
 class NotebookHooks:

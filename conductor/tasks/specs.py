@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor.scoring import SCORERS, known_scorers
+from conductor_kernel.bounded import TooDeep, loads_json, loads_toml
 from conductor_kernel.errors import UserFacingError
 
 FORMAT_VERSION = 1
@@ -200,10 +201,14 @@ def load_spec_file(path: str | Path) -> TaskSpec:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TaskSpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise TaskSpecError(f"{path}: cannot read the spec file ({exc.strerror})") from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+        data = loads_json(text) if path.suffix == ".json" else loads_toml(text)
+    except TooDeep as exc:
+        raise TaskSpecError(f"{path}:{exc.line}: {exc}; a spec file is a flat table") from None
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise TaskSpecError(f"{path}: not valid {path.suffix[1:].upper()}: {exc}") from None
     if not isinstance(data, dict):

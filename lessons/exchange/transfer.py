@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from conductor_kernel.bounded import TooDeep, json_lines, loads_json
 from conductor_kernel.errors import UserFacingError
 from lessons.forms.tasktypes import materialize
 from lessons.storage.notes import note_terms
@@ -64,9 +65,9 @@ def export_lines(book: Notebook) -> Iterator[str]:
 
 def import_file(book: Notebook, path: Path) -> dict[str, int]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        header = json.loads(lines[0]) if lines else {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        lines = json_lines(path.read_text(encoding="utf-8"))  # U+2028 may be in a note
+        header = loads_json(lines[0]) if lines else {}
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError, JSONDecodeError, TooDeep
         raise ImportError_(f"{path}: not a notebook export ({exc}).") from exc
     if header.get("format") != FORMAT:
         raise ImportError_(
@@ -80,7 +81,9 @@ def import_file(book: Notebook, path: Path) -> dict[str, int]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append(loads_json(line))
+        except TooDeep as exc:
+            raise ImportError_(f"{path}:{number}: {exc}.") from None
         except json.JSONDecodeError as exc:
             raise ImportError_(f"{path}:{number}: not valid JSON ({exc.msg}).") from exc
     counts = {"types": 0, "notes": 0, "skipped": 0}

@@ -165,23 +165,53 @@ MMAP_BYTES = 256 * 1024 * 1024
 CACHE_KIB = 32 * 1024
 
 
+def _open_read_only(path: Path) -> sqlite_utils.Database:
+    """The notebook opened for reading alone. Where its folder cannot be written (a
+    read-only file system), SQLite cannot make the WAL's shared-memory file: the file is
+    then read as immutable, which nothing can change while the folder stays read-only."""
+    from urllib.parse import quote
+
+    frozen = "" if os.access(path.parent, os.W_OK) else "&immutable=1"
+    try:
+        conn = sqlite3.connect(
+            f"file:{quote(str(path))}?mode=ro{frozen}", uri=True, check_same_thread=False
+        )
+        db = sqlite_utils.Database(conn)
+        missing = TABLES - set(db.table_names())
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseError(f"{path}: cannot be read ({exc}).") from None
+    if missing:
+        raise DatabaseError(
+            f"{path}: not a notebook this version can read without changing it (missing "
+            f"{', '.join(sorted(missing))}); open it once where it can be written."
+        )
+    return db
+
+
 class Notebook:
     """One notebook file, and the task scorers it judges with (`scoring`, the
     application's; given none, it knows no task and scores no answer). Thread-safe: one connection, used
     under a lock."""
 
     def __init__(
-        self, path: Path | str | None = None, *, scoring: TaskScoring | None = None
+        self,
+        path: Path | str | None = None,
+        *,
+        scoring: TaskScoring | None = None,
+        read_only: bool = False,
     ) -> None:
+        """`read_only`: only read it (listing a notebook on a read-only home); nothing
+        is created, migrated or locked, and a write fails."""
         self.path = Path(path).expanduser() if path else default_path()
         # The task scorers it judges with (the application's), and whose task
         # descriptions it takes off a question; none: every task is unknown to it.
         self.scoring: TaskScoring = scoring if scoring is not None else NO_SCORING
         _refuse_foreign(self.path)
-        with _creation_lock(self.path):
-            self.db: sqlite_utils.Database = open_database(
-                self.path, migrations, expect_tables=TABLES
-            )
+        if read_only:
+            self.db: sqlite_utils.Database = _open_read_only(self.path)
+        else:
+            with _creation_lock(self.path):
+                self.db = open_database(self.path, migrations, expect_tables=TABLES)
         self.conn: sqlite3.Connection = self.db.conn
         # Transactions are explicit (BEGIN IMMEDIATE) from here on.
         self.conn.isolation_level = None

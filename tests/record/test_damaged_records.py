@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from published_builder import sorting_record
 
 from conductor.cli import main
 from conductor_kernel.text.display import UNSAFE
@@ -159,7 +160,12 @@ def test_import_names_a_file_with_brackets_as_it_is(tmp_path: Path, capsys) -> N
     odd = tmp_path / "[bold]x" / "[red]y.jsonl"
     odd.parent.mkdir()
     odd.write_text('{"bad": 1}\n')
-    assert main(["runs", "import", str(odd)]) == 0
+    assert main(["runs", "import", str(odd)]) == 2  # not one record could be read
     captured = capsys.readouterr()
     assert "[bold]x/[red]y.jsonl" in " ".join(captured.err.split()).replace(" ", "")
-    assert "[red]y.jsonl" in captured.out
+    good = odd.with_name("[red]z.jsonl")
+    good.write_text('{"bad": 1}\n'.join([json.dumps(sorting_record()) + "\n", ""]))
+    assert main(["runs", "import", str(good)]) == 0
+    captured = capsys.readouterr()
+    assert "[bold]x/[red]z.jsonl" in " ".join(captured.err.split()).replace(" ", "")
+    assert "[red]z.jsonl" in captured.out

@@ -51,7 +51,9 @@ def test_a_transcript_that_cannot_be_indexed_does_not_stop_a_rebuild(
     text = first.read_text().replace('"rounds": 1', '"rounds": ' + "9" * 30)
     assert text != first.read_text()
     first.write_text(text)
-    index, count, _ = RunIndex.reindex(tmp_path / "runs.db", runs)
-    assert count == 1
+    done = RunIndex.reindex(tmp_path / "runs.db", runs)
+    index = done.index
+    assert done.count == 1 and index is not None
+    assert [path for path, _ in done.skipped] == [first]
     assert index.get(second.stem) is not None
     assert first.name in caplog.text

@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from conductor_kernel.bounded import json_lines, loads_json
 from conductor_kernel.events import NotesWritten
 
 log = logging.getLogger("conductor.batch")
@@ -71,9 +72,9 @@ class ClusterLearning:
     def start(self) -> None:
         """Pick up learned runs a dead driver left unmerged; take the first snapshot."""
         if self.learning and self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            for line in json_lines(self.path.read_text(encoding="utf-8")):
                 try:
-                    self._pending.append(json.loads(line))
+                    self._pending.append(loads_json(line))
                 except ValueError:
                     continue  # a line cut by a kill; that run's item ran again
         if self.learning and self.policy == "waves" and self._pending:

@@ -1,0 +1,145 @@
+"""A full disk is an error like any other: every command that meets it says so without
+a traceback, and a transcript it cut short is marked ended (error: disk full) and
+indexed by the next command, so nothing written before is lost from view."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conductor.cli import main
+
+OFFLINE = ["--sandbox", "subprocess", "--no-learn", "--no-recall", "--quiet"]
+
+
+def _listed(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, object]]:
+    capsys.readouterr()
+    assert main(["runs", "list", "--json", "--limit", "1000"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return {str(row["run_id"]): row for row in rows}
+
+
+def _transcripts(home: Path) -> set[str]:
+    return {p.stem for p in home.rglob("*.jsonl") if p.parent.name == "runs"}
+
+
+def _no_traceback(capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> str:
+    out, err = capsys.readouterr()
+    text = out + err + caplog.text
+    assert "Traceback" not in text
+    caplog.clear()
+    return text
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 400 kB tmpfs, or a skip saying why there is none (mounting needs root)."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def _fill(disk: Path) -> Path:
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_a_message_and_its_cut_runs_are_ended_and_indexed_next_time(
+    small_disk: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    home = small_disk / "home"
+    monkeypatch.setenv("CONDUCTOR_HOME", str(home))
+    assert main(["solve", "Sort these words: pear apple fig", *OFFLINE]) == 0
+    before = _listed(capsys)
+    assert len(before) == 1
+    filler = _fill(small_disk)
+    for words in ("kiwi lime", "plum date"):
+        assert main(["solve", f"Sort these words: {words}", *OFFLINE]) in (0, 2)
+        assert "disk is full" in _no_traceback(capsys, caplog)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"input": f"Sort these words: {w}"}) + "\n" for w in "ab"))
+    flags = ["--scorer", "exact", "--model", "demo", "--no-python", "--no-recall", "--no-learn"]
+    assert main(["batch", str(tasks), *flags]) == 2
+    assert "disk is full" in _no_traceback(capsys, caplog)
+
+    filler.unlink()  # room again: the next command ends and indexes what was cut
+    assert main(["solve", "Sort these words: fig date", *OFFLINE]) == 0
+    _no_traceback(capsys, caplog)
+    listed = _listed(capsys)
+    assert _transcripts(home) <= set(listed), "every transcript on disk is indexed"
+    assert set(before) <= set(listed)
+    cut = [run for run in listed.values() if run["status"] == "error"]
+    assert len(cut) == 2
+    for run in cut:
+        capsys.readouterr()
+        assert main(["runs", "show", str(run["run_id"])]) == 0
+        assert "disk full" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_transcript_the_disk_cut_is_said_once_and_ended_next_time(
+    isolated_home: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The same with ENOSPC injected into the transcript's and runs.db's writes."""
+    import sqlite3
+
+    import record.writer
+    from transcripts.index import RunIndex
+
+    real_write = os.write
+    room = {"bytes": 700}  # the run's first line fits only in part
+
+    def write(fd: int, data: bytes) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".jsonl"):
+            if room["bytes"] <= 0:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            data = bytes(data)[: room["bytes"]]
+            room["bytes"] -= len(data)
+        return real_write(fd, data)
+
+    def no_index(self: RunIndex, fn: object) -> object:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(record.writer.os, "write", write)
+        patch.setattr(RunIndex, "write", no_index)
+        assert main(["solve", "Sort these words: pear apple fig", *OFFLINE]) == 0
+    text = _no_traceback(capsys, caplog)
+    assert text.count("the disk is full") == 1, text  # said once, not once per event
+    (path,) = (isolated_home / "runs").glob("*.jsonl")
+    assert not path.read_bytes().endswith(b"\n")  # cut mid-line
+    assert main(["solve", "Sort these words: kiwi lime", *OFFLINE]) == 0
+    listed = _listed(capsys)
+    assert listed[path.stem]["status"] == "error"
+    assert "disk full" in path.read_text(encoding="utf-8")
