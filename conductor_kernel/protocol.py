@@ -14,6 +14,8 @@ show, tolerantly:
 * The marker counts only outside an expert's instruction: an instruction may well tell
   the expert how to phrase a final answer.
 * Line endings may be CRLF (or lone CR): they are read as newlines.
+* Reasoning (`<think>…</think>`, closed or not; `conductor_kernel.reasoning`) is not
+  part of the protocol: a call or an answer the model only thought about is none.
 
 What to do with a turn that both calls experts and answers is the loop's policy, not
 the parser's: the parser reports both.
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from conductor_kernel.reasoning import visible_text
 
 QUOTE = '"""'
 
@@ -110,6 +114,11 @@ def normalise_newlines(turn: str) -> str:
     return turn.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def protocol_text(turn: str) -> str:
+    """The part of a turn the protocol reads: newlines normalised, reasoning left out."""
+    return visible_text(normalise_newlines(turn))
+
+
 def _answer_at(turn: str, pos: int) -> tuple[str, bool]:
     """The answer after the marker ending at `pos`, and whether it was closed."""
     block = _quoted_block(turn, pos)
@@ -159,7 +168,7 @@ def _scan(turn: str) -> tuple[list[ExpertCall], re.Match[str] | None]:
 
 def parse_final_answer(turn: str) -> tuple[str | None, bool]:
     """The final answer in a turn and whether its closing quote was found."""
-    turn = normalise_newlines(turn)
+    turn = protocol_text(turn)
     _, final = _scan(turn)
     if final is None:
         return None, True
@@ -168,12 +177,12 @@ def parse_final_answer(turn: str) -> tuple[str | None, bool]:
 
 def parse_expert_calls(turn: str) -> list[ExpertCall]:
     """Every expert call in a turn, in order. A name line with no quoted block is no call."""
-    return _scan(normalise_newlines(turn))[0]
+    return _scan(protocol_text(turn))[0]
 
 
 def parse_turn(turn: str) -> ParsedTurn:
     """Calls, final answer and fabricated outputs of one meta-model turn."""
-    turn = normalise_newlines(turn)
+    turn = protocol_text(turn)
     calls, final = _scan(turn)
     answer, answer_closed = (None, True) if final is None else _answer_at(turn, final.end())
     return ParsedTurn(
@@ -191,8 +200,9 @@ _FENCE_RE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.S | r
 def extract_code(reply: str, marker: str = RUN_MARKER) -> str | None:
     """The code Expert Python asked to run: the last fenced block before the marker.
 
-    None when the marker is absent or no fenced block precedes it.
+    None when the marker is absent or no fenced block precedes it, reasoning left out.
     """
+    reply = visible_text(reply)
     at = reply.rfind(marker)
     if at == -1:
         return None

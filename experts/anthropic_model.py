@@ -25,6 +25,7 @@ from conductor_kernel.interfaces import (
     TextCallback,
     Usage,
 )
+from conductor_kernel.reasoning import ReasoningFold, folded
 from conductor_kernel.tokens import estimated_usage, prompt_text, warn_no_usage
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
@@ -170,7 +171,10 @@ class AnthropicModel:
         if not isinstance(reply, anthropic.types.Message):
             raise MalformedReply(f"it began {str(reply)[:80]!r}")
         with reply_shape("a reply"):
-            text = "".join(reply_text(b.text) for b in reply.content if b.type == "text")
+            thought = "".join(reply_text(b.thinking) for b in reply.content if b.type == "thinking")
+            text = folded(
+                thought, "".join(reply_text(b.text) for b in reply.content if b.type == "text")
+            )
             u = reply.usage
             if u is None or not (u.input_tokens or u.output_tokens):
                 warn_no_usage(self.base_url)
@@ -189,6 +193,7 @@ class AnthropicModel:
         start: Any = None
         delta_usage: Any = None
         stop_reason = model = ""
+        fold = ReasoningFold()  # thinking blocks, kept in the text as <think>
         try:
             raw = self._client.messages.with_raw_response.create(**params, stream=True)
             if "json" in raw.headers.get("content-type", ""):
@@ -215,13 +220,21 @@ class AnthropicModel:
                                 event.type == "content_block_delta"
                                 and event.delta.type == "text_delta"
                             ):
-                                text = reply_text(event.delta.text)
+                                text = fold.text(reply_text(event.delta.text))
+                            elif (
+                                event.type == "content_block_delta"
+                                and event.delta.type == "thinking_delta"
+                            ):
+                                text = fold.reasoning(reply_text(event.delta.thinking))
                             elif event.type == "message_delta":
                                 delta_usage = event.usage
                                 stop_reason = str(event.delta.stop_reason or stop_reason)
                         if text is not None:
                             pieces.append(text)
                             on_text(text)
+                    if end := fold.close():
+                        pieces.append(end)
+                        on_text(end)
             finally:
                 detach()
         except StreamStopped as stop:

@@ -28,6 +28,7 @@ from conductor_kernel.interfaces import (
     TextCallback,
     Usage,
 )
+from conductor_kernel.reasoning import ReasoningFold, folded
 from conductor_kernel.tokens import estimated_usage, prompt_text, warn_no_usage
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
@@ -161,7 +162,7 @@ class OpenAIModel:
             raise MalformedReply(f"it began {str(reply)[:80]!r}")
         with reply_shape("a reply"):
             choice = reply.choices[0]
-            text = reply_text(choice.message.content or "")
+            text = folded(_reasoning_of(choice.message), reply_text(choice.message.content or ""))
             return Completion(
                 text,
                 self._usage(reply.usage, prompt, text),
@@ -173,6 +174,7 @@ class OpenAIModel:
         pieces: list[str] = []
         usage_seen: Any = None
         model, finish, chunks = "", "", 0
+        fold = ReasoningFold()  # reasoning sent apart from the content, kept as <think>
         try:
             raw = self._client.chat.completions.with_raw_response.create(
                 **params, stream=True, stream_options={"include_usage": True}
@@ -199,11 +201,16 @@ class OpenAIModel:
                                 usage_seen = chunk.usage
                             for choice in chunk.choices[:1]:
                                 finish = str(choice.finish_reason or finish)
-                                if choice.delta and choice.delta.content is not None:
-                                    text = reply_text(choice.delta.content) or None
+                                if choice.delta:
+                                    thought = fold.reasoning(_reasoning_of(choice.delta))
+                                    said = fold.text(reply_text(choice.delta.content or ""))
+                                    text = thought + said or None
                         if text is not None:
                             pieces.append(text)
                             on_text(text)
+                    if end := fold.close():
+                        pieces.append(end)
+                        on_text(end)
             finally:
                 detach()
         except StreamStopped as stop:
@@ -255,6 +262,16 @@ def _deliver(on_text: TextCallback, text: str) -> None:
         on_text(text)
     except StreamStopped:
         pass
+
+
+def _reasoning_of(message: Any) -> str:
+    """Reasoning a server sent beside the content (`reasoning_content`: llama.cpp,
+    DeepSeek, vLLM; `reasoning`: newer vLLM, Ollama, OpenRouter), or ""."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value:
+            return reply_text(value)
+    return ""
 
 
 def _usage(usage: Any) -> Usage:
