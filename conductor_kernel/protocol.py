@@ -11,6 +11,10 @@ show, tolerantly:
 * A final answer is `>> FINAL ANSWER:` (any case, any spacing, markdown emphasis or a
   heading mark around it, as in `**>> FINAL ANSWER:**`) then a triple-quoted answer (or
   a fenced block); without either, the rest of the turn, emphasis stripped.
+* Only when a turn has no such marker, the looser forms small models write count too,
+  each at the start of a line: `>>` alone on a line with `FINAL ANSWER:` on the next,
+  or `Final Answer:` without `>>` (`_LOOSE_FINAL_RE`). Mid-sentence ("the final answer:
+  ...") is prose, never a marker.
 * The marker counts only outside an expert's instruction: an instruction may well tell
   the expert how to phrase a final answer.
 * Line endings may be CRLF (or lone CR): they are read as newlines.
@@ -41,6 +45,12 @@ _EMPHASIS = r"[*_]*"
 _FINAL_RE = re.compile(
     rf"(?i){_EMPHASIS}>>[ \t]*{_EMPHASIS}[ \t]*final[ \t]+answer[ \t]*{_EMPHASIS}[ \t]*:"
     rf"{_EMPHASIS}"
+)
+# The looser family, tried only when the strict marker is absent: at a line's start,
+# after an optional heading mark and emphasis, an optional `>>` ending its own line.
+_LOOSE_FINAL_RE = re.compile(
+    rf"(?im)^[ \t]*(?:#{{1,6}}[ \t]*)?{_EMPHASIS}(?:>>[ \t]*{_EMPHASIS}[ \t]*\n[ \t]*"
+    rf"{_EMPHASIS})?[ \t]*final[ \t]+answer[ \t]*{_EMPHASIS}[ \t]*:{_EMPHASIS}"
 )
 _FAKE_OUTPUT_RE = re.compile(r"(?im)^\s*expert[ \t]+[^\n]{1,80}?['’]s[ \t]+output[ \t]*:")
 PYTHON_NAMES = frozenset({"python", "python programmer", "python coder", "python developer"})
@@ -134,7 +144,18 @@ def _answer_at(turn: str, pos: int) -> tuple[str, bool]:
     return rest, False
 
 
-def _scan(turn: str) -> tuple[list[ExpertCall], re.Match[str] | None]:
+def _scan(turn: str, *, strict: bool = False) -> tuple[list[ExpertCall], re.Match[str] | None]:
+    """Calls and the final-answer marker: the strict marker, else (unless `strict`) the
+    looser forms."""
+    calls, final = _scan_with(turn, _FINAL_RE)
+    if final is not None or strict:
+        return calls, final
+    return _scan_with(turn, _LOOSE_FINAL_RE)
+
+
+def _scan_with(
+    turn: str, final_re: re.Pattern[str]
+) -> tuple[list[ExpertCall], re.Match[str] | None]:
     """Calls and the final-answer marker, in one pass from the start of the turn.
 
     Whichever comes first is taken; a call's quoted instruction is skipped whole, so a
@@ -145,7 +166,7 @@ def _scan(turn: str) -> tuple[list[ExpertCall], re.Match[str] | None]:
     pos = 0
     while True:
         call = _CALL_RE.search(turn, pos)
-        final = _FINAL_RE.search(turn, pos)
+        final = final_re.search(turn, pos)
         if final is not None and (call is None or final.start() < call.start()):
             return calls, final
         if call is None:
@@ -166,10 +187,11 @@ def _scan(turn: str) -> tuple[list[ExpertCall], re.Match[str] | None]:
         pos = end
 
 
-def parse_final_answer(turn: str) -> tuple[str | None, bool]:
-    """The final answer in a turn and whether its closing quote was found."""
+def parse_final_answer(turn: str, *, strict: bool = False) -> tuple[str | None, bool]:
+    """The final answer in a turn and whether its closing quote was found. `strict`
+    reads only the published runs' marker (`>> FINAL ANSWER:` on one line)."""
     turn = protocol_text(turn)
-    _, final = _scan(turn)
+    _, final = _scan(turn, strict=strict)
     if final is None:
         return None, True
     return _answer_at(turn, final.end())
