@@ -45,9 +45,7 @@ ALIAS = "qwen2.5-coder-1.5b-instruct"
 # name -> (extra `conductor batch` flags, extra llama-server flags)
 VARIANTS: dict[str, tuple[list[str], list[str]]] = {
     "plain": ([], []),
-    "jinja": ([], ["--jinja"]),
-    "check": (["--answer-check", "once"], []),
-    "no-check": (["--answer-check", "off"], []),
+    "jinja": ([], ["--jinja"]),  # the GGUF's own chat template, read by the server
 }
 
 

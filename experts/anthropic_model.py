@@ -27,6 +27,7 @@ from conductor_kernel.interfaces import (
 )
 from conductor_kernel.reasoning import ReasoningFold, folded
 from conductor_kernel.tokens import estimated_usage, prompt_text, warn_no_usage
+from experts.local_models import warn_unpriced
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,
@@ -99,7 +100,7 @@ class AnthropicModel:
         self.default_max_tokens = default_max_tokens
         self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
         if not self.price.known:
-            log.warning("no price known for %r: its calls are counted as costing $0", model)
+            warn_unpriced(model, self.base_url)
         self._client = anthropic.Anthropic(
             api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
         )

@@ -30,6 +30,7 @@ from conductor_kernel.interfaces import (
 )
 from conductor_kernel.reasoning import ReasoningFold, folded
 from conductor_kernel.tokens import estimated_usage, prompt_text, warn_no_usage
+from experts.local_models import model_id, warn_unpriced
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,
@@ -83,7 +84,7 @@ class OpenAIModel:
         name: str | None = None,
     ) -> None:
         self.model = model
-        self.name = name or f"openai:{model}"
+        self.name = name or f"openai:{model_id(model)}"
         self.base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
         official = self.base_url == DEFAULT_BASE_URL
         key = api_key or os.environ.get(KEY_ENV)
@@ -103,7 +104,7 @@ class OpenAIModel:
         self.breaker = Breaker()
         self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
         if not self.price.known:
-            log.warning("no price known for %r: its calls are counted as costing $0", model)
+            warn_unpriced(model, self.base_url)
         self._client = openai.OpenAI(
             api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
         )
@@ -166,7 +167,7 @@ class OpenAIModel:
             return Completion(
                 text,
                 self._usage(reply.usage, prompt, text),
-                str(reply.model or self.model),
+                model_id(str(reply.model or self.model)),
                 str(choice.finish_reason or ""),
             )
 
@@ -231,13 +232,13 @@ class OpenAIModel:
         text = "".join(pieces)
         with reply_shape("its usage"):
             usage = self._usage(usage_seen, prompt, text)
-        return Completion(text, usage, model or self.model, finish)
+        return Completion(text, usage, model_id(model or self.model), finish)
 
     def _stopped(self, pieces: list[str], prompt: str, model: str, reason: str) -> Completion:
         """What a stream stopped part-way returned; its usage never came: estimated."""
         text = "".join(pieces)
         usage = estimated_usage(prompt, text, wait=False)
-        return Completion(text, usage, model or self.model, STOPPED_PREFIX + reason)
+        return Completion(text, usage, model_id(model or self.model), STOPPED_PREFIX + reason)
 
     def _usage(self, usage: Any, prompt: str, text: str) -> Usage:
         if usage is None or not (usage.prompt_tokens or usage.completion_tokens):
