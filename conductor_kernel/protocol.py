@@ -11,9 +11,15 @@ show, tolerantly:
 * A final answer is `>> FINAL ANSWER:` (any case, any spacing, markdown emphasis or a
   heading mark around it, as in `**>> FINAL ANSWER:**`) then a triple-quoted answer (or
   a fenced block); without either, the rest of the turn, emphasis stripped.
+* Only when a turn has no such marker, the looser forms small models write count too,
+  each at the start of a line: `>>` alone on a line with `FINAL ANSWER:` on the next,
+  or `Final Answer:` without `>>` (`_LOOSE_FINAL_RE`). Mid-sentence ("the final answer:
+  ...") is prose, never a marker.
 * The marker counts only outside an expert's instruction: an instruction may well tell
   the expert how to phrase a final answer.
 * Line endings may be CRLF (or lone CR): they are read as newlines.
+* Reasoning (`<think>…</think>`, closed or not; `conductor_kernel.reasoning`) is not
+  part of the protocol: a call or an answer the model only thought about is none.
 
 What to do with a turn that both calls experts and answers is the loop's policy, not
 the parser's: the parser reports both.
@@ -23,6 +29,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from conductor_kernel.reasoning import visible_text
 
 QUOTE = '"""'
 
@@ -37,6 +45,12 @@ _EMPHASIS = r"[*_]*"
 _FINAL_RE = re.compile(
     rf"(?i){_EMPHASIS}>>[ \t]*{_EMPHASIS}[ \t]*final[ \t]+answer[ \t]*{_EMPHASIS}[ \t]*:"
     rf"{_EMPHASIS}"
+)
+# The looser family, tried only when the strict marker is absent: at a line's start,
+# after an optional heading mark and emphasis, an optional `>>` ending its own line.
+_LOOSE_FINAL_RE = re.compile(
+    rf"(?im)^[ \t]*(?:#{{1,6}}[ \t]*)?{_EMPHASIS}(?:>>[ \t]*{_EMPHASIS}[ \t]*\n[ \t]*"
+    rf"{_EMPHASIS})?[ \t]*final[ \t]+answer[ \t]*{_EMPHASIS}[ \t]*:{_EMPHASIS}"
 )
 _FAKE_OUTPUT_RE = re.compile(r"(?im)^\s*expert[ \t]+[^\n]{1,80}?['’]s[ \t]+output[ \t]*:")
 PYTHON_NAMES = frozenset({"python", "python programmer", "python coder", "python developer"})
@@ -110,6 +124,11 @@ def normalise_newlines(turn: str) -> str:
     return turn.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def protocol_text(turn: str) -> str:
+    """The part of a turn the protocol reads: newlines normalised, reasoning left out."""
+    return visible_text(normalise_newlines(turn))
+
+
 def _answer_at(turn: str, pos: int) -> tuple[str, bool]:
     """The answer after the marker ending at `pos`, and whether it was closed."""
     block = _quoted_block(turn, pos)
@@ -125,7 +144,18 @@ def _answer_at(turn: str, pos: int) -> tuple[str, bool]:
     return rest, False
 
 
-def _scan(turn: str) -> tuple[list[ExpertCall], re.Match[str] | None]:
+def _scan(turn: str, *, strict: bool = False) -> tuple[list[ExpertCall], re.Match[str] | None]:
+    """Calls and the final-answer marker: the strict marker, else (unless `strict`) the
+    looser forms."""
+    calls, final = _scan_with(turn, _FINAL_RE)
+    if final is not None or strict:
+        return calls, final
+    return _scan_with(turn, _LOOSE_FINAL_RE)
+
+
+def _scan_with(
+    turn: str, final_re: re.Pattern[str]
+) -> tuple[list[ExpertCall], re.Match[str] | None]:
     """Calls and the final-answer marker, in one pass from the start of the turn.
 
     Whichever comes first is taken; a call's quoted instruction is skipped whole, so a
@@ -136,7 +166,7 @@ def _scan(turn: str) -> tuple[list[ExpertCall], re.Match[str] | None]:
     pos = 0
     while True:
         call = _CALL_RE.search(turn, pos)
-        final = _FINAL_RE.search(turn, pos)
+        final = final_re.search(turn, pos)
         if final is not None and (call is None or final.start() < call.start()):
             return calls, final
         if call is None:
@@ -157,10 +187,11 @@ def _scan(turn: str) -> tuple[list[ExpertCall], re.Match[str] | None]:
         pos = end
 
 
-def parse_final_answer(turn: str) -> tuple[str | None, bool]:
-    """The final answer in a turn and whether its closing quote was found."""
-    turn = normalise_newlines(turn)
-    _, final = _scan(turn)
+def parse_final_answer(turn: str, *, strict: bool = False) -> tuple[str | None, bool]:
+    """The final answer in a turn and whether its closing quote was found. `strict`
+    reads only the published runs' marker (`>> FINAL ANSWER:` on one line)."""
+    turn = protocol_text(turn)
+    _, final = _scan(turn, strict=strict)
     if final is None:
         return None, True
     return _answer_at(turn, final.end())
@@ -168,12 +199,12 @@ def parse_final_answer(turn: str) -> tuple[str | None, bool]:
 
 def parse_expert_calls(turn: str) -> list[ExpertCall]:
     """Every expert call in a turn, in order. A name line with no quoted block is no call."""
-    return _scan(normalise_newlines(turn))[0]
+    return _scan(protocol_text(turn))[0]
 
 
 def parse_turn(turn: str) -> ParsedTurn:
     """Calls, final answer and fabricated outputs of one meta-model turn."""
-    turn = normalise_newlines(turn)
+    turn = protocol_text(turn)
     calls, final = _scan(turn)
     answer, answer_closed = (None, True) if final is None else _answer_at(turn, final.end())
     return ParsedTurn(
@@ -191,8 +222,9 @@ _FENCE_RE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.S | r
 def extract_code(reply: str, marker: str = RUN_MARKER) -> str | None:
     """The code Expert Python asked to run: the last fenced block before the marker.
 
-    None when the marker is absent or no fenced block precedes it.
+    None when the marker is absent or no fenced block precedes it, reasoning left out.
     """
+    reply = visible_text(reply)
     at = reply.rfind(marker)
     if at == -1:
         return None

@@ -25,8 +25,10 @@ from conductor_kernel.interfaces import (
     TextCallback,
     Usage,
 )
+from conductor_kernel.reasoning import ReasoningFold, folded
 from conductor_kernel.text.tokens import estimated_usage, prompt_text, warn_no_usage
 from experts.attempts import Attempts, StreamSoFar
+from experts.local_models import warn_unpriced
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,
@@ -99,7 +101,7 @@ class AnthropicModel:
         self.default_max_tokens = default_max_tokens
         self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
         if not self.price.known:
-            log.warning("no price known for %r: its calls are counted as costing $0", model)
+            warn_unpriced(model, self.base_url)
         self._client = anthropic.Anthropic(
             api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
         )
@@ -182,7 +184,10 @@ class AnthropicModel:
         if not isinstance(reply, anthropic.types.Message):
             raise MalformedReply(f"it began {str(reply)[:80]!r}")
         with reply_shape("a reply"):
-            text = "".join(reply_text(b.text) for b in reply.content if b.type == "text")
+            thought = "".join(reply_text(b.thinking) for b in reply.content if b.type == "thinking")
+            text = folded(
+                thought, "".join(reply_text(b.text) for b in reply.content if b.type == "text")
+            )
             u = reply.usage
             if u is None or not (u.input_tokens or u.output_tokens):
                 warn_no_usage(self.base_url)
@@ -203,6 +208,7 @@ class AnthropicModel:
         start: Any = None
         delta_usage: Any = None
         stop_reason = model = ""
+        fold = ReasoningFold()  # thinking blocks, kept in the text as <think>
         try:
             raw = self._client.messages.with_raw_response.create(**params, stream=True)
             if "json" in raw.headers.get("content-type", ""):
@@ -231,13 +237,21 @@ class AnthropicModel:
                                 event.type == "content_block_delta"
                                 and event.delta.type == "text_delta"
                             ):
-                                text = reply_text(event.delta.text)
+                                text = fold.text(reply_text(event.delta.text))
+                            elif (
+                                event.type == "content_block_delta"
+                                and event.delta.type == "thinking_delta"
+                            ):
+                                text = fold.reasoning(reply_text(event.delta.thinking))
                             elif event.type == "message_delta":
                                 delta_usage = event.usage
                                 stop_reason = str(event.delta.stop_reason or stop_reason)
                         if text is not None:
                             pieces.append(text)
                             on_text(text)
+                    if end := fold.close():
+                        pieces.append(end)
+                        on_text(end)
             finally:
                 detach()
         except StreamStopped as stop:

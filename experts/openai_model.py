@@ -28,8 +28,10 @@ from conductor_kernel.interfaces import (
     TextCallback,
     Usage,
 )
+from conductor_kernel.reasoning import ReasoningFold, folded
 from conductor_kernel.text.tokens import estimated_usage, prompt_text, warn_no_usage
 from experts.attempts import Attempts, StreamSoFar
+from experts.local_models import model_id, warn_unpriced
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
     Backoff,
@@ -83,7 +85,7 @@ class OpenAIModel:
         name: str | None = None,
     ) -> None:
         self.model = model
-        self.name = name or f"openai:{model}"
+        self.name = name or f"openai:{model_id(model)}"
         self.base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
         official = self.base_url == DEFAULT_BASE_URL
         key = api_key or os.environ.get(KEY_ENV)
@@ -103,7 +105,7 @@ class OpenAIModel:
         self.breaker = Breaker()
         self.price: PriceLookup = (prices or PriceTable.load()).lookup(model)
         if not self.price.known:
-            log.warning("no price known for %r: its calls are counted as costing $0", model)
+            warn_unpriced(model, self.base_url)
         self._client = openai.OpenAI(
             api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
         )
@@ -173,11 +175,11 @@ class OpenAIModel:
             raise MalformedReply(f"it began {str(reply)[:80]!r}")
         with reply_shape("a reply"):
             choice = reply.choices[0]
-            text = reply_text(choice.message.content or "")
+            text = folded(_reasoning_of(choice.message), reply_text(choice.message.content or ""))
             return Completion(
                 text,
                 self._usage(reply.usage, prompt, text),
-                str(reply.model or self.model),
+                model_id(str(reply.model or self.model)),
                 str(choice.finish_reason or ""),
             )
 
@@ -187,6 +189,7 @@ class OpenAIModel:
         pieces = so_far.pieces
         usage_seen: Any = None
         model, finish, chunks = "", "", 0
+        fold = ReasoningFold()  # reasoning sent apart from the content, kept as <think>
         try:
             raw = self._client.chat.completions.with_raw_response.create(
                 **params, stream=True, stream_options={"include_usage": True}
@@ -216,11 +219,16 @@ class OpenAIModel:
                                     so_far.reported = _usage(usage_seen)
                             for choice in chunk.choices[:1]:
                                 finish = str(choice.finish_reason or finish)
-                                if choice.delta and choice.delta.content is not None:
-                                    text = reply_text(choice.delta.content) or None
+                                if choice.delta:
+                                    thought = fold.reasoning(_reasoning_of(choice.delta))
+                                    said = fold.text(reply_text(choice.delta.content or ""))
+                                    text = thought + said or None
                         if text is not None:
                             pieces.append(text)
                             on_text(text)
+                    if end := fold.close():
+                        pieces.append(end)
+                        on_text(end)
             finally:
                 detach()
         except StreamStopped as stop:
@@ -241,13 +249,13 @@ class OpenAIModel:
         text = "".join(pieces)
         with reply_shape("its usage"):
             usage = self._usage(usage_seen, prompt, text)
-        return Completion(text, usage, model or self.model, finish)
+        return Completion(text, usage, model_id(model or self.model), finish)
 
     def _stopped(self, pieces: list[str], prompt: str, model: str, reason: str) -> Completion:
         """What a stream stopped part-way returned; its usage never came: estimated."""
         text = "".join(pieces)
         usage = estimated_usage(prompt, text, wait=False)
-        return Completion(text, usage, model or self.model, STOPPED_PREFIX + reason)
+        return Completion(text, usage, model_id(model or self.model), STOPPED_PREFIX + reason)
 
     def _usage(self, usage: Any, prompt: str, text: str) -> Usage:
         if usage is None or not (usage.prompt_tokens or usage.completion_tokens):
@@ -272,6 +280,16 @@ def _deliver(on_text: TextCallback, text: str) -> None:
         on_text(text)
     except StreamStopped:
         pass
+
+
+def _reasoning_of(message: Any) -> str:
+    """Reasoning a server sent beside the content (`reasoning_content`: llama.cpp,
+    DeepSeek, vLLM; `reasoning`: newer vLLM, Ollama, OpenRouter), or ""."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value:
+            return reply_text(value)
+    return ""
 
 
 def _usage(usage: Any) -> Usage:

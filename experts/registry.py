@@ -19,6 +19,7 @@ from typing import Any
 
 from conductor_kernel.errors import ModelUnreachable, UnknownModelError
 from conductor_kernel.interfaces import ChatModel
+from experts.local_models import model_id
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
@@ -121,6 +122,9 @@ def _name(spec: str, model: str = "") -> str | None:
         return None
     if bare.endswith(":") and model:
         bare += model
+    provider, colon, named = bare.partition(":")
+    if colon:  # a GGUF path (as llama-server lists it) is named by its file
+        bare = f"{provider}:{model_id(named)}"
     return f"{bare}@{url}"
 
 

@@ -101,7 +101,8 @@ def score_file(
                 )
             tally.skipped_lines += 1
             continue
-        answer, _closed = parse_final_answer(output)
+        # Published outputs: read with the marker their harness knew.
+        answer, _closed = parse_final_answer(output, strict=True)
         result = score(spec, answer, item, output=output, sandbox=sandbox)
         if not result.scored:
             tally.unscored += 1

@@ -80,7 +80,7 @@ def _table(value: Any, model: type[BaseModel], origin: Origin, path: str) -> Any
 
 def _value(field: SettingField, value: Any, origin: Origin) -> Any:
     if origin.unsets and isinstance(value, str) and value.strip().lower() in UNSET_WORDS:
-        return field.default
+        return None if field.optional else field.default  # a limit with a default lifted too
     return field.check(value, origin.where(field.path), strict=origin.strict)
 
 

@@ -35,8 +35,13 @@ def with_question(run: RunContext, *before: str, after: str = "") -> str:
 
 
 def answer_or_nudge(run: RunContext, turn: Turn) -> Generator[Event, None, str | None]:
-    """A turn with a final answer ends the run; one without is told so."""
-    answer, _closed = parse_final_answer(turn.text)
+    """A turn with a final answer ends the run; one without is told so.
+
+    Strict marker only: the published baseline runs hold turns with a bare
+    "FINAL ANSWER:" that their harness did not take (it nudged and went on), and replay
+    parity with them needs the same reading. Meta-prompting takes the looser forms.
+    """
+    answer, _closed = parse_final_answer(turn.text, strict=True)
     if answer is not None:
         yield run.answer(turn, answer)
         return None

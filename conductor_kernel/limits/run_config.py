@@ -35,6 +35,12 @@ def setting(
     return Field(default, description=description, json_schema_extra=extra, **bounds)
 
 
+# One run's wall-clock limit unless set: generous for hosted models (a hard GPT-4 run
+# of the paper takes a few minutes), and a stop for a CPU-served model at under a token
+# a second, whose one 4,096-token turn ran for over 7 minutes.
+DEFAULT_MAX_WALL_S = 1200.0
+
+
 class RunConfig(BaseModel):
     """What one conductor run may do: the `[run]` table of the config file."""
 
@@ -62,8 +68,9 @@ class RunConfig(BaseModel):
         description="Dollars a run may spend, by the price table.",
     )  # fmt: skip
     max_wall_s: float | None = setting(
-        None, gt=0, flag="--max-wall", metavar="SECONDS",
-        description="Seconds a run may take.",
+        DEFAULT_MAX_WALL_S, gt=0, flag="--max-wall", metavar="SECONDS",
+        description="Seconds a run may take (default 20 minutes: a slow local model "
+        "cannot run on for hours); `--max-wall none` for no limit.",
     )  # fmt: skip
     python: bool = setting(
         True, flag="--python",

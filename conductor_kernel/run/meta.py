@@ -24,6 +24,7 @@ from conductor_kernel.run.conversation import (
 )
 from conductor_kernel.run.expert_call import ExpertContext, ExpertOutcome, call_expert
 from conductor_kernel.run.threads import run_concurrently
+from conductor_kernel.turn_diagnosis import nudge_with_reasons
 
 META = "meta"
 META_NO_PYTHON = "meta-no-python"
@@ -69,8 +70,9 @@ class MetaPrompting:
                 )
             body = yield from _dispatch(run, parsed, turn)
             return body + "\n\n" + prompts.FEEDBACK
-        yield run.note(turn, "no_call_or_answer", prompts.NUDGE)
-        return prompts.NUDGE
+        nudge = nudge_with_reasons(prompts.NUDGE, turn.text)
+        yield run.note(turn, "no_call_or_answer", nudge)
+        return nudge
 
 
 def _dispatch(run: RunContext, parsed: ParsedTurn, turn: Turn) -> Generator[Event, None, str]:

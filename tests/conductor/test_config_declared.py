@@ -345,11 +345,20 @@ def test_a_bad_value_is_refused_naming_its_source_and_what_is_allowed(
 
 @pytest.mark.parametrize("field", [f for f in FIELDS if f.kind != "bool"], ids=lambda f: f.path)
 def test_an_unset_word_from_a_flag_puts_the_default_back(field: SettingField) -> None:
+    # An optional limit is lifted (its default may be a limit: the run's wall time).
     config = Path(os.environ["CONDUCTOR_CONFIG"])
     body, _ = _file_body(field, f"{field.name} = {_as_toml(_changed(field))}", 0)
     config.write_text(body)
     assert _held(_load([]), field) == _changed(field)
-    assert _held(_load([f"{field.flag}=none"]), field) == field.default
+    lifted = None if field.optional else field.default
+    assert _held(_load([f"{field.flag}=none"]), field) == lifted
+
+
+def test_a_run_has_a_wall_clock_limit_unless_lifted() -> None:
+    wall = next(f for f in FIELDS if f.path == "run.max_wall_s")
+    assert _held(_load([]), wall) == 1200  # 20 minutes
+    assert _held(_load(["--max-wall=90"]), wall) == 90
+    assert _held(_load(["--max-wall=none"]), wall) is None
 
 
 def _changed(field: SettingField) -> Any:

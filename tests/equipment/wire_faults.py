@@ -19,6 +19,9 @@ class Reply:
 
     text: str
     stop_reason: str | None = None
+    # Sent apart from the text, as a reasoning model's server does (`reasoning_content`,
+    # Anthropic `thinking` blocks), before it.
+    reasoning: str = ""
 
 
 @dataclass

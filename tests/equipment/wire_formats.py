@@ -146,16 +146,23 @@ def _openai_usage(usage: UsageCounts) -> dict[str, Any]:
 
 
 def full_reply(
-    api: Api, msg_id: str, model: str, text: str, stop: str, usage: UsageCounts
+    api: Api,
+    msg_id: str,
+    model: str,
+    text: str,
+    stop: str,
+    usage: UsageCounts,
+    reasoning: str = "",
 ) -> dict[str, Any]:
-    """A non-streamed reply body."""
+    """A non-streamed reply body (`reasoning` sent apart from the text when given)."""
     if api == "anthropic":
+        thinking = [{"type": "thinking", "thinking": reasoning, "signature": "sig"}]
         return {
             "id": f"msg_{msg_id}",
             "type": "message",
             "role": "assistant",
             "model": model,
-            "content": [{"type": "text", "text": text}],
+            "content": (thinking if reasoning else []) + [{"type": "text", "text": text}],
             "stop_reason": stop,
             "stop_sequence": None,
             "usage": _anthropic_usage(usage, output=usage.output),
@@ -168,7 +175,12 @@ def full_reply(
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
+                "message": {
+                    "role": "assistant",
+                    "content": text,
+                    "refusal": None,
+                    **({"reasoning_content": reasoning} if reasoning else {}),
+                },
                 "finish_reason": stop,
                 "logprobs": None,
             }
@@ -191,8 +203,12 @@ def stream_events(
     stop: str,
     usage: UsageCounts,
     include_usage: bool,
+    reasoning: list[str] | None = None,
 ) -> list[str]:
-    """The server-sent events of a streamed reply, in the order the real API sends them."""
+    """The server-sent events of a streamed reply, in the order the real API sends them;
+    `reasoning` pieces come first, apart from the text (a thinking block, or
+    `reasoning_content` deltas)."""
+    reasoning = reasoning or []
     if api == "anthropic":
         start = full_reply(api, msg_id, model, "", "", usage)
         start.update(content=[], stop_reason=None)
@@ -208,6 +224,17 @@ def stream_events(
                 },
             ),
             _sse("ping", {"type": "ping"}),
+        ]
+        events += [
+            _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "thinking_delta", "thinking": p},
+                },
+            )
+            for p in reasoning
         ]
         events += [
             _sse(
@@ -250,6 +277,7 @@ def stream_events(
         )
 
     events = [chunk({"role": "assistant", "content": ""}, None)]
+    events += [chunk({"reasoning_content": p}, None) for p in reasoning]
     events += [chunk({"content": p}, None) for p in pieces]
     events.append(chunk({}, stop))
     if include_usage:

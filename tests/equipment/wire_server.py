@@ -339,7 +339,9 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model", "unknown"))
         msg_id = uuid.uuid4().hex[:24]
         if not body.get("stream"):
-            data = json.dumps(fmt.full_reply(api, msg_id, model, text, stop, usage)).encode()
+            data = json.dumps(
+                fmt.full_reply(api, msg_id, model, text, stop, usage, reply.reasoning)
+            ).encode()
             if cut_after is not None:  # promise the whole body, send half, hang up
                 self._send_bytes(200, data[: len(data) // 2], "application/json", length=len(data))
                 self.close_connection = True
@@ -350,7 +352,11 @@ class _Handler(BaseHTTPRequestHandler):
         include_usage = owner.stream_usage and bool(
             (body.get("stream_options") or {}).get("include_usage")
         )
-        events = fmt.stream_events(api, msg_id, model, pieces, stop, usage, include_usage)
+        thought = reply.reasoning
+        thoughts = [
+            thought[i : i + owner.chunk_chars] for i in range(0, len(thought), owner.chunk_chars)
+        ]
+        events = fmt.stream_events(api, msg_id, model, pieces, stop, usage, include_usage, thoughts)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")

@@ -289,3 +289,21 @@ def test_cancel_interrupts_a_run_and_it_still_finishes() -> None:
     assert not model.returned
     model.release.set()
     assert of(events, RunFinished)[0].status == "interrupted"
+
+
+@pytest.mark.parametrize(
+    ("turn", "reason"),
+    [
+        ("Expert Mathematician:\nCheck 6*7.", "no instruction in triple quotes"),
+        ('Expert Mathematician: """Check 6*7."""', "on the same line"),
+        ("So the final answer is 42.", "not as the marker"),
+        ('<think>\nExpert Math:\n"""\nCheck\n"""\n</think>', "inside a reasoning block"),
+        ('Expert Math\'s output:\n"""\n42\n"""', "output yourself"),
+    ],
+)
+def test_the_nudge_says_why_the_turn_was_not_accepted(turn: str, reason: str) -> None:
+    events = run(Conductor(ScriptedModel([turn, ANSWER])))
+    round2 = of(events, MetaTurnStarted)[1].user_message
+    assert reason in round2 and round2.endswith(prompts.NUDGE)
+    assert reason in of(events, Observation)[0].message
+    assert of(events, RunFinished)[0].final_answer == "42"

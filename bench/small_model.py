@@ -1,0 +1,189 @@
+"""Benchmark: a real small local model (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF) under
+the paper's methods, and what makes it use the meta-prompting protocol.
+
+Serves the GGUF with llama.cpp's `llama-server` on this machine's CPU (the binary from
+`.ci/setup.d/20-model-peers.sh`, `$CONDUCTOR_LLAMA_SERVER`), then runs a comparison
+batch (`conductor batch FILES --methods ...`, recall and learning off) on the first
+`--limit` items of GameOf24, word_sorting and multistep_arithmetic_two from
+../shared/data/meta-prompting/tasks, once per variant. A variant is a name and extra
+`conductor batch` flags (e.g. a policy that asks for a check before a final answer is
+accepted) and/or llama-server flags (e.g. `--jinja`, the GGUF's own chat template).
+
+For every (variant, task, method): accuracy, how many meta runs consulted an expert at
+all, how many answered in round 1 without consulting anyone, rounds, model calls, wall
+time per item. Prints a table, then one JSON object (the figures) as its last line.
+
+    CONDUCTOR_LLAMA_SERVER=... python bench/small_model.py --limit 10 \\
+        --methods standard,meta --variants plain,check
+
+CPU inference of a 1.5B model on two shared cores is slow (a meta run is minutes):
+start with `--limit 2` and one task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CONDUCTOR_SHARED_DIR", REPO.parent / "shared"))
+TASKS_DIR = SHARED / "data" / "meta-prompting" / "tasks"
+DEFAULT_GGUF = Path.home() / ".cache/conductor-peers/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+TASKS = ["GameOf24", "word_sorting", "multistep_arithmetic_two"]
+ALIAS = "qwen2.5-coder-1.5b-instruct"
+
+# name -> (extra `conductor batch` flags, extra llama-server flags)
+VARIANTS: dict[str, tuple[list[str], list[str]]] = {
+    "plain": ([], []),
+    "jinja": ([], ["--jinja"]),  # the GGUF's own chat template, read by the server
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve(binary: str, gguf: Path, extra: list[str], log: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    cmd = [
+        binary, "-m", str(gguf), "--alias", ALIAS, "--host", "127.0.0.1",
+        "--port", str(port), "-c", "8192", "-np", "1", "-t", "2",
+        "--temp", "0", "--seed", "1", "--no-webui", *extra,
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"llama-server exited; see {log}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return proc, url + "/v1"
+        except OSError:
+            time.sleep(1)
+    proc.kill()
+    raise SystemExit(f"llama-server did not become ready; see {log}")
+
+
+def run_batch(
+    files: list[Path], methods: str, url: str, extra: list[str], home: Path, args: Any
+) -> dict[str, Any]:
+    cmd = [
+        str(REPO / ".venv/bin/conductor"), "batch", *map(str, files), "--methods", methods,
+        "--model", f"openai:{ALIAS}@{url}", "--no-recall", "--no-learn",
+        "--sandbox", args.sandbox, "--concurrency", "1", "--limit", str(args.limit),
+        "--max-rounds", str(args.max_rounds), "--meta-max-tokens", str(args.max_tokens),
+        "--expert-max-tokens", str(args.max_tokens), "--max-wall", str(args.max_wall),
+        "--json", *extra,
+    ]  # fmt: skip
+    env = dict(os.environ, CONDUCTOR_HOME=str(home), OPENAI_API_KEY="unused")
+    print("$", " ".join(cmd[1:]), file=sys.stderr, flush=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(proc.stderr[-3000:], file=sys.stderr)
+    last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}"
+    return json.loads(last)
+
+
+def protocol_use(folder: Path, method: str) -> dict[str, int]:
+    """Of a method's finished runs: how many consulted an expert, answered in round 1
+    with no expert, or ended without an answer."""
+    rows = [
+        json.loads(line)
+        for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    rows = [r for r in rows if r.get("final") and r.get("method") == method]
+    return {
+        "runs": len(rows),
+        "consulted": sum(1 for r in rows if r.get("expert_calls", 0) > 0),
+        "round1_alone": sum(1 for r in rows if r.get("rounds") == 1 and not r.get("expert_calls")),
+        "no_answer": sum(1 for r in rows if r.get("answer") is None),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gguf", type=Path, default=DEFAULT_GGUF)
+    parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--methods", default="standard,meta")
+    parser.add_argument("--variants", default="plain")
+    parser.add_argument("--max-rounds", type=int, default=6)
+    parser.add_argument("--max-tokens", type=int, default=768)
+    parser.add_argument("--max-wall", type=int, default=900)
+    parser.add_argument("--sandbox", default="auto")
+    args = parser.parse_args()
+    binary = os.environ.get("CONDUCTOR_LLAMA_SERVER") or shutil.which("llama-server")
+    if not binary:
+        raise SystemExit("no llama-server: `source .ci/setup.d/20-model-peers.sh` first")
+    if not args.gguf.is_file():
+        raise SystemExit(f"no model at {args.gguf}")
+    work = Path(tempfile.mkdtemp(prefix="small-model-"))
+    files = []
+    for task in args.tasks.split(","):
+        src = TASKS_DIR / f"{task}.jsonl"
+        if not src.is_file():
+            raise SystemExit(f"task file missing: {src}")
+        files.append(src)
+    rows: list[dict[str, Any]] = []
+    for variant in args.variants.split(","):
+        batch_flags, server_flags = VARIANTS[variant]
+        server, url = serve(binary, args.gguf, server_flags, work / f"llama-{variant}.log")
+        try:
+            t0 = time.monotonic()
+            out = run_batch(files, args.methods, url, batch_flags, work / variant, args)
+            wall = time.monotonic() - t0
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        reports = out.get("comparisons") or ([out] if "by_method" in out else [])
+        for report in reports:
+            for method, fig in report["by_method"].items():
+                use = protocol_use(Path(report["folder"]), method)
+                rows.append(
+                    {
+                        "variant": variant,
+                        "task": report["task"],
+                        "method": method,
+                        "correct": fig["accuracy"]["correct"],
+                        "scored": fig["accuracy"]["scored"],
+                        **use,
+                        "rounds_mean": fig["rounds"]["mean"],
+                        "model_calls": fig["tokens"]["model_calls"],
+                        "tokens_in": fig["tokens"]["input"],
+                        "tokens_out": fig["tokens"]["output"],
+                        "item_s_mean": fig["item_seconds"]["mean"],
+                    }
+                )
+        print(f"variant {variant}: {wall:.0f} s", file=sys.stderr, flush=True)
+    head = (
+        f"{'variant':<9} {'task':<25} {'method':<15} {'acc':>6} {'consulted':>9} "
+        f"{'r1 alone':>8} {'no ans':>6} {'rounds':>6} {'calls':>5} {'s/item':>7}"
+    )
+    print(head)
+    for r in rows:
+        print(
+            f"{r['variant']:<9} {r['task']:<25} {r['method']:<15} "
+            f"{r['correct']:>2}/{r['scored']:<3} {r['consulted']:>4}/{r['runs']:<4} "
+            f"{r['round1_alone']:>8} {r['no_answer']:>6} {r['rounds_mean']:>6} "
+            f"{r['model_calls']:>5} {r['item_s_mean']:>7.0f}"
+        )
+    print(json.dumps({"model": args.gguf.name, "limit": args.limit, "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
