@@ -1,0 +1,85 @@
+"""Score a recorded run: the verdict `conductor score` would give its final answer,
+as a `RunScored` event recorded after the run's `RunFinished`.
+
+Called when a run ends (the session) and when a run is imported (the importer), so
+every run with a target or a checker carries its verdict, the scorer's name and why.
+A run whose task names no scorer is scored by exact match when it has a target; a run
+with neither gets no event. A system failure (`error`, `interrupted`) is not judged: a
+failure of the machine is never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from conductor.scoring import UnknownScorerError, _scorer_name, score
+from conductor.scoring.deps import MissingScorerDependency
+from conductor_kernel.events import Event, RunScored
+from record.fold import RunOutline, outline
+
+log = logging.getLogger("conductor.scoring")
+
+# Statuses that say the system, not the model, ended the run.
+NOT_JUDGED = ("error", "interrupted")
+
+
+def scorer_for(task: str, target: str | None) -> str | None:
+    """The scorer's name for a run of `task` (exact match for an unknown task with a
+    target); None when nothing can judge it."""
+    if task:
+        try:
+            return _scorer_name(task)
+        except UnknownScorerError:
+            pass
+    return "exact" if target is not None else None
+
+
+def task_input(task: str, question: str) -> str:
+    """The task's input inside a question: a batch asks `spec.prompt(input)`, the
+    task's rules then the input, and a scorer reading the input (Game of 24's numbers)
+    must not read the rules too."""
+    from conductor.tasks.specs import UnknownTaskError, get_spec  # tasks imports scoring
+
+    try:
+        rules = get_spec(task).prompt("") if task else ""
+    except UnknownTaskError:
+        return question
+    if rules and question.startswith(rules.rstrip() + "\n\n"):
+        return question[len(rules.rstrip()) + 2 :]
+    return question
+
+
+def score_run(run: RunOutline | list[Event], *, scored_at: str = "run end") -> RunScored | None:
+    """The verdict on a finished run's answer; None if the run has no checker or target,
+    or has not finished."""
+    from conductor.tasks.files import TaskItem  # tasks imports scoring
+
+    if not isinstance(run, RunOutline):
+        run = outline(run)
+    started, finished = run.started, run.finished
+    if started is None or finished is None:
+        return None
+    name = scorer_for(started.task, started.target)
+    if name is None:
+        return None
+    verdict = RunScored(run_id=run.run_id, scorer=name, scored_at=scored_at)
+    if finished.status in NOT_JUDGED:
+        verdict.detail = f"the run ended {finished.status}: a system failure is not judged"
+        return verdict
+    item = TaskItem(
+        id=run.run_id, input=task_input(started.task, started.question), target=started.target
+    )
+    try:
+        result = score(name, run.answer, item, with_paper=False)
+    except MissingScorerDependency as exc:
+        verdict.detail = f"not scored: {exc}"
+        return verdict
+    except Exception as exc:  # a rule that cannot run here (P3 without a sandbox, ...)
+        log.info("run %s: the %s scorer could not judge it (%s)", run.run_id, name, exc)
+        verdict.detail = f"not scored: {type(exc).__name__}: {exc}"
+        return verdict
+    verdict.detail = result.detail
+    if result.scored:
+        verdict.correct = result.correct
+        verdict.paper_correct = result.paper_correct
+    return verdict
