@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conductor_kernel.events import Event
-
 from record.home import runs_dir
 from record.published import published_events, read_published, run_id_for, without_calls
 from record.writer import TranscriptWriter

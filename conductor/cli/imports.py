@@ -32,9 +32,9 @@ def run_import(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
+    from conductor.scoring.runs import score_run
     from conductor_kernel.display import visible_line
     from conductor_kernel.errors import UserFacingError
-    from conductor.scoring.runs import score_run
     from transcripts.importer import import_file
     from transcripts.index import RunIndex
 

@@ -15,6 +15,7 @@ import logging
 from conductor.scoring import UnknownScorerError, _scorer_name, score
 from conductor.scoring.deps import MissingScorerDependency
 from conductor_kernel.events import Event, RunScored
+from record.correctness import Correctness
 from record.fold import RunOutline, outline
 
 log = logging.getLogger("conductor.scoring")
@@ -83,3 +84,15 @@ def score_run(run: RunOutline | list[Event], *, scored_at: str = "run end") -> R
         verdict.correct = result.correct
         verdict.paper_correct = result.paper_correct
     return verdict
+
+
+def verdict_of(run: RunOutline) -> Correctness:
+    """The run's recorded verdict; a published run recorded before runs were scored at
+    import is scored now by its task's rule, as the import would have (its question is
+    exactly the task's input)."""
+    if run.score is not None or run.started is None:
+        return run.correctness
+    if run.started.tags.get("source") != "published":
+        return run.correctness
+    verdict = score_run(run, scored_at="export")
+    return Correctness.of_event(verdict) if verdict is not None else run.correctness
