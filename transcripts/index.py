@@ -412,6 +412,18 @@ class RunIndex:
             rows = runs.rows_where(where, params, order_by=order, limit=limit)
             return [as_record(row) for row in rows]
 
+    def counterparts(self, run_id: str) -> builtins.list[RunRecord]:
+        """Other runs of the same task on the same question (another method or import
+        condition: with and without Python), newest first."""
+        with self._reading() as runs:
+            rows = runs.rows_where(
+                "question = (select question from runs where run_id = :id) "
+                "and task = (select task from runs where run_id = :id) and run_id != :id",
+                {"id": run_id},
+                order_by="started_at desc",
+            )
+            return [as_record(row) for row in rows]
+
     def search(
         self, query: str, *, filters: RunFilter | None = None, limit: int = 50
     ) -> builtins.list[RunRecord]:

@@ -176,21 +176,17 @@ def _print(
     console = Console()
     if details:
         runs = Table(title="findings per run", expand=True)
-        for name in ("run", "task", "answer", "findings"):
-            runs.add_column(
-                name,
-                no_wrap=name not in ("findings", "answer"),
-                max_width=30 if name == "answer" else None,
-                ratio=1 if name == "findings" else None,
-            )
+        for name in ("run", "task", "answer and findings"):
+            runs.add_column(name, no_wrap=name != "answer and findings")
         for report, verdict in reports:
             text = "\n".join(f"[{f.badge}] {f.message}" for f in report.findings) or "-"
             # As text ("[ctx]" is not markup), visible: findings quote the model's words.
+            cell = Text("answer " + visible(verdict.describe()) + "\n")
+            cell.stylize(_VERDICT_STYLE.get(verdict.label, "dim"))
             runs.add_row(
                 Text(visible_line(report.run_id)),
                 Text(visible_line(report.task)),
-                Text(visible(verdict.describe()), style=_VERDICT_STYLE.get(verdict.label, "dim")),
-                Text(visible(text)),
+                cell.append(visible(text)),
             )
         console.print(runs)
         if hidden:

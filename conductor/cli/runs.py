@@ -102,9 +102,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--notebook", help="read recalled and written notes' evidence from here")
     p.set_defaults(handler=run_export)
 
-    p = rsub.add_parser("diff", help="two runs side by side, round by round and call by call")
+    p = rsub.add_parser(
+        "diff",
+        help="two runs side by side, round by round and call by call",
+        description="Two runs side by side. With one run, its pair: the run of the same "
+        "task on the same question under another method or import condition (with and "
+        "without Python).",
+    )
     p.add_argument("left", help="run id (a unique prefix will do) or a transcript file")
-    p.add_argument("right", help="run id (a unique prefix will do) or a transcript file")
+    p.add_argument(
+        "right",
+        nargs="?",
+        help="run id or transcript file (default: the left run's pair on the same question)",
+    )
     p.add_argument(
         "--html", action="store_true", help="write one HTML page (default: diff-LEFT-RIGHT.html)"
     )
@@ -383,7 +393,8 @@ def run_diff(args: argparse.Namespace) -> int:
     from record.fold import outline
     from transcripts.run_diff import diff_runs
 
-    left, right = _read(args.left), _read(args.right)
+    left = _read(args.left)
+    right = _read(args.right or _pair_of(args.left))
     diff = diff_runs(
         outline(left.events, problem=_problem(left)),
         outline(right.events, problem=_problem(right)),
@@ -405,6 +416,23 @@ def run_diff(args: argparse.Namespace) -> int:
     for renderable in diff_renderables(diff, markers=markers):
         console.print(renderable)
     return 0
+
+
+def _pair_of(ref: str) -> str:
+    """The run id of the run paired with `ref` on its question (see `runs diff`)."""
+    index = _index()
+    row = index.get(ref)
+    if row is None:
+        raise UserFacingError(
+            f"no indexed run matches {ref!r}; give both runs to compare a transcript file."
+        )
+    pairs = index.counterparts(row["run_id"])
+    if not pairs:
+        raise UserFacingError(
+            f"no other run of {row['task'] or 'this task'} asked the same question as "
+            f"{row['run_id']}; give the second run to compare."
+        )
+    return pairs[0]["run_id"]
 
 
 def run_batch_report(args: argparse.Namespace) -> int:
