@@ -258,7 +258,7 @@ class RunsScreen(Screen[None]):
             table.add_row(
                 correctness_mark(row),
                 _line(row["status"]),
-                _line(indexed_badges(row) or "…"),
+                _line(indexed_badges(row) or ("…" if row["path"] else "no transcript")),
                 _line(row["question"]),
                 _line(row["task"]),
                 _line(row["model"]),
@@ -269,7 +269,7 @@ class RunsScreen(Screen[None]):
                 key=row["run_id"],
             )
         self._show_info()
-        unindexed = [r for r in self.rows if indexed_badges(r) is None]
+        unindexed = [r for r in self.rows if indexed_badges(r) is None and r["path"]]
         self.compute_badges([(r["run_id"], r["path"] or "") for r in unindexed])
 
     def _show_info(self) -> None:
