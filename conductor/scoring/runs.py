@@ -14,6 +14,7 @@ import logging
 
 from conductor.scoring import UnknownScorerError, _scorer_name, score
 from conductor.scoring.deps import MissingScorerDependency
+from conductor.scoring.recognise import recognise
 from conductor_kernel.events import Event, RunScored
 from record.correctness import Correctness
 from record.fold import RunOutline, outline
@@ -50,6 +51,11 @@ def task_input(task: str, question: str) -> str:
     return question
 
 
+def _same_task(a: str, b: str) -> bool:
+    """Whether two task names are one task (any case, `-`/`_` alike)."""
+    return a.lower().replace("-", "_") == b.lower().replace("-", "_")
+
+
 def score_run(run: RunOutline | list[Event], *, scored_at: str = "run end") -> RunScored | None:
     """The verdict on a finished run's answer; None if the run has no checker or target,
     or has not finished."""
@@ -60,16 +66,22 @@ def score_run(run: RunOutline | list[Event], *, scored_at: str = "run end") -> R
     started, finished = run.started, run.finished
     if started is None or finished is None:
         return None
-    name = scorer_for(started.task, started.target)
+    task, target = started.task, started.target
+    task_text = task_input(task, started.question)
+    # A question typed as a task is asked ("Use 4 5 6 10 to make 24") is read as the
+    # notebook reads it (conductor/scoring/recognise.py): the input its scorer expects.
+    recognised = recognise(started.question)
+    if recognised is not None and (not task or _same_task(task, recognised.task)):
+        task, task_text = recognised.task, recognised.task_input
+        target = target if target is not None else recognised.target
+    name = scorer_for(task, target)
     if name is None:
         return None
     verdict = RunScored(run_id=run.run_id, scorer=name, scored_at=scored_at)
     if finished.status in NOT_JUDGED:
         verdict.detail = f"the run ended {finished.status}: a system failure is not judged"
         return verdict
-    item = TaskItem(
-        id=run.run_id, input=task_input(started.task, started.question), target=started.target
-    )
+    item = TaskItem(id=run.run_id, input=task_text, target=target)
     try:
         result = score(name, run.answer, item, with_paper=False)
     except MissingScorerDependency as exc:

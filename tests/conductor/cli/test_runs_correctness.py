@@ -107,6 +107,41 @@ def test_a_run_is_scored_when_it_ends(tmp_path: Path, answer: str, right: bool) 
     assert row is not None and row["correct"] == int(right) and row["scorer"] == "game24"
 
 
+@pytest.mark.parametrize(
+    ("question", "task", "answer", "right"),
+    [
+        ("Use 4 5 6 10 to make 24", "GameOf24", "5 * 4 + 10 - 6", True),
+        ("Use 4 5 6 10 to make 24", "", "5 * 4 + 10 - 6", True),  # recognised
+        ("Use 4 5 6 10 to make 24", "", "24", False),
+        (
+            "Sort the following words alphabetically: List: pear apple fig",
+            "",
+            "apple fig pear",
+            True,
+        ),
+    ],
+)
+def test_a_question_typed_as_a_task_is_judged_on_its_input(
+    tmp_path: Path, question: str, task: str, answer: str, right: bool
+) -> None:
+    """The 24 a typed Game of 24 question names is the goal, not a number to use."""
+    from conductor.session import Session
+
+    model = ScriptedModel([f'>> FINAL ANSWER:\n"""\n{answer}\n"""'], lambda _n, _t: "")
+    session = Session(meta_model=model, config=RunConfig(max_rounds=2), runs_path=tmp_path)
+    [verdict] = [e for e in session.solve(question, task=task) if isinstance(e, RunScored)]
+    assert verdict.correct is right, verdict.detail
+
+
+def test_a_question_no_scorer_knows_is_not_scored(tmp_path: Path) -> None:
+    from conductor.session import Session
+
+    model = ScriptedModel(['>> FINAL ANSWER:\n"""\nParis\n"""'], lambda _n, _t: "")
+    session = Session(meta_model=model, config=RunConfig(max_rounds=2), runs_path=tmp_path)
+    events = list(session.solve("What is the capital of France?"))
+    assert not [e for e in events if isinstance(e, RunScored)]
+
+
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
