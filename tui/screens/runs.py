@@ -168,8 +168,8 @@ class RunsScreen(Screen[None]):
             yield Select[str]([], prompt="method", id="filter-method")
             yield Input(placeholder="since YYYY-MM-DD", id="filter-since")
             yield Select[str](
-                [(f"by {name}", name) for name in SORTS if name != "started"],
-                prompt="newest first",
+                [(name, name) for name in SORTS if name != "started"],
+                prompt="sort",  # newest first until one is chosen
                 id="sort",
             )
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
