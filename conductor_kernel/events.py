@@ -252,5 +252,20 @@ class NotesWritten(Event):
     usage: Usage = field(default_factory=Usage)
 
 
+@dataclass(kw_only=True)
+class RunScored(Event):
+    """Whether a finished run's answer is right, by the task's scorer: recorded after
+    `RunFinished` when the run ends (or when it is imported), so every reader of the run
+    (listings, audit, diff, TUI, HTML) shows the same verdict. `correct` is None when
+    the run could not be scored (no target, no answer to judge, a system failure)."""
+
+    kind: ClassVar[str] = "run_scored"
+    correct: bool | None = None
+    scorer: str = ""  # the scorer's name (conductor/scoring: game24, exact, ...)
+    detail: str = ""  # why, in a few words
+    paper_correct: bool | None = None  # the published rule on the same answer, if applied
+    scored_at: str = ""  # run end | import | batch
+
+
 def event_kinds() -> dict[str, type[Event]]:
     return dict(_REGISTRY)

@@ -26,10 +26,12 @@ from conductor_kernel.events import (
     Observation,
     Recall,
     RunFinished,
+    RunScored,
     RunStarted,
     SandboxExec,
 )
 from conductor_kernel.interfaces import Usage
+from record.correctness import Correctness
 from record.findings import AuditReport, Finding
 
 
@@ -120,6 +122,7 @@ class RunOutline:
     final: FinalAnswer | None = None
     finished: RunFinished | None = None
     notes_written: list[NotesWritten] = field(default_factory=list)
+    scored: RunScored | None = None  # the last verdict on the answer, if it was scored
     # Events outside any round (a limit or error before round 1, after the last).
     loose: list[Event] = field(default_factory=list)
     audit: AuditReport = field(default_factory=lambda: AuditReport(run_id=""))
@@ -173,7 +176,17 @@ class RunOutline:
         return total
 
     @property
+    def correctness(self) -> Correctness:
+        """Whether the answer is right: the run's `RunScored`, else a batch's score."""
+        if self.scored is not None:
+            return Correctness.of_event(self.scored)
+        return Correctness.of_score(self.finished.score if self.finished is not None else None)
+
+    @property
     def score(self) -> dict | None:
+        """The verdict as a score dict (the HTML's shape); None if never scored."""
+        if self.scored is not None:
+            return self.correctness.to_dict()
         return self.finished.score if self.finished is not None else None
 
     @property
@@ -241,6 +254,8 @@ def outline(events: list[Event], *, problem: str | None = None) -> RunOutline:
             out.notes_written.append(event)
         elif isinstance(event, RunFinished):
             out.finished = event
+        elif isinstance(event, RunScored):
+            out.scored = event
         elif isinstance(event, FinalAnswer):
             out.final = event
             note(event, rounds.get(event.parent_id or "") or round_for(event.round))

@@ -25,7 +25,7 @@ _PREFIX = b'{"v": 1, "kind": "'
 
 _ROUND_RE = re.compile(rb'"round"\s*:\s*(\d+)')
 # Events the header and the notes panel need, parsed at open time (there are few).
-_HEAD_KINDS = {"run_started", "recall", "run_finished", "notes_written"}
+_HEAD_KINDS = {"run_started", "recall", "run_finished", "run_scored", "notes_written"}
 
 
 @dataclass

@@ -109,9 +109,18 @@ _PROGRESS = re.compile(
 _CUT = re.compile(r"\w…")
 
 
+# A run's line in the Runs table starts with its verdict mark: it is one line on purpose
+# (the run's own screen has every field whole), so its cells are cut, not wrapped.
+_RUN_ROW = re.compile(r"^\s*[✓✗·] ")
+
+
 def cut_lines(screen: str) -> list[str]:
     """Lines with a word cut short by an ellipsis where a wrap was possible."""
-    return [line for line in screen.splitlines() if _CUT.search(_PROGRESS.sub("", line))]
+    return [
+        line
+        for line in screen.splitlines()
+        if not _RUN_ROW.match(line) and _CUT.search(_PROGRESS.sub("", line))
+    ]
 
 
 def has_traceback(screen: str) -> bool:

@@ -17,9 +17,11 @@ answered hit the harness's cap.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conductor_kernel.events import Event
 from record.home import runs_dir
 from record.published import published_events, read_published, run_id_for, without_calls
 from record.writer import TranscriptWriter
@@ -33,6 +35,8 @@ class ImportReport:
     retry_defect_records: int = 0
     answered: int = 0
     problem: str | None = None  # the bad line that ended reading, if any
+    scored: int = 0  # runs the scorer judged
+    correct: int = 0  # of them, right
 
     @property
     def imported(self) -> int:
@@ -47,9 +51,12 @@ def import_file(
     index: RunIndex | None = None,
     method: str = "",
     expert_calls: bool = True,
+    score: Callable[[list[Event]], Event | None] | None = None,
 ) -> ImportReport:
     """Write and index one transcript per record of a published file; `method` names
-    the method its runs used, and a baseline's (`expert_calls=False`) dispatched none."""
+    the method its runs used, and a baseline's (`expert_calls=False`) dispatched none.
+    `score` (the application's `conductor.scoring.runs.score_run`) judges each run's
+    answer; its verdict is written after the run's end, as a live run's is."""
     published = read_published(path, limit=limit)
     directory = runs_path or runs_dir()
     index = index if index is not None else RunIndex()
@@ -63,10 +70,15 @@ def import_file(
         target = directory / f"{run_id}.jsonl"
         target.unlink(missing_ok=True)  # a re-import replaces the run
         with TranscriptWriter(target) as writer:
-            for event in published_events(record, source_file=Path(path).name, method=method):
+            events = list(published_events(record, source_file=Path(path).name, method=method))
+            verdict = score(events) if score is not None else None
+            for event in [*events, *([verdict] if verdict is not None else [])]:
                 writer.handle(event)
         index.add_transcript(target, source="published")
         report.run_ids.append(run_id)
         report.retry_defect_records += record.retry_defect
         report.answered += record.final_answer is not None
+        correct = getattr(verdict, "correct", None)
+        report.scored += correct is not None
+        report.correct += correct is True
     return report

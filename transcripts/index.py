@@ -41,9 +41,13 @@ from conductor_kernel.events import (
     FinalAnswer,
     NotesWritten,
     RunFinished,
+    RunScored,
     RunStarted,
 )
 from conductor_kernel.interfaces import Usage
+from record.audit import audit_outline
+from record.correctness import Correctness
+from record.fold import RunOutline, outline, outline_file
 from record.fts import SearchSyntaxError
 from record.home import home_dir
 from record.migrations import (
@@ -59,6 +63,7 @@ from record.repair import end_unrecorded, finish_transcript, process_alive, proc
 from record.writer import DiskFull
 from transcripts.runs_schema import (
     FILTER_COLUMNS,
+    SORTS,
     TABLES,
     RunFilter,
     RunRecord,
@@ -185,6 +190,9 @@ class RunIndex:
             self._update(event.run_id, {"final_answer": event.answer})
         elif isinstance(event, RunFinished):
             self.record_finish(event)
+            self._record_findings_live(event.run_id)
+        elif isinstance(event, RunScored):
+            self.record_correctness(event.run_id, Correctness.of_event(event))
         elif isinstance(event, NotesWritten):
             self.record_learning(event.run_id, event.usage)
 
@@ -235,6 +243,29 @@ class RunIndex:
             },
         )
 
+    def record_correctness(self, run_id: str, verdict: Correctness) -> None:
+        """Whether the run's answer is right (None: not scored), by which scorer, why."""
+        correct = None if verdict.correct is None else int(verdict.correct)
+        self._update(
+            run_id,
+            {"correct": correct, "scorer": verdict.scorer, "score_detail": verdict.detail},
+        )
+
+    def record_findings(self, run: RunOutline) -> None:
+        """The audit's finding badges of a run, for listings to filter and sort on."""
+        badges = audit_outline(run).badges
+        self._update(run.run_id, {"findings": f" {' '.join(badges)} " if badges else ""})
+
+    def _record_findings_live(self, run_id: str) -> None:
+        """Audit a live run as it ends, from its transcript (written before this sink)."""
+        path = self._paths.get(run_id)
+        if not path:
+            return
+        try:
+            self.record_findings(outline_file(path))
+        except (OSError, ValueError) as exc:  # the index can be rebuilt; the run goes on
+            log.warning("run %s: its findings were not indexed (%s)", run_id, exc)
+
     def record_learning(self, run_id: str, usage: Usage) -> None:
         """Learning's model calls, made after the run finished, beside the run's own."""
         changed = self.write(
@@ -270,6 +301,10 @@ class RunIndex:
             self._update(started.run_id, {"final_answer": answers[-1].answer})
         if transcript.finished is not None:
             self.record_finish(transcript.finished)
+            run = outline(transcript.events)
+            if run.score is not None:
+                self.record_correctness(started.run_id, run.correctness)
+            self.record_findings(run)
             learning = Usage()
             for event in transcript.events:
                 if isinstance(event, NotesWritten):
@@ -428,12 +463,28 @@ class RunIndex:
         *,
         limit: int | None = 50,
         oldest_first: bool = False,
+        sort: str = "started",
     ) -> builtins.list[RunRecord]:
-        """The runs `filters` lets through, newest first; `limit=None` for all of them."""
+        """The runs `filters` lets through, newest first or in the order `sort` names
+        (a key of `SORTS`); `limit=None` for all of them."""
+        if sort not in SORTS:
+            raise ValueError(f"runs are sorted by {', '.join(SORTS)}, not {sort!r}")
         where, params = (filters or RunFilter()).sql()
-        order = "started_at" if oldest_first else "started_at desc"
+        order = "started_at" if oldest_first else SORTS[sort]
         with self._reading() as runs:
             rows = runs.rows_where(where, params, order_by=order, limit=limit)
+            return [as_record(row) for row in rows]
+
+    def counterparts(self, run_id: str) -> builtins.list[RunRecord]:
+        """Other runs of the same task on the same question (another method or import
+        condition: with and without Python), newest first."""
+        with self._reading() as runs:
+            rows = runs.rows_where(
+                "question = (select question from runs where run_id = :id) "
+                "and task = (select task from runs where run_id = :id) and run_id != :id",
+                {"id": run_id},
+                order_by="started_at desc",
+            )
             return [as_record(row) for row in rows]
 
     def search(

@@ -78,6 +78,21 @@ def m003_method(db: sqlite_utils.Database) -> None:
     runs_table(db).create_index(["method"])
 
 
+@migrations
+def m004_correctness_and_findings(db: sqlite_utils.Database) -> None:
+    """Whether each run's answer is right (its `RunScored`: 1, 0, or NULL when not
+    scored), by which scorer and why, and the audit's finding badges, so listings
+    filter and sort on them. `conductor runs reindex` fills them for older runs."""
+    for column, kind in (
+        ("correct", int),
+        ("scorer", str),
+        ("score_detail", str),
+        ("findings", str),
+    ):
+        runs_table(db).add_column(column, kind)
+    runs_table(db).create_index(["correct"])
+
+
 class RunRecord(TypedDict):
     """One row of `runs`: a run as indexed (the transcript at `path` is its record)."""
 
@@ -109,11 +124,17 @@ class RunRecord(TypedDict):
     learning_input_tokens: int | None
     learning_output_tokens: int | None
     learning_cost_usd: float | None
+    # Whether the answer is right: 1, 0, or None when the run was not scored (m004).
+    correct: int | None
+    scorer: str | None
+    score_detail: str | None
+    # The audit's finding badges, space-separated with a space at each end (" fake ctx ").
+    findings: str | None
     rowid: NotRequired[int]  # search results carry it too (sqlite-utils selects it)
 
 
 def as_record(row: dict[str, Any]) -> RunRecord:
-    # The schema above (m001-m003) gives every row these columns; sqlite-utils can only
+    # The schema above (m001-m004) gives every row these columns; sqlite-utils can only
     # type a row as a dict.
     return cast(RunRecord, row)
 
@@ -121,6 +142,25 @@ def as_record(row: dict[str, Any]) -> RunRecord:
 # The columns a listing can be filtered on, and whose values `distinct_values` lists.
 # Their names go into SQL as written, so no other name may.
 FILTER_COLUMNS = ("task", "status", "model", "method")
+
+
+# How `RunFilter.correctness` narrows, by label (record.correctness.LABELS).
+CORRECTNESS_SQL = {
+    "correct": "correct = 1",
+    "wrong": "correct = 0",
+    "unscored": "correct is null",
+}
+ANY_FINDING = "any"
+
+# How a listing may be ordered: name -> ORDER BY (an allowlist; no other text goes in).
+SORTS = {
+    "started": "started_at desc",
+    "status": "status, started_at desc",
+    "correctness": "coalesce(correct, 2), started_at desc",  # wrong first, unscored last
+    "finding": "coalesce(findings, '') = '', findings, started_at desc",
+    "task": "task, started_at desc",
+    "model": "model, started_at desc",
+}
 
 
 @dataclass(frozen=True)
@@ -132,6 +172,8 @@ class RunFilter:
     model: str | None = None
     method: str | None = None
     since: float | None = None  # started at or after this time (seconds since the epoch)
+    correctness: str | None = None  # correct | wrong | unscored
+    finding: str | None = None  # a finding's badge (fake, ctx, ...); "any": flagged at all
 
     def sql(self) -> tuple[str | None, dict[str, object]]:
         """A WHERE clause with named parameters (None when nothing narrows), and them."""
@@ -141,6 +183,13 @@ class RunFilter:
             if value:
                 where.append(f"[{column}] = :{column}")
                 params[column] = value
+        if self.correctness:
+            where.append(CORRECTNESS_SQL[self.correctness])
+        if self.finding == ANY_FINDING:
+            where.append("trim(coalesce(findings, '')) != ''")
+        elif self.finding:
+            where.append("findings like :finding")
+            params["finding"] = f"% {self.finding} %"
         if self.since is not None:
             where.append("started_at >= :since")
             params["since"] = self.since

@@ -88,11 +88,27 @@ class RunRenderer:
         return block
 
 
+# A question longer than this is shown cut, with how much more there is: a 21 KB word
+# list drawn whole is hundreds of lines the user must scroll past to see the run.
+QUESTION_SHOWN = 1500
+
+
+def shown_question(question: str, limit: int = QUESTION_SHOWN) -> str:
+    """The question as the run's view shows it: whole, or its start and what is left."""
+    if len(question) <= limit:
+        return question
+    rest = question[limit:]
+    return (
+        f"{question[:limit]} …\n[{len(rest):,} more characters, {len(rest.split()):,} words: "
+        "`conductor runs show` or this round's raw events (j) have the question whole]"
+    )
+
+
 async def _run_started(r: RunRenderer, e: RunStarted) -> None:
     title = f"question · {e.model} · sandbox {e.sandbox}"
     if e.task:
         title += f" · {e.task}"
-    await r.mount(BoxedText(e.question, title, "question"))
+    await r.mount(BoxedText(shown_question(e.question), title, "question"))
 
 
 async def _recall(r: RunRenderer, e: Recall) -> None:

@@ -17,7 +17,11 @@ from conductor_kernel.bounded import loads_json
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import Event
 from record.audit import FINDING_KINDS, AuditReport, audit_outline, summarise
-from record.fold import outline
+from record.correctness import Correctness
+from record.fold import RunOutline, outline
+
+# One run audited: its findings and whether its answer is right.
+Audited = tuple[AuditReport, Correctness]
 
 
 def attach(p: argparse.ArgumentParser) -> None:
@@ -35,6 +39,13 @@ def attach(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per run, then a summary")
     p.add_argument("--summary", action="store_true", help="print only the per-task counts")
     p.add_argument("--limit", type=int, help="read only the first N records of a published file")
+    p.add_argument("--only-flagged", action="store_true", help="list only the runs with a finding")
+    p.add_argument(
+        "--finding",
+        metavar="NAME",
+        help="list only the runs with this finding (a badge of the summary's columns, "
+        "e.g. fake, or its kind, e.g. fabricated_reply)",
+    )
     p.set_defaults(handler=run_audit)
 
 
@@ -48,7 +59,7 @@ def _is_published(path: Path) -> bool:
     return isinstance(data, dict) and "message_log" in data
 
 
-def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
+def reports_for(ref: str, *, limit: int | None = None) -> Iterator[Audited]:
 
     path = Path(ref)
     if path.is_dir():
@@ -68,7 +79,8 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
             for record in published.records:
                 if method in BASELINES:
                     record = without_calls(record)
-                yield _audit(published_events(record, source_file=str(path), method=method))
+                events = list(published_events(record, source_file=str(path), method=method))
+                yield _audit(events, score=True)
             return
         yield _audit(_read(path))
         return
@@ -88,8 +100,18 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[AuditReport]:
     yield _audit(_read(transcript))
 
 
-def _audit(events: list[Event]) -> AuditReport:
-    return audit_outline(outline(events))
+def _audit(events: list[Event], *, score: bool = False) -> Audited:
+    """The run's findings and its recorded verdict; a published record read straight
+    from its file (never imported, so never scored) is scored here, as an import would."""
+    run = outline(events)
+    return audit_outline(run), _scored(run) if score else run.correctness
+
+
+def _scored(run: RunOutline) -> Correctness:
+    from conductor.scoring.runs import score_run
+
+    verdict = score_run(run, scored_at="audit")
+    return Correctness.of_event(verdict) if verdict is not None else Correctness()
 
 
 def _warn(problem: Exception | None, kept: str) -> None:
@@ -111,7 +133,7 @@ def _read(path: str | Path) -> list[Event]:
     return transcript.events
 
 
-def _all_runs() -> Iterator[AuditReport]:
+def _all_runs() -> Iterator[Audited]:
     from transcripts.index import RunIndex
 
     for row in RunIndex().list_runs(limit=None, oldest_first=True):
@@ -120,22 +142,42 @@ def _all_runs() -> Iterator[AuditReport]:
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    from conductor.cli.runs import finding_badge
+
     if args.runs:
-        reports = [r for ref in args.runs for r in reports_for(ref, limit=args.limit)]
+        audited = [r for ref in args.runs for r in reports_for(ref, limit=args.limit)]
     else:
-        reports = list(_all_runs())
-    table = summarise(reports)
+        audited = list(_all_runs())
+    table = summarise(report for report, _ in audited)
+    badge = finding_badge(args.finding)
+    listed = [pair for pair in audited if _wanted(pair[0], args.only_flagged, badge)]
     if args.json:
         if not args.summary:
-            for report in reports:
-                print(json.dumps(report.to_dict(), ensure_ascii=False))
+            for report, verdict in listed:
+                data = report.to_dict()
+                data.update(
+                    correctness=verdict.label, scorer=verdict.scorer, score_detail=verdict.detail
+                )
+                print(json.dumps(data, ensure_ascii=False))
         print(json.dumps({"summary": table}))
         return 0
-    _print(reports, table, details=not args.summary)
+    _print(listed, table, details=not args.summary, hidden=len(audited) - len(listed))
     return 0
 
 
-def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, details: bool) -> None:
+def _wanted(report: AuditReport, only_flagged: bool, badge: str | None) -> bool:
+    """Whether a run is listed: flagged when asked for, with the finding named if one is."""
+    if (only_flagged or badge == "any") and not report.findings:
+        return False
+    return badge in (None, "any") or badge in report.badges
+
+
+_VERDICT_STYLE = {"correct": "green", "wrong": "red"}
+
+
+def _print(
+    reports: list[Audited], table: dict[str, dict[str, int]], *, details: bool, hidden: int = 0
+) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -145,17 +187,21 @@ def _print(reports: list[AuditReport], table: dict[str, dict[str, int]], *, deta
     console = Console()
     if details:
         runs = Table(title="findings per run", expand=True)
-        for name in ("run", "task", "findings"):
-            runs.add_column(name, no_wrap=name != "findings")
-        for report in reports:
+        for name in ("run", "task", "answer and findings"):
+            runs.add_column(name, no_wrap=name != "answer and findings")
+        for report, verdict in reports:
             text = "\n".join(f"[{f.badge}] {f.message}" for f in report.findings) or "-"
             # As text ("[ctx]" is not markup), visible: findings quote the model's words.
+            cell = Text("answer " + visible(verdict.describe()) + "\n")
+            cell.stylize(_VERDICT_STYLE.get(verdict.label, "dim"))
             runs.add_row(
                 Text(visible_line(report.run_id)),
                 Text(visible_line(report.task)),
-                Text(visible(text)),
+                cell.append(visible(text)),
             )
         console.print(runs)
+        if hidden:
+            console.print(f"{hidden} runs not listed (no finding asked for)", style="dim")
     summary = Table(title="runs flagged, per task (of runs audited)")
     summary.add_column("task")
     summary.add_column("runs", justify="right")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 
 
 def attach(p: argparse.ArgumentParser) -> None:
@@ -31,6 +32,7 @@ def run_import(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
+    from conductor.scoring.runs import score_run
     from conductor_kernel.errors import UserFacingError
     from conductor_kernel.text.display import visible_line
     from transcripts.importer import import_file
@@ -41,7 +43,7 @@ def run_import(args: argparse.Namespace) -> int:
     index = RunIndex()
     errors = Console(stderr=True)
     table = Table(title="Imported published runs")
-    for column in ("file", "runs", "answered", "retry defect", "first run id"):
+    for column in ("file", "runs", "answered", "correct", "retry defect", "first run id"):
         table.add_column(column, justify="left" if column in ("file", "first run id") else "right")
     from conductor.methods import BASELINES, check_method
     from conductor.replay.baselines import method_of_path
@@ -49,7 +51,12 @@ def run_import(args: argparse.Namespace) -> int:
     for path in args.files:
         method = check_method(args.method) if args.method else (method_of_path(path) or "")
         report = import_file(
-            path, limit=args.limit, index=index, method=method, expert_calls=method not in BASELINES
+            path,
+            limit=args.limit,
+            index=index,
+            method=method,
+            expert_calls=method not in BASELINES,
+            score=partial(score_run, scored_at="import"),
         )
         if report.problem:
             warning = Text("warning: ", style="yellow").append(
@@ -62,6 +69,8 @@ def run_import(args: argparse.Namespace) -> int:
                 "file": report.file,
                 "imported": report.imported,
                 "answered": report.answered,
+                "scored": report.scored,
+                "correct": report.correct,
                 "retry_defect_records": report.retry_defect_records,
                 "run_ids": report.run_ids,
                 "problem": report.problem,
@@ -71,6 +80,7 @@ def run_import(args: argparse.Namespace) -> int:
             Text(visible_line(path.rsplit("/", 1)[-1])),
             str(report.imported),
             str(report.answered),
+            f"{report.correct} of {report.scored} scored",
             str(report.retry_defect_records),
             report.run_ids[0] if report.run_ids else "-",
         )

@@ -12,9 +12,16 @@ from typing import TYPE_CHECKING
 from conductor.cli import audit, imports
 from conductor.cli.json_out import json_text
 from conductor_kernel.errors import UserFacingError
+from record.correctness import LABELS
+from record.findings import FINDING_KINDS
+
+# The audit's finding badges and the correctness labels, the values the filters take.
+BADGES = tuple(badge for badge, _ in FINDING_KINDS.values())
+SORT_NAMES = ("started", "status", "correctness", "finding", "task", "model")
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
     from transcripts.index import RunIndex, RunRecord
 
@@ -23,11 +30,43 @@ def register(sub: argparse._SubParsersAction) -> None:
     runs = sub.add_parser("runs", help="list, search, show and export recorded runs")
     rsub = runs.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
 
-    p = rsub.add_parser("list", help="the most recent runs")
-    p.add_argument("--limit", type=int, default=20)
+    p = rsub.add_parser(
+        "list",
+        help="the most recent runs, one line each",
+        description="Runs one line each: status, whether the answer is right (✓ correct, "
+        "✗ wrong, · unscored), the audit's findings, task, question and answer.",
+    )
+    p.add_argument("--limit", type=int, default=20, help="at most N runs (0: all)")
     p.add_argument("--task")
     p.add_argument("--status")
+    p.add_argument("--model", help="only runs of this model")
     p.add_argument("--method", help="only runs of this method (meta, standard, ...)")
+    right = p.add_mutually_exclusive_group()
+    right.add_argument(
+        "--correctness", choices=LABELS, help="only runs whose answer is correct, wrong or unscored"
+    )
+    right.add_argument(
+        "--correct",
+        dest="correctness",
+        action="store_const",
+        const="correct",
+        help="= --correctness correct",
+    )
+    right.add_argument(
+        "--wrong",
+        dest="correctness",
+        action="store_const",
+        const="wrong",
+        help="= --correctness wrong",
+    )
+    p.add_argument(
+        "--finding",
+        metavar="NAME",
+        help=f"only runs the audit flagged with this finding ({', '.join(BADGES)}, or any)",
+    )
+    p.add_argument(
+        "--sort", choices=SORT_NAMES, default="started", help="order (default: newest first)"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=run_list)
 
@@ -69,9 +108,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--notebook", help="read recalled and written notes' evidence from here")
     p.set_defaults(handler=run_export)
 
-    p = rsub.add_parser("diff", help="two runs side by side, round by round and call by call")
+    p = rsub.add_parser(
+        "diff",
+        help="two runs side by side, round by round and call by call",
+        description="Two runs side by side. With one run, its pair: the run of the same "
+        "task on the same question under another method or import condition (with and "
+        "without Python).",
+    )
     p.add_argument("left", help="run id (a unique prefix will do) or a transcript file")
-    p.add_argument("right", help="run id (a unique prefix will do) or a transcript file")
+    p.add_argument(
+        "right",
+        nargs="?",
+        help="run id or transcript file (default: the left run's pair on the same question)",
+    )
     p.add_argument(
         "--html", action="store_true", help="write one HTML page (default: diff-LEFT-RIGHT.html)"
     )
@@ -120,18 +169,14 @@ def transcript_path(ref: str) -> Path:
 
 
 def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = None) -> int:
-    """Runs as JSON lines, a wrapped table on a terminal, or plain lines when piped.
-
-    Nothing is cut: on a terminal long text wraps inside its column; piped, each run
-    is one tab-separated line with the whole question and answer.
-    """
+    """Runs as JSON lines, or one line per run: on a terminal a table whose question and
+    answer are cut to the width (`runs show` has them whole), piped one tab-separated
+    line per run with every field whole."""
     if as_json:
         for row in rows:
             print(json_text(row))
         return 0
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
     from conductor_kernel.text.display import visible
 
@@ -142,23 +187,82 @@ def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = N
         for line in cells:
             print("\t".join(" ".join(visible(c).split()) for c in line))
         return 0
-    table = Table(expand=True, show_lines=True)
-    # On a terminal the method heads the question's cell, so 80 columns keep the
-    # question readable; piped, every column is its own.
-    for name in ("run", "when", "status", "rounds", "cost"):
-        table.add_column(name, overflow="fold")
-    table.add_column("method: question → answer", overflow="fold", ratio=1, min_width=20)
-    for run_id, when, method, status, rounds, cost, question, answer in cells:
-        text = Text(visible(method) + ": ", style="dim").append(visible(question), style="")
-        text.append("\n→ " + (visible(answer) or "(no answer)"), style="bold")
-        table.add_row(visible(run_id), visible(when), visible(status), rounds, cost, text)
-    console.print(table)
+    for text in run_lines(cells, console.width):
+        console.print(text, no_wrap=True, overflow="ellipsis", crop=True)
     if not rows:
         console.print("no runs", style="dim")
     return 0
 
 
-COLUMNS = ("run", "when", "method", "status", "rounds", "cost", "question", "answer")
+def run_lines(cells: Sequence[list[str]], width: int) -> list[Text]:
+    """One line per run, never wider than `width`: the mark (✓ ✗ ·), the whole run id,
+    status and findings in columns, then the question and answer cut to what is left
+    (the time and task too where the line is wide enough)."""
+    from rich.text import Text
+
+    from conductor_kernel.text.display import visible
+
+    def column(values: list[str], cap: int, name: str = "") -> int:
+        return min(max([len(v) for v in values] + [len(name)]), cap)
+
+    runs = column([c[0] for c in cells], 64, "run")
+    status = column([c[3] for c in cells], 12, "status")
+    findings = column([c[5] or "-" for c in cells], 24, "findings")
+    wide = width >= runs + status + findings + 70
+    task = column([c[6] or c[2] for c in cells], 20, "task") if wide else 0
+    head = Text("  " + "run".ljust(runs) + " " + "status".ljust(status) + " ")
+    head.append("findings".ljust(findings) + " ")
+    if wide:
+        head.append("when".ljust(11) + " " + "task".ljust(task) + " ")
+    head.append("question → answer")
+    head.stylize("bold")
+    lines = [head]
+    for run_id, when, method, stat, correct, found, task_name, _r, _c, q, a in cells:
+        mark = {"correct": "✓", "wrong": "✗"}.get(correct, "·")
+        style = {"correct": "green", "wrong": "red bold"}.get(correct, "dim")
+        line = Text(mark + " ", style=style)
+        line.append(visible(run_id).ljust(runs) + " ")
+        line.append(_fit(visible(stat), status) + " ")
+        line.append(_fit(visible(found) or "-", findings) + " ", style="yellow" if found else "dim")
+        if wide:
+            line.append(when.ljust(11) + " " + _fit(visible(task_name or method), task) + " ")
+        line.append(visible(q))
+        line.append(" → " + (visible(a) or "(no answer)"), style="bold")
+        line.truncate(width, overflow="ellipsis")
+        lines.append(line)
+    return lines
+
+
+def _fit(text: str, width: int) -> str:
+    """`text` padded or cut (with …) to `width` cells."""
+    from rich.cells import cell_len, set_cell_size
+
+    if cell_len(text) <= width:
+        return set_cell_size(text, width)
+    return set_cell_size(text, max(width - 1, 0)) + "…"
+
+
+COLUMNS = (
+    "run",
+    "when",
+    "method",
+    "status",
+    "correct",
+    "findings",
+    "task",
+    "rounds",
+    "cost",
+    "question",
+    "answer",
+)
+
+
+def correctness_label(row: RunRecord) -> str:
+    """correct, wrong or unscored: the run's recorded verdict (runs.db `correct`)."""
+    correct = row.get("correct")
+    if correct is None:
+        return "unscored"
+    return "correct" if correct else "wrong"
 
 
 def _cells(row: RunRecord) -> list[str]:
@@ -168,6 +272,9 @@ def _cells(row: RunRecord) -> list[str]:
         when,
         str(row.get("method") or "meta"),
         str(row["status"] or ""),
+        correctness_label(row),
+        str(row.get("findings") or "").strip(),
+        str(row.get("task") or ""),
         str(row["rounds"] or 0),
         f"${row['cost_usd'] or 0:.4f}",
         " ".join(str(row["question"] or "").split()),
@@ -175,8 +282,33 @@ def _cells(row: RunRecord) -> list[str]:
     ]
 
 
+def finding_badge(name: str | None) -> str | None:
+    """A finding as `--finding` takes it (its badge, its kind's name, or any) as the
+    badge runs.db holds; a name that is neither says which are."""
+    if not name:
+        return None
+    if name == "any" or name in BADGES:
+        return name
+    if name in FINDING_KINDS:
+        return FINDING_KINDS[name][0]
+    raise UserFacingError(
+        f"no finding is called {name!r}; give one of {', '.join(BADGES)} (or any), "
+        "as `conductor runs audit` names them."
+    )
+
+
 def run_list(args: argparse.Namespace) -> int:
-    rows = _index().list(limit=args.limit, task=args.task, status=args.status, method=args.method)
+    from transcripts.runs_schema import RunFilter
+
+    filters = RunFilter(
+        task=args.task,
+        status=args.status,
+        model=args.model,
+        method=args.method,
+        correctness=args.correctness,
+        finding=finding_badge(args.finding),
+    )
+    rows = _index().list_runs(filters, limit=args.limit or None, sort=args.sort)
     return _table(rows, args.json)
 
 
@@ -298,7 +430,8 @@ def run_diff(args: argparse.Namespace) -> int:
     from record.fold import outline
     from transcripts.run_diff import diff_runs
 
-    left, right = _read(args.left), _read(args.right)
+    left = _read(args.left)
+    right = _read(args.right or _pair_of(args.left))
     diff = diff_runs(
         outline(left.events, problem=_problem(left)),
         outline(right.events, problem=_problem(right)),
@@ -315,9 +448,28 @@ def run_diff(args: argparse.Namespace) -> int:
     from conductor.export.diff import diff_renderables
 
     console = Console()
-    for renderable in diff_renderables(diff):
+    # Piped (or with NO_COLOR), colour cannot show what changed: bracket it.
+    markers = not console.is_terminal or console.no_color
+    for renderable in diff_renderables(diff, markers=markers):
         console.print(renderable)
     return 0
+
+
+def _pair_of(ref: str) -> str:
+    """The run id of the run paired with `ref` on its question (see `runs diff`)."""
+    index = _index()
+    row = index.get(ref)
+    if row is None:
+        raise UserFacingError(
+            f"no indexed run matches {ref!r}; give both runs to compare a transcript file."
+        )
+    pairs = index.counterparts(row["run_id"])
+    if not pairs:
+        raise UserFacingError(
+            f"no other run of {row['task'] or 'this task'} asked the same question as "
+            f"{row['run_id']}; give the second run to compare."
+        )
+    return pairs[0]["run_id"]
 
 
 def run_batch_report(args: argparse.Namespace) -> int:

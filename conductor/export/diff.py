@@ -23,15 +23,24 @@ REMOVED = "red strike"
 ADDED = "green bold"
 
 
-def field_text(diff: FieldDiff, *, context: int = 120) -> Text:
+def marked(piece: str, op: str, markers: bool) -> str:
+    """A removed or added piece, between `[-…-]` or `{+…+}` (as `git diff --word-diff`
+    marks them) when colour cannot show it: piped, the words would run together."""
+    if not markers or op == "=":
+        return piece
+    return f"[-{piece}-]" if op == "-" else f"{{+{piece}+}}"
+
+
+def field_text(diff: FieldDiff, *, context: int = 120, markers: bool = False) -> Text:
     """One field's change, word by word. Unchanged stretches keep `context` characters
-    on each side of a change (the HTML page has every field whole)."""
+    on each side of a change (the HTML page has every field whole). With `markers`,
+    each change is also bracketed, for output without colour."""
     text = Text()
     ops = diff.ops()
     for i, (op, piece) in enumerate(ops):
         piece = visible(piece)
         if op != "=":
-            text.append(piece, style=REMOVED if op == "-" else ADDED)
+            text.append(marked(piece, op, markers), style=REMOVED if op == "-" else ADDED)
             continue
         head = piece[:context] if i > 0 else ""
         tail = piece[-context:] if i < len(ops) - 1 else ""
@@ -49,13 +58,13 @@ def _answer(run: RunOutline) -> str:
 
 
 def _score(run: RunOutline) -> str:
-    score = run.score or {}
-    if "correct" not in score:
-        return "-"
-    return "correct" if score["correct"] else "wrong"
+    """correct, wrong or unscored (with the scorer and why): the field the HTML shows."""
+    from conductor.scoring.runs import verdict_of
+
+    return verdict_of(run).describe()
 
 
-def totals_table(diff: RunDiff) -> Table:
+def totals_table(diff: RunDiff, *, markers: bool = False) -> Table:
     table = Table(title="runs side by side", expand=True, title_justify="left")
     table.add_column("", style="bold", no_wrap=True)
     table.add_column(Text(visible_line(diff.left.run_id)), ratio=1)
@@ -80,8 +89,14 @@ def totals_table(diff: RunDiff) -> Table:
     answers = FieldDiff("final answer", _answer(diff.left), _answer(diff.right))
     table.add_row(
         "final answer",
-        Text(visible(answers.left), "" if answers.same else REMOVED),
-        Text(visible(answers.right), "" if answers.same else ADDED),
+        Text(
+            marked(visible(answers.left), "=" if answers.same else "-", markers),
+            "" if answers.same else REMOVED,
+        ),
+        Text(
+            marked(visible(answers.right), "=" if answers.same else "+", markers),
+            "" if answers.same else ADDED,
+        ),
     )
     return table
 
@@ -91,7 +106,7 @@ def _recalled(run: RunOutline) -> str:
     return ", ".join(notes) if notes else "none"
 
 
-def _call_lines(call: CallPair) -> list[Any]:
+def _call_lines(call: CallPair, markers: bool = False) -> list[Any]:
     name = visible_line(call.name)
     if call.status == "only_left":
         return [Text(f"  {name}: only in the left run", style=REMOVED)]
@@ -103,11 +118,18 @@ def _call_lines(call: CallPair) -> list[Any]:
     verb = "differs" if len(names) == 1 else "differ"
     parts: list[Any] = [Text(f"  {name}: {', '.join(names)} {verb}")]
     for f in call.changed:
-        parts.append(Panel(field_text(f), title=Text(f.name), title_align="left", padding=(0, 1)))
+        parts.append(
+            Panel(
+                field_text(f, markers=markers),
+                title=Text(f.name),
+                title_align="left",
+                padding=(0, 1),
+            )
+        )
     return parts
 
 
-def round_renderable(pair: RoundPair) -> Any:
+def round_renderable(pair: RoundPair, *, markers: bool = False) -> Any:
     if pair.status == "same":
         names = ", ".join(visible_line(c.name) for c in pair.calls) or "no calls"
         return Text(f"round {pair.label} · same · {names}", style="dim")
@@ -123,18 +145,24 @@ def round_renderable(pair: RoundPair) -> Any:
     parts: list[Any] = []
     if not pair.meta.same:
         parts.append(
-            Panel(field_text(pair.meta), title="meta model", title_align="left", padding=(0, 1))
+            Panel(
+                field_text(pair.meta, markers=markers),
+                title="meta model",
+                title_align="left",
+                padding=(0, 1),
+            )
         )
     for call in pair.calls:
-        parts += _call_lines(call)
+        parts += _call_lines(call, markers)
     return Panel(Group(*parts), title=f"round {pair.label} · changed", border_style="yellow")
 
 
-def diff_renderables(diff: RunDiff) -> list[Any]:
-    """Everything the terminal view prints, in order."""
-    out: list[Any] = [totals_table(diff)]
+def diff_renderables(diff: RunDiff, *, markers: bool = False) -> list[Any]:
+    """Everything the terminal view prints, in order; `markers` brackets each removed
+    and added piece (`[-old-]{+new+}`) for output that shows no colour."""
+    out: list[Any] = [totals_table(diff, markers=markers)]
     if not diff.question.same:
-        out.append(Panel(field_text(diff.question), title="the questions differ"))
+        out.append(Panel(field_text(diff.question, markers=markers), title="the questions differ"))
     changes = len(diff.changes)
     summary = (
         "the runs are the same, round by round"
@@ -144,5 +172,5 @@ def diff_renderables(diff: RunDiff) -> list[Any]:
         )
     )
     out.append(Text(summary, style="bold"))
-    out += [round_renderable(pair) for pair in diff.rounds]
+    out += [round_renderable(pair, markers=markers) for pair in diff.rounds]
     return out

@@ -29,6 +29,7 @@ from conductor_kernel.events import (
     Observation,
     Recall,
     RunFinished,
+    RunScored,
     RunStarted,
     SandboxExec,
 )
@@ -153,6 +154,14 @@ def _finished(e: RunFinished) -> Any:
     )
 
 
+def _scored(e: RunScored) -> Any:
+    from record.correctness import Correctness
+
+    verdict = Correctness.of_event(e)
+    style = {"correct": "bold green", "wrong": "bold red"}.get(verdict.label, "dim")
+    return shown_line(f"answer {verdict.describe()}", style=style)
+
+
 def _notes(e: NotesWritten) -> Any:
     line = (
         f"  notebook: {plural(len(e.note_ids), 'note')} written ({verification_words(e.verification)}), "
@@ -177,6 +186,7 @@ RENDERERS: dict[type[Event], Callable[[Any], Any]] = {
     ErrorEvent: _error,
     RunFinished: _finished,
     NotesWritten: _notes,
+    RunScored: _scored,
 }
 
 

@@ -68,6 +68,9 @@ class Session:
     # answers, scorers that run code): what the run's cells left behind must not shape
     # them. Started only when a check runs code, closed when the hooks are done.
     fresh_sandbox: Callable[[], Sandbox | None] | None = None
+    # Score each run when it ends (conductor/scoring/runs.py): a `RunScored` event
+    # after `RunFinished` for a run with a target or a checker.
+    scoring: bool = True
     conductor: Conductor | None = None
     # "idle", "running", "learning": lets a signal handler choose how to stop.
     phase: str = "idle"
@@ -148,6 +151,11 @@ class Session:
                 if not event.transient:
                     events.append(event)
                 yield event
+            verdict = self._score(events) if finished is not None else None
+            if verdict is not None:
+                self._deliver(verdict, writer, sinks)
+                events.append(verdict)
+                yield verdict
             if (
                 finished is not None
                 and finished.status not in NO_LEARNING
@@ -182,6 +190,18 @@ class Session:
             self._cancel_asked.clear()
             if writer is not None:
                 writer.close()
+
+    def _score(self, events: list[Event]) -> Event | None:
+        """The run's verdict by its task's scorer; a scorer that fails costs no run."""
+        if not self.scoring:
+            return None
+        from conductor.scoring.runs import score_run
+
+        try:
+            return score_run(events, scored_at="run end")
+        except Exception:
+            log.exception("scoring the run failed; the run itself is saved")
+            return None
 
     def _stopping(self) -> bool:
         return self._cut_off or self.cancelled

@@ -46,13 +46,15 @@ def test_audit_findings_table_shows_model_text_visible(
     text: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from conductor.cli.audit import _print
+    from record.correctness import Correctness
 
     report = AuditReport(run_id=f"run-{text}", task=f"task-{text}")
     report.findings.append(
         Finding("hidden_context", f"Expert {text} was told 'the above'", round=1)
     )
     out = _terminal(monkeypatch)
-    _print([report], {f"task-{text}": {"runs": 1}}, details=True)
+    verdict = Correctness(False, scorer="exact", detail=f"expected {text}")
+    _print([(report, verdict)], {f"task-{text}": {"runs": 1}}, details=True)
     shown = _strip_sgr(out.getvalue())
     assert not UNSAFE.search(shown.replace("\n", "")), repr(shown)
 

@@ -21,6 +21,7 @@ from conductor_kernel.events import (
     ExpertCallFinished,
     MetaTurnFinished,
     RunFinished,
+    RunScored,
     RunStarted,
 )
 from experts.scripted import ScriptedModel
@@ -53,7 +54,9 @@ def test_transcript_round_trips_every_persistent_event(tmp_path: Path) -> None:
     read = read_transcript(path)
     assert read.complete and read.problem is None
     assert [e.to_dict() for e in read.events] == [e.to_dict() for e in persisted]
-    assert isinstance(read.events[0], RunStarted) and isinstance(read.events[-1], RunFinished)
+    assert isinstance(read.events[0], RunStarted) and isinstance(read.events[-2], RunFinished)
+    # A run with a target is scored when it ends: its verdict follows its end.
+    assert isinstance(read.events[-1], RunScored) and read.events[-1].correct is not None
 
 
 def test_truncated_line_is_reported_with_its_number(tmp_path: Path) -> None:

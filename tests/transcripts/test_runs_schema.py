@@ -35,7 +35,12 @@ def test_a_runs_db_made_before_the_second_step_takes_it_and_has_a_new_ones_shape
     conn, fresh = sqlite3.connect(old), sqlite3.connect(tmp_path / "runs.db")
     try:
         names = [r[0] for r in conn.execute("select name from _migrations order by rowid")]
-        assert names == ["m001_runs", "m002_owner_and_learning", "m003_method"]
+        assert names == [
+            "m001_runs",
+            "m002_owner_and_learning",
+            "m003_method",
+            "m004_correctness_and_findings",
+        ]
         assert schema_shape(conn) == schema_shape(fresh)
     finally:
         conn.close()

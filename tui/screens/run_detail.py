@@ -61,6 +61,10 @@ def header_text(pages: TranscriptPages) -> Text:
     if end is not None:
         rounds = plural(_count(end.rounds), "round")
         text.append(f"\n{visible(str(end.status))} · {rounds} · {usage_line(end.usage)}", "bold")
+        verdict = pages.run.correctness
+        style = {"correct": "bold green", "wrong": "bold red"}.get(verdict.label, "dim")
+        text.append(" · answer ", "bold")
+        text.append(visible_line(verdict.describe()), style)
     else:
         text.append("\nno end recorded (still running, or interrupted hard)", "yellow")
     return text
@@ -124,6 +128,13 @@ class RunDetailScreen(Screen[None]):
             "Export",
             id="run.export",
             tooltip="Write the whole run as Markdown under the data directory.",
+        ),
+        Binding(
+            "f",
+            "findings",
+            "Findings",
+            id="run.findings",
+            tooltip="Read every finding of the audit whole, at the screen's width.",
         ),
         Binding("escape", "back", "Back", id="run.back", tooltip="Back to the list of runs."),
     ]
@@ -260,6 +271,15 @@ class RunDetailScreen(Screen[None]):
             findings.add_option(Option(line, id=f"finding:{i}"))
         if not message.report.findings:
             findings.add_option(Option("no findings", disabled=True))
+
+    def action_findings(self) -> None:
+        if self.report is None:
+            self.notify("The audit is still running; try again in a moment.")
+            return
+        from tui.screens.findings import FindingsScreen
+
+        verdict = self.pages.run.correctness if self.pages is not None else None
+        self.app.push_screen(FindingsScreen(self.report, verdict))
 
     @on(OptionList.OptionSelected, "#findings")
     def _finding_selected(self, event: OptionList.OptionSelected) -> None:

@@ -1,8 +1,10 @@
-"""Runs: every recorded run, with full-text search, filters, outcome, cost and findings.
+"""Runs: every recorded run, one line each, with full-text search, filters and sorts on
+outcome, correctness (✓ correct, ✗ wrong, · unscored), finding, task, model and method.
 
 Rows come from `runs.db` through `transcripts.index.RunIndex`, which holds the queries;
-the findings badges are computed from each run's transcript in a thread and filled in
-as they come.
+correctness and findings are columns there (recorded when a run ends or is imported).
+A run indexed before runs.db had findings gets its badges computed from its transcript
+in a thread, filled in as they come.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.text.display import visible
-from record.audit import audit_outline
+from record.audit import FINDING_KINDS, audit_outline
+from record.correctness import LABELS
 from record.fold import outline_file
 from record.fts import quote_words
 from transcripts.index import FILTER_COLUMNS, RunFilter, RunIndex, RunRecord
+from transcripts.runs_schema import SORTS
 from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
@@ -36,9 +40,30 @@ LIMIT = 500
 QUESTION_WIDTH = 36
 
 
-def _wrapped(value: object) -> Text:
-    """A cell's text on one logical line, shown escaped; the table wraps it."""
-    return Text(visible(" ".join(str(value or "").split())))
+def _line(value: object) -> Text:
+    """A cell's text on one line, shown escaped; the column cuts it (`runs show` and
+    the run's screen have it whole)."""
+    return Text(visible(" ".join(str(value or "").split())), no_wrap=True, overflow="ellipsis")
+
+
+MARKS = {1: Text("✓", style="green"), 0: Text("✗", style="bold red")}
+UNSCORED = Text("·", style="dim")
+
+
+def correctness_mark(row: RunRecord) -> Text:
+    """✓ correct, ✗ wrong, · not scored: the run's recorded verdict."""
+    return MARKS.get(row.get("correct"), UNSCORED)  # type: ignore[arg-type]
+
+
+def indexed_badges(row: RunRecord) -> str | None:
+    """The findings runs.db holds for a run ("-" for none); None if it holds none yet."""
+    findings = row.get("findings")
+    if findings is None:
+        return None
+    return findings.strip() or "-"
+
+
+BADGES = [badge for badge, _ in FINDING_KINDS.values()]
 
 
 _BADGES: dict[tuple[str, float], str] = {}  # (path, mtime) -> badges, across screens
@@ -56,13 +81,15 @@ def badges_for(path: str) -> str:
     return _BADGES[key]
 
 
-def query_runs(index: RunIndex, search: str, filters: RunFilter) -> list[RunRecord]:
+def query_runs(
+    index: RunIndex, search: str, filters: RunFilter, sort: str = "started"
+) -> list[RunRecord]:
     """The runs shown: those matching every word of `search` (best first), else the
-    latest; both narrowed by `filters`."""
+    latest (or in the order `sort` names); both narrowed by `filters`."""
     query = quote_words(search)
     if query:
         return index.search(query, filters=filters, limit=LIMIT)
-    return index.list_runs(filters, limit=LIMIT)
+    return index.list_runs(filters, limit=LIMIT, sort=sort)
 
 
 def parse_since(text: str) -> float | None:
@@ -131,22 +158,35 @@ class RunsScreen(Screen[None]):
         with Horizontal(id="filters"):
             yield Select[str]([], prompt="task", id="filter-task")
             yield Select[str]([], prompt="outcome", id="filter-status")
+            yield Select[str]([(v, v) for v in LABELS], prompt="correct?", id="filter-correctness")
+            yield Select[str](
+                [("any finding", "any"), *((b, b) for b in BADGES)],
+                prompt="finding",
+                id="filter-finding",
+            )
             yield Select[str]([], prompt="model", id="filter-model")
             yield Select[str]([], prompt="method", id="filter-method")
             yield Input(placeholder="since YYYY-MM-DD", id="filter-since")
+            yield Select[str](
+                [(name, name) for name in SORTS if name != "started"],
+                prompt="sort",  # newest first until one is chosen
+                id="sort",
+            )
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static(id="runs-info")
         yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)
-        table.add_column("when", key="when", width=11)
+        # One line a run: what an auditor scans first (right? flagged?) on the left.
+        table.add_column("ok", key="correct", width=2)
         table.add_column("outcome", key="outcome", width=9)
-        table.add_column("question", key="question", width=QUESTION_WIDTH)
         table.add_column("findings", key="findings", width=14)
+        table.add_column("question", key="question", width=QUESTION_WIDTH)
         table.add_column("task", key="task", width=12)
         table.add_column("model", key="model", width=10)
         table.add_column("method", key="method", width=10)
+        table.add_column("when", key="when", width=11)
         table.add_column("rnd", key="rounds", width=3)
         table.add_column("cost", key="cost", width=7)
         self.index = RunIndex()
@@ -191,7 +231,13 @@ class RunsScreen(Screen[None]):
             model=chosen("model"),
             method=chosen("method"),
             since=since,
+            correctness=chosen("correctness"),
+            finding=chosen("finding"),
         )
+
+    def _sort(self) -> str:
+        value = self.query_one("#sort", Select).value
+        return value if isinstance(value, str) else "started"
 
     def refresh_rows(self) -> None:
         assert self.index is not None
@@ -200,7 +246,7 @@ class RunsScreen(Screen[None]):
             return
         search = self.query_one("#search", Input).value
         try:
-            self.rows = query_runs(self.index, search, filters)
+            self.rows = query_runs(self.index, search, filters, self._sort())
         except UserFacingError as exc:  # a locked or damaged runs.db: say so, keep the screen
             self.notify(str(exc), severity="error", title="runs.db")
             return
@@ -208,22 +254,23 @@ class RunsScreen(Screen[None]):
         table.clear()
         for row in self.rows:
             when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
-            # Every cell wraps inside its column and the row grows: nothing is cut.
+            # One line a run; the run's own screen has every field whole.
             table.add_row(
+                correctness_mark(row),
+                _line(row["status"]),
+                _line(indexed_badges(row) or ("…" if row["path"] else "no transcript")),
+                _line(row["question"]),
+                _line(row["task"]),
+                _line(row["model"]),
+                _line(row.get("method") or "meta"),
                 when,
-                _wrapped(row["status"]),
-                _wrapped(row["question"]),
-                "…",
-                _wrapped(row["task"]),
-                _wrapped(row["model"]),
-                _wrapped(row.get("method") or "meta"),
                 str(row["rounds"] or 0),
                 f"${row['cost_usd'] or 0:.3f}",
                 key=row["run_id"],
-                height=None,
             )
         self._show_info()
-        self.compute_badges([(r["run_id"], r["path"] or "") for r in self.rows])
+        unindexed = [r for r in self.rows if indexed_badges(r) is None and r["path"]]
+        self.compute_badges([(r["run_id"], r["path"] or "") for r in unindexed])
 
     def _show_info(self) -> None:
         shown = len(self.rows)
@@ -321,6 +368,7 @@ class RunsScreen(Screen[None]):
     def action_clear_filters(self) -> None:
         self.query_one("#search", Input).value = ""
         self.query_one("#filter-since", Input).value = ""
-        for name in FILTER_COLUMNS:
+        for name in (*FILTER_COLUMNS, "correctness", "finding"):
             self.query_one(f"#filter-{name}", Select).clear()
+        self.query_one("#sort", Select).clear()
         self.refresh_rows()

@@ -58,29 +58,16 @@ def note_rows(run: RunOutline, notebook: Path | str | None = None) -> dict[str, 
 
 
 def known_score(run: RunOutline) -> dict[str, Any] | None:
-    """The run's recorded score; else, for an imported published record (whose question
-    is exactly the task's input), the task's own rule applied now (no sandbox: a rule
-    that needs one gives no score). Other runs' questions may be worded freely, which a
-    rule reading the input (Game of 24's numbers) would misjudge, so they get none."""
-    if run.score is not None:
-        return run.score
-    started = run.started
-    if started is None or started.tags.get("source") != "published":
-        return None
-    if not started.task or started.target is None or run.final is None:
-        return None
-    from conductor.scoring import score
-    from conductor.tasks.files import TaskItem
+    """The run's verdict as the page shows it (`conductor.scoring.runs.verdict_of`, the
+    field every reader shows); None when it was not scored."""
+    from conductor.scoring.runs import verdict_of
 
-    item = TaskItem(id=run.run_id, input=started.question, target=started.target)
-    try:
-        result = score(started.task, run.final.answer, item, with_paper=False)
-    except Exception:  # an unknown task or a rule that cannot run here: no score shown
+    verdict = verdict_of(run)
+    if verdict.correct is None:
         return None
-    if not result.scored:
-        return None
-    data = result.to_dict()
-    data["detail"] = f"{result.detail} (scored at export by the {started.task} rule)"
+    data = verdict.to_dict()
+    if run.score is None:  # scored just now: a published run imported before scoring
+        data["detail"] = f"{verdict.detail} (scored at export by the {verdict.scorer} rule)"
     return data
 
 

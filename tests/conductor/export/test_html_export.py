@@ -33,7 +33,7 @@ def test_published_run_page_holds_every_round_and_call(shared_dir: Path, tmp_pat
     assert not re.search(r"<details[^>]*\bopen\b", page)
     assert run.final is not None and run.final.answer in page
     # No score was recorded: the task's own rule gives it at export.
-    assert re.search(r'id="score">correct: .*scored at export by the GameOf24 rule', page)
+    assert re.search(r'id="score">correct: .*scored at export by the game24 rule', page)
     # Self-contained: no reference to anything outside the file.
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
     assert "@import" not in page and "url(" not in page

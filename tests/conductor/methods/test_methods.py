@@ -74,7 +74,9 @@ def test_every_method_records_a_whole_run_the_same_way(method: str, tmp_path: Pa
     assert isinstance(started, RunStarted) and started.method == method
     assert started.method_name == method and started.system_prompt == prompts.META_SYSTEM
     assert started.sandbox == ("none" if method == "meta" else "off")  # no sandbox given
-    finished = events[-1]
+    [finished] = [
+        e for e in events if isinstance(e, RunFinished)
+    ]  # a scored run ends with its verdict
     assert isinstance(finished, RunFinished)
     assert (finished.status, finished.final_answer) == ("answered", "42")
     # One meta turn per model call, in pairs, numbered 1..n.
@@ -186,7 +188,9 @@ def test_each_method_sends_its_own_first_message(
 
 def test_the_round_cap_ends_a_baseline_without_an_answer(tmp_path: Path) -> None:
     events, model, _ = solve("standard", [PROSE] * 3, tmp_path, max_rounds=3)
-    finished = events[-1]
+    [finished] = [
+        e for e in events if isinstance(e, RunFinished)
+    ]  # a scored run ends with its verdict
     assert isinstance(finished, RunFinished)
     assert (finished.status, finished.final_answer, finished.rounds) == ("limit", None, 3)
     assert len(model.requests) == 3
@@ -196,7 +200,9 @@ def test_the_round_cap_ends_a_baseline_without_an_answer(tmp_path: Path) -> None
 def test_limits_are_checked_before_every_model_call(tmp_path: Path) -> None:
     # The first turn alone spends more than the run may: no second call is made.
     events, model, _ = solve("expert-dynamic", [IDENTITY * 40, ANSWER], tmp_path, max_tokens=50)
-    finished = events[-1]
+    [finished] = [
+        e for e in events if isinstance(e, RunFinished)
+    ]  # a scored run ends with its verdict
     assert isinstance(finished, RunFinished) and finished.status == "limit"
     assert len(model.requests) == 1
     assert [e.limit for e in events if e.kind == "limit_hit"] == ["tokens"]
