@@ -60,7 +60,25 @@ def render_note(note: dict[str, Any], *, code_chars: int) -> str:
         f"[{note['id']}] {note['kind']} · {VERIFIED.get(note['verification'], note['verification'])}"
         f" · {counters} · {source}"
     )
-    lines = [head, f"  key: {note['key']}" if note.get("key") else "", f"  {note['text']}"]
+    if note.get("outcome") == "wrong":
+        # A rejected run is a failure, whatever the level of its evidence.
+        head = head.replace(
+            VERIFIED.get(note["verification"], note["verification"]),
+            "FAILED: the run's answer was judged wrong; do not reuse it",
+        )
+    warning = ""
+    if note.get("differs"):
+        head += " · ANOTHER QUESTION"
+        warning = (
+            f"  Made for a different question ({note['differs']}): its answer is not "
+            "this question's answer."
+        )
+    lines = [
+        head,
+        warning,
+        f"  key: {note['key']}" if note.get("key") else "",
+        f"  {note['text']}",
+    ]
     code = (note.get("code") or "").rstrip()
     if code:
         if len(code) > code_chars:

@@ -1,0 +1,79 @@
+"""A note of a different question is shown as different (lessons/read/difference.py):
+after every note that fits, with the difference named, and a rejected run's note as a
+failure. Drawn from generated near misses (tests/equipment/perturb.py)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from nb_support import run_events
+
+from conductor.session.notebook_hooks import open_notebook
+from equipment.perturb import KINDS, base_question, perturb
+from lessons.read.difference import difference
+from lessons.read.recall import RecallOptions, recall
+from lessons.read.render import render_note
+from lessons.write.learn import learn_from_run
+
+
+def test_a_changed_number_is_named() -> None:
+    said = difference(
+        "Janet has 16 eggs and eats 3. How many are left?",
+        "Janet has 19 eggs and eats 3. How many are left?",
+    )
+    assert said == "this was asked with 16; yours says 19"
+    assert difference("Sort: pear apple", "Sort: pear  apple") is None
+    # The same problem in another language: its numbers carry it, no difference.
+    assert (
+        difference(
+            "Janet has 16 eggs and eats 3. How many are left?",
+            "Janet tiene 16 huevos y come 3. ¿Cuántos quedan?",
+        )
+        is None
+    )
+    said = difference("Sort these words by length: List: pear apple",
+                      "Sort these words alphabetically: List: pear apple")  # fmt: skip
+    assert said is not None and "'alphabetically'" in said and "'length'" in said
+
+
+def test_a_rejected_runs_note_reads_as_a_failure() -> None:
+    note = {"id": "n1", "kind": "example", "verification": "target", "outcome": "wrong",
+            "helpful": 0, "harmful": 0, "source_run": "r", "key": "", "text": "Answer: 7"}  # fmt: skip
+    text = render_note(note, code_chars=100)
+    assert "FAILED" in text and "accepted" not in text
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(
+    seed=st.integers(0, 10_000),
+    kind=st.sampled_from([k for k, (effect, _) in KINDS.items() if effect != "same"]),
+)
+def test_no_other_questions_note_is_shown_as_fitting(tmp_path: Path, seed: int, kind: str) -> None:
+    rng = random.Random(seed)
+    book = open_notebook(tmp_path / f"nb-{seed}-{kind}.db")
+    try:
+        asked = None
+        for i in range(4):  # learned: four solved word problems, right against their targets
+            base = base_question("word_problem", rng)
+            learn_from_run(book, run_events(f"r{i}", base.question, "42", target="42",
+                                            experts=("Expert Mathematician",)))  # fmt: skip
+            asked = asked or perturb(base, kind, rng)
+        if asked is None:
+            return
+        shown = recall(book, asked.question, options=RecallOptions(k=8)).shown
+        seen_different = False
+        for item in shown:
+            source = item.note.get("source_question") or ""
+            other = source.strip() and difference(source, asked.question) is not None
+            if item.note["kind"] == "tool" or not other:
+                assert not seen_different, "a fitting note after a different one"
+                continue
+            seen_different = True
+            assert item.note.get("differs"), (item.note["kind"], source, asked.question)
+            assert "different question" in render_note(item.note, code_chars=0)
+    finally:
+        book.close()
