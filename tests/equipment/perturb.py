@@ -422,3 +422,26 @@ def perturbed(
 
     drawn = st.tuples(st.integers(0, 2**32), st.sampled_from(forms), st.sampled_from(kinds))
     return drawn.map(draw).filter(lambda p: p is not None)  # type: ignore[return-value]
+
+
+_PROGRAMS: dict[str, tuple[str, str]] = {
+    "game24": ("def solve(*n):\n    return 'x'\nprint(solve({n}))\n", "x"),
+    "sorting": ("words = {w!r}\nprint(' '.join(sorted(words)))\n", ""),
+    "arithmetic": ("print({e})\n", ""),
+    "word_problem": ("def solve(a, b, c):\n    return 'x'\nprint(solve({n}))\n", "x"),
+    "chess": ("game = {g!r}\nprint('Qxf7#')\n", "Qxf7#"),
+}
+
+
+def program_for_base(base: Base) -> tuple[str, str]:
+    """A clean program that answered `base` with its data pasted in, and what it printed
+    (the makings of a tool)."""
+    code, printed = _PROGRAMS[base.form]
+    if base.form == "sorting":
+        return code.format(w=list(base.words)), " ".join(sorted(base.words))
+    if base.form == "arithmetic":
+        a, b, c, d = base.numbers
+        return code.format(e=base.question.rstrip(" =")), str((a + b) * (c - d))
+    if base.form == "chess":
+        return code.format(g=base.question.split(": ", 1)[1]), printed
+    return code.format(n=", ".join(map(str, base.numbers))), printed

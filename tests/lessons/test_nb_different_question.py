@@ -37,6 +37,11 @@ def test_a_changed_number_is_named() -> None:
     said = difference("Sort these words by length: List: pear apple",
                       "Sort these words alphabetically: List: pear apple")  # fmt: skip
     assert said is not None and "'alphabetically'" in said and "'length'" in said
+    # The same words and numbers written otherwise: a sign, a capital.
+    assert difference("Use 4 5 6 10 to make 24", "Use 4/5 6 10 to make 24") is not None
+    assert difference("Sort: List: pear apple", "Sort: List: Pear apple") is not None
+    # A list has no quantities to carry it: other words are another question.
+    assert difference("Sort: List: pear fig kiwi plum", "Sort: List: lime date yam nut")
 
 
 def test_a_rejected_runs_note_reads_as_a_failure() -> None:

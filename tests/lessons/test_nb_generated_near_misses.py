@@ -16,31 +16,22 @@ from hypothesis import given, settings
 from nb_support import SCORING
 
 from conductor.scoring.recognise import recognise
-from equipment.perturb import FORMS, KINDS, Base, Perturbed, base_question, generate, perturbed
+from equipment.perturb import (
+    FORMS,
+    KINDS,
+    Base,
+    Perturbed,
+    base_question,
+    generate,
+    perturbed,
+    program_for_base,
+)
 from lessons.forms.tools import Tool, applies, make_tool, render_form
-
-_TOOLS: dict[str, tuple[str, str]] = {
-    # form -> (program with the base's data pasted in, what it printed)
-    "game24": ("def solve(*n):\n    return 'x'\nprint(solve({n}))\n", "x"),
-    "sorting": ("words = {w!r}\nprint(' '.join(sorted(words)))\n", ""),
-    "arithmetic": ("print({e})\n", ""),
-    "word_problem": ("def solve(a, b, c):\n    return 'x'\nprint(solve({n}))\n", "x"),
-    "chess": ("game = {g!r}\nprint('Qxf7#')\n", "Qxf7#"),
-}
 
 
 def tool_for(base: Base) -> Tool:
     """The tool a clean program that answered `base` makes."""
-    code, printed = _TOOLS[base.form]
-    if base.form == "sorting":
-        code, printed = code.format(w=list(base.words)), " ".join(sorted(base.words))
-    elif base.form == "arithmetic":
-        expression = base.question.rstrip(" =")
-        code, printed = code.format(e=expression), str(eval(expression))  # generated digits
-    elif base.form == "chess":
-        code = code.format(g=base.question.split(": ", 1)[1])
-    else:
-        code = code.format(n=", ".join(map(str, base.numbers)))
+    code, printed = program_for_base(base)
     tool = make_tool(base.question, code, printed + "\n", printed, scoring=SCORING)
     assert tool is not None, base
     return tool
