@@ -48,7 +48,24 @@ def test_a_rejected_runs_note_reads_as_a_failure() -> None:
     note = {"id": "n1", "kind": "example", "verification": "target", "outcome": "wrong",
             "helpful": 0, "harmful": 0, "source_run": "r", "key": "", "text": "Answer: 7"}  # fmt: skip
     text = render_note(note, code_chars=100)
-    assert "FAILED" in text and "accepted" not in text
+    assert "FAILED" in text and "accepted" not in text and "rejected" in text
+
+
+@given(
+    level=st.sampled_from(["target", "checker", "tool", "independent", "sandbox-check",
+                           "agreement", "sandbox", "none"]),
+    outcome=st.sampled_from(["correct", "wrong", "verified", "unverified", "unanswered"]),
+)  # fmt: skip
+def test_a_notes_label_names_its_trust_honestly(level: str, outcome: str) -> None:
+    note = {"id": "n1", "kind": "example", "verification": level, "outcome": outcome,
+            "helpful": 0, "harmful": 0, "source_run": "r", "key": "", "text": "x"}  # fmt: skip
+    head = render_note(note, code_chars=0).splitlines()[0]
+    checked = level in ("target", "checker", "sandbox-check") and outcome in ("correct", "verified")
+    assert ("checked:" in head) == checked
+    if level in ("tool", "independent", "agreement") and outcome in ("correct", "verified"):
+        assert "corroborated:" in head  # agreement is corroboration at most
+    if outcome == "wrong":
+        assert "rejected:" in head and "accepted" not in head
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
