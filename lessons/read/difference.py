@@ -4,8 +4,8 @@ question is never read as this question's answer.
 Numbers first (a word problem with one number changed is another problem: "this was
 asked with 16; yours says 19"), then the words (a list with other words, an instruction
 with other words: "reverse", "length"), then signs and capitals ("4/5" for "4 5").
-Two questions with the same two or more quantities that share almost no words are the
-same problem in two languages (kin): not a difference.
+Two worded questions with the same two or more quantities, in the same order, that share
+almost no words are the same problem in two languages (kin): not a difference.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ _TOKEN = re.compile(r"\d+|[^\W\d_]+|[^\s\w]|_")
 # Two questions with the same quantities sharing fewer words than this are one problem
 # in two languages (a translation keeps the names and little else).
 OTHER_LANGUAGE_SHARE = 0.25
+
 NAMED_MOST = 4
 
 
@@ -43,7 +44,8 @@ def difference(asked_before: str, asked: str) -> str | None:
     if same_question(asked_before, asked):  # capitals may still differ ("Pear" for "pear")
         same_text = normal_question(asked_before) == normal_question(asked)
         return _written(asked_before, asked) if same_text else None
-    before, now = Counter(problem_numbers(asked_before)), Counter(problem_numbers(asked))
+    in_order = problem_numbers(asked_before), problem_numbers(asked)
+    before, now = Counter(in_order[0]), Counter(in_order[1])
     if before != now:
         gone, added = sorted((before - now).elements()), sorted((now - before).elements())
         if not gone:
@@ -52,8 +54,10 @@ def difference(asked_before: str, asked: str) -> str | None:
             return f"this was also asked with {_listed(gone)}"
         return f"this was asked with {_listed(gone)}; yours says {_listed(added)}"
     old, new = _words(asked_before), _words(asked)
-    if len(before) >= 2 and len(old & new) < OTHER_LANGUAGE_SHARE * max(1, min(len(old), len(new))):
-        return None  # another language, the same quantities: the same problem
+    fewest = min(len(old), len(new))
+    translated = in_order[0] == in_order[1] and len(in_order[0]) >= 2 and fewest >= 3
+    if translated and len(old & new) < OTHER_LANGUAGE_SHARE * fewest:
+        return None  # another language, the same quantities in order: the same problem
     gone, added = sorted(old - new), sorted(new - old)
     if not gone and not added:
         return _written(asked_before, asked)

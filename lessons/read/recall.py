@@ -203,7 +203,7 @@ def recall(
         differs = difference(
             core_input(item.note.get("source_question") or "", book.scoring),
             core_input(question, book.scoring),
-        ) if item.note["kind"] != "insight" else None  # fmt: skip
+        )
         if differs is None:
             fitting.append(item)
         else:

@@ -40,6 +40,10 @@ def test_a_changed_number_is_named() -> None:
     # The same words and numbers written otherwise: a sign, a capital.
     assert difference("Use 4 5 6 10 to make 24", "Use 4/5 6 10 to make 24") is not None
     assert difference("Sort: List: pear apple", "Sort: List: Pear apple") is not None
+    # Two problems with the same numbers in another order, or with only signs between them.
+    assert difference("A train goes 40 km in 7 hours and 5 km more.",
+                      "Tom buys 40 boxes of 5 pencils and gives away 7.")  # fmt: skip
+    assert difference("((-3 + 5) * (-1 - -7)) =", "((1 + 5) * (3 - -7)) =")
     # A list has no quantities to carry it: other words are another question.
     assert difference("Sort: List: pear fig kiwi plum", "Sort: List: lime date yam nut")
 
