@@ -180,6 +180,20 @@ def print_verified(result: dict[str, Any]) -> None:
         )  # fmt: skip
     console.print(table)
     console.print(f"evidence of the labels: {result['levels']} (sandbox: {result['sandbox']})")
+    trust = _table(
+        "Trust names, targets withheld: precision (and the share of right answers covered)",
+        ["task", "runs", "base rate", "checked", "precision", "corroborated", "precision",
+         "covers"],
+    )  # fmt: skip
+    for name, c in rows:
+        trust.add_row(
+            name, str(c["runs"]), f"{share(c['right'], c['runs']):.3f}",
+            str(c.get("checked", 0)), f"{share(c.get('checked_right', 0), c.get('checked', 0)):.3f}",
+            str(c.get("corroborated", 0)),
+            f"{share(c.get('corroborated_right', 0), c.get('corroborated', 0)):.3f}",
+            f"{share(c.get('checked_right', 0) + c.get('corroborated_right', 0), c['right']):.3f}",
+        )  # fmt: skip
+    console.print(trust)
 
 
 def print_tools(result: dict[str, Any]) -> None:
@@ -313,6 +327,7 @@ def targets_met(figures: dict[str, Any]) -> dict[str, bool]:
         t = figures["verified"]["total"]
         met["verified_precision"] = share(t["label_right"], t["label"]) >= 0.95
         met["verified_coverage"] = share(t["label_right"], t["right"]) >= 0.5
+        met["checked_precision"] = share(t.get("checked_right", 0), t.get("checked", 0)) >= 0.99
     if "tools" in figures:
         met["tool_accuracy"] = all(
             share(c.get("right", 0), c["questions"]) >= TARGETS["tool_accuracy"]
