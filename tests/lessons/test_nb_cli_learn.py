@@ -34,6 +34,7 @@ def _levels(db: Path) -> list[tuple[str, str]]:
         book.close()
 
 
+@pytest.mark.slow
 def test_our_transcripts_are_learned_with_and_without_targets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -53,6 +54,7 @@ def test_our_transcripts_are_learned_with_and_without_targets(
     assert all(level != "target" for level, _ in _levels(tmp_path / "b.db"))
 
 
+@pytest.mark.slow
 def test_published_runs_are_learned(
     shared_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

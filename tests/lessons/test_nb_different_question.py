@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nb_support import run_events
@@ -72,6 +73,7 @@ def test_a_notes_label_names_its_trust_honestly(level: str, outcome: str) -> Non
         assert "rejected:" in head and "accepted" not in head
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(

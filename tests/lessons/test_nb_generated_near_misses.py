@@ -37,6 +37,7 @@ def tool_for(base: Base) -> Tool:
     return tool
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(perturbed(FORMS, ("task",)))
 def test_a_tool_is_never_offered_for_a_question_whose_task_changed(case: Perturbed) -> None:
@@ -45,12 +46,14 @@ def test_a_tool_is_never_offered_for_a_question_whose_task_changed(case: Perturb
     assert not applies(tool, case.question, scoring=SCORING), (case.kind, case.question)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(perturbed(("game24", "sorting", "arithmetic", "word_problem"), ("data",)))
 def test_a_tool_applies_to_its_own_form_with_other_data(case: Perturbed) -> None:
     assert applies(tool_for(case.base), case.question, scoring=SCORING), case.question
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(perturbed(FORMS, ("task",)))
 def test_no_near_miss_is_recognised_as_a_built_in_task(case: Perturbed) -> None:
@@ -73,6 +76,7 @@ def test_a_tool_is_shown_as_the_form_it_answers() -> None:
     assert render_form(tool_for(base)) == ("use <number> <number> <number> <number> to make 24")
 
 
+@pytest.mark.slow
 def test_the_yardstick_covers_twenty_kinds_reproducibly() -> None:
     drawn = generate(11, 2000)
     assert len(drawn) == 2000 and drawn == generate(11, 2000)
