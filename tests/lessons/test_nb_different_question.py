@@ -105,3 +105,23 @@ def test_no_other_questions_note_is_shown_as_fitting(tmp_path: Path, seed: int, 
             assert "different question" in render_note(item.note, code_chars=0)
     finally:
         book.close()
+
+
+@given(
+    answer=st.sampled_from(["Yes", "no", "True", "(B)", "c", "false."]),
+    replies=st.integers(2, 5),
+)
+def test_replies_agreeing_on_a_small_answer_space_never_corroborate(
+    answer: str, replies: int
+) -> None:
+    from nb_support import verify_events
+
+    events = run_events("yn", "Is the river longer than the road?", answer,
+                        experts=tuple(f"Expert {i}" for i in range(replies)),
+                        expert_replies=(answer,) * replies)  # fmt: skip
+    found = verify_events(events)
+    assert found.level != "independent" and found.outcome == "unverified"
+    # The same agreement on an answer from a large space does corroborate.
+    events = run_events("n", "How long is the river in km?", "6650",
+                        experts=("Expert A", "Expert B"), expert_replies=("6650", "6650"))  # fmt: skip
+    assert verify_events(events).level == "independent"
