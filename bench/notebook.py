@@ -20,6 +20,11 @@ measured in the same run, then recall latency.
 - near-miss: ten variant tasks of our own (bench/support/nb_variants.py): the share of their
   questions shown the old task's tool, code or pitfall (<= 0.1), beside bm25 and the
   old task's own questions (so "shown nothing" is not how it passes).
+- generated (bench/support/nb_generated.py): near misses of five question forms over 23
+  perturbation kinds (tests/equipment/perturb.py), fixed seed: tools offered and built-in
+  tasks recognised where the task changed (0), beside the old rules; recall's notes of a
+  different question presented as fitting (<= 0.01), beside bm25 over the rarest terms
+  and a random note.
 - latency (bench/support/nb_latency.py): a synthetic notebook at each size; recall p50/p99
   beside one plain FTS5 query, lexical and with the semantic index, wall and CPU time.
 
@@ -36,6 +41,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,7 +57,7 @@ from equipment.synthetic_notes import concurrent_writes  # noqa: E402
 
 TARGETS = {"verified_precision": 0.95, "verified_coverage": 0.5, "tool_accuracy": 0.95,
            "kin_first": 0.8, "near_miss_shown": 0.1, "p50_ms_100k": 5.0,
-           "semantic_p50_ms_100k": 15.0}  # fmt: skip
+           "semantic_p50_ms_100k": 15.0, "generated_misled": 0.01}  # fmt: skip
 # Piped output keeps whole columns (a terminal wraps to its own width).
 console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 150)
 
@@ -92,6 +98,7 @@ def main() -> int:
         default="verified,tools,kin,near,latency",
         help="sections, comma-separated; kin-semantic and paraphrase-semantic need the semantic extra",
     )
+    parser.add_argument("--generated", type=int, default=2000, help="generated near misses")
     parser.add_argument("--keep", help="keep the notebooks in this directory")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -99,7 +106,7 @@ def main() -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     figures: dict[str, Any] = {}
     data = shared_dir()
-    if only - {"latency"} and not (data / "tasks").is_dir():
+    if only - {"latency", "generated"} and not (data / "tasks").is_dir():
         console.print(f"[red]no published data at {data}[/]; set CONDUCTOR_SHARED_DIR")
         return 2
     f = figures_module()
@@ -122,6 +129,10 @@ def main() -> int:
             ("paraphrase", lambda: f.paraphrase(data, workdir)),
             ("paraphrase-semantic", lambda: f.paraphrase(data, workdir, semantic=True)),
             ("near", lambda: f.near_miss(data, workdir)),
+            (
+                "generated",
+                lambda: support_module("nb_generated").generated(workdir, args.generated),
+            ),
         ):
             if name in only:
                 t0 = time.perf_counter()
@@ -169,6 +180,20 @@ def print_verified(result: dict[str, Any]) -> None:
         )  # fmt: skip
     console.print(table)
     console.print(f"evidence of the labels: {result['levels']} (sandbox: {result['sandbox']})")
+    trust = _table(
+        "Trust names, targets withheld: precision (and the share of right answers covered)",
+        ["task", "runs", "base rate", "checked", "precision", "corroborated", "precision",
+         "covers"],
+    )  # fmt: skip
+    for name, c in rows:
+        trust.add_row(
+            name, str(c["runs"]), f"{share(c['right'], c['runs']):.3f}",
+            str(c.get("checked", 0)), f"{share(c.get('checked_right', 0), c.get('checked', 0)):.3f}",
+            str(c.get("corroborated", 0)),
+            f"{share(c.get('corroborated_right', 0), c.get('corroborated', 0)):.3f}",
+            f"{share(c.get('checked_right', 0) + c.get('corroborated_right', 0), c['right']):.3f}",
+        )  # fmt: skip
+    console.print(trust)
 
 
 def print_tools(result: dict[str, Any]) -> None:
@@ -219,6 +244,51 @@ def print_near(result: dict[str, Any]) -> None:
     console.print(table)
 
 
+def print_generated(result: dict[str, Any]) -> None:
+    table = _table(
+        f"Generated near misses (seed {result['seed']}, {result['questions']} questions, "
+        f"{result['kinds']} kinds)",
+        ["kind", "effect", "n", "tool ours", "tool old", "recog ours", "recog old",
+         "misled ours", "other shown", "bm25 other", "random other"],
+    )  # fmt: skip
+    total: Counter[str] = Counter()
+    for kind, c in result["rules"].items():
+        r = result["recall"].get(kind, {})
+        total.update(c)
+        total.update({"r_" + k: v for k, v in r.items()})
+        effect = next(e for e in ("task", "data", "same") if c.get(f"effect_{e}"))
+        n, rn = c["questions"], r.get("questions", 0)
+        table.add_row(
+            kind, effect, str(n),
+            f"{share(c.get('offered_ours', 0), c.get('tool_ours', 0)):.3f}",
+            f"{share(c.get('offered_old', 0), c.get('tool_old', 0)):.3f}",
+            f"{share(c.get('recognised_ours', 0), n):.3f}",
+            f"{share(c.get('recognised_old', 0), n):.3f}",
+            f"{share(r.get('misled', 0), rn):.3f}", f"{share(r.get('other_shown', 0), rn):.3f}",
+            f"{share(r.get('bm25_other', 0), rn):.3f}", f"{share(r.get('random_other', 0), rn):.3f}",
+        )  # fmt: skip
+    rn = total["r_questions"]
+    table.add_row(
+        "all", "", str(total["questions"]), "", "", "", "",
+        f"{share(total['r_misled'], rn):.3f}", f"{share(total['r_other_shown'], rn):.3f}",
+        f"{share(total['r_bm25_other'], rn):.3f}", f"{share(total['r_random_other'], rn):.3f}",
+    )  # fmt: skip
+    console.print(table)
+    for effect in ("task", "data"):
+        kinds = [c for c in result["rules"].values() if c.get(f"effect_{effect}")]
+        sums = Counter()
+        for c in kinds:
+            sums.update(c)
+        console.print(
+            f"{effect} changed: tool offered ours {sums['offered_ours']} of {sums['tool_ours']}, "
+            f"old {sums['offered_old']} of {sums['tool_old']}; recognised ours "
+            f"{sums['recognised_ours']} of {sums['questions']}, old {sums['recognised_old']}; "
+            f"bases recognised ours {sums['base_recognised_ours']}, old "
+            f"{sums['base_recognised_old']}; own question offered its tool ours "
+            f"{sums['own_ours']} of {sums['tool_ours']}, old {sums['own_old']} of {sums['tool_old']}"
+        )
+
+
 PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "verified": print_verified,
     "tools": print_tools,
@@ -227,6 +297,7 @@ PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "paraphrase": lambda r: print_kin(r, "English paraphrases"),
     "paraphrase-semantic": lambda r: print_kin(r, "English paraphrases, semantic index on"),
     "near": print_near,
+    "generated": print_generated,
 }
 
 
@@ -256,6 +327,7 @@ def targets_met(figures: dict[str, Any]) -> dict[str, bool]:
         t = figures["verified"]["total"]
         met["verified_precision"] = share(t["label_right"], t["label"]) >= 0.95
         met["verified_coverage"] = share(t["label_right"], t["right"]) >= 0.5
+        met["checked_precision"] = share(t.get("checked_right", 0), t.get("checked", 0)) >= 0.99
     if "tools" in figures:
         met["tool_accuracy"] = all(
             share(c.get("right", 0), c["questions"]) >= TARGETS["tool_accuracy"]
@@ -270,6 +342,14 @@ def targets_met(figures: dict[str, Any]) -> dict[str, bool]:
             share(c["shown_old"], c["questions"]) <= TARGETS["near_miss_shown"]
             for c in figures["near"].values()
         )
+    if "generated" in figures:
+        g = figures["generated"]
+        task = [c for c in g["rules"].values() if c.get("effect_task")]
+        met["generated_tool_on_changed_task"] = sum(c.get("offered_ours", 0) for c in task) == 0
+        met["generated_recognised_near_miss"] = sum(c.get("recognised_ours", 0) for c in task) == 0
+        asked = sum(c["questions"] for c in g["recall"].values())
+        misled = sum(c.get("misled", 0) for c in g["recall"].values())
+        met["generated_misled"] = share(misled, asked) <= TARGETS["generated_misled"]
     if "latency" in figures and 100_000 in figures["latency"]:
         p50 = figures["latency"][100_000]["recall_p50_ms"]
         met["p50_at_100k"] = p50 <= TARGETS["p50_ms_100k"]

@@ -74,6 +74,26 @@ EVIDENCE_WORDS = {
 }
 
 
+# What a note's evidence is worth, by an honest name: `checked` (the task's scorer or
+# checker, or a program that tested the answer, on this very question), `corroborated`
+# (independent derivations agreed: never proof), `unverified`, and `rejected` (the run's
+# answer was judged wrong: a failure to learn from, never an answer to reuse).
+TRUST_NAMES = ("checked", "corroborated", "unverified", "rejected")
+_CHECKED = ("target", "checker", "sandbox-check")
+_CORROBORATED = ("tool", "independent", "agreement")
+
+
+def trust_name(level: str, outcome: str) -> str:
+    """The trust name of a note verified at `level` with `outcome`."""
+    if outcome == "wrong":
+        return "rejected"
+    if outcome not in ("correct", "verified"):
+        return "unverified"
+    if level in _CHECKED:
+        return "checked"
+    return "corroborated" if level in _CORROBORATED else "unverified"
+
+
 @dataclass(frozen=True)
 class Verification:
     level: str  # one of LEVELS

@@ -28,6 +28,7 @@ from lessons.forms.terms import fts_query, is_shape, question_terms
 from lessons.forms.toolbox import retest_tools, run_tool, tools_of
 from lessons.read.recall import RecallOptions, recall, tool_candidate
 from lessons.storage.store import Notebook
+from lessons.values import trust_name
 from lessons.write.learn import LearnOptions, learn_from_run
 from lessons.write.verify import independent_derivations, output_contains
 from record.fold import outline
@@ -101,6 +102,7 @@ def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, An
             for i, record in enumerate(_records(path)):
                 runs.append((folder, path.stem, i, record))
     labels: dict[str, bool] = {}
+    trusts: dict[str, str] = {}
     levels: Counter[str] = Counter()
     for fold in (0, 1):
         book = open_notebook(workdir / f"verified-{fold}.db")
@@ -119,6 +121,7 @@ def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, An
             folder, task, i = row["run_id"].split(":")
             if int(i) % 2 == fold:
                 labels[row["run_id"]] = row["outcome"] in ("correct", "verified")
+                trusts[row["run_id"]] = trust_name(row["verification"], row["outcome"])
                 if labels[row["run_id"]]:
                     levels[row["verification"]] += 1
         book.close()
@@ -140,6 +143,9 @@ def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, An
         c["old_right"] += old and right
         c["one"] += one
         c["one_right"] += one and right
+        trust = trusts.get(f"{folder}:{task}:{i}", "unverified")
+        c[trust] += 1
+        c[trust + "_right"] += right
     total: Counter[str] = Counter()
     for c in per_task.values():
         total.update(c)

@@ -63,6 +63,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp = add("import", "read an export into this notebook (duplicates skipped)", run_import)
     imp.add_argument("file", help="a file written by `conductor notebook export`")
 
+    from conductor.cli import notebook_learn
+
+    learn = add("learn", "learn from transcripts or published runs, with or without targets",
+                notebook_learn.run_learn)  # fmt: skip
+    notebook_learn.attach(learn)
+
     merge = add("merge", "fold other notebooks into one, every source run kept", run_merge)
     merge.add_argument("target", help="the notebook merged into (created when missing)")
     merge.add_argument("sources", nargs="+", help="notebooks merged from (left unchanged)")

@@ -10,12 +10,13 @@ can be told from the question alone *and* judged without a target file:
 - multistep arithmetic: one expression of whole numbers, + - * and parentheses (the
   known answer is its exact value).
 
-Recognition is deliberately narrow: every word of the question outside its numbers, list
-or expression must be one these tasks are plainly asked with (a short list per task; the
-built-in description, when the question starts with it, is set aside first). A near miss
-("reverse alphabetical order", "make 10", "using only addition", "modulo 7") has a word
-outside that list, or no 24, and is not recognised: a wrong recognition would label a
-wrong answer verified.
+Recognition is a full parse: the whole question (less the built-in description, when it
+starts with it) must read as one of the task's forms, every word, number and sign in its
+place: the goal where the goal goes, the numbers as one list, nothing after it. A bag of
+allowed words is not enough (`Use 2 3 4 24 to make 10` has only allowed words and five
+numbers, one of them 24, and asks for 10). A near miss ("reverse alphabetical order",
+"make 10", "using only addition", "modulo 7", an instruction after the list) does not
+parse and is not recognised: a wrong recognition would label a wrong answer verified.
 """
 
 from __future__ import annotations
@@ -27,33 +28,6 @@ from fractions import Fraction
 
 from conductor.tasks.specs import BUILTIN
 
-_WORD = re.compile(r"[^\W\d_]+")
-
-
-def _wordset(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_COMMON = _wordset(
-    "a an the this these those to of and or in on with using use by for from as at is are "
-    "be it its can you i me we us please find give write show tell what which how get make "
-    "reach obtain solve answer final result one single each all number numbers "
-    "following below given list words word expression value exactly once"
-)
-# What each task may be asked with: the common words and its own.
-_GAME24 = _COMMON | _wordset(
-    "game puzzle four whole combine arithmetic operations operators basic equal equals "
-    "equaling total so that yields yield gives twenty addition subtraction multiplication "
-    "division parentheses brackets"
-)
-_SORTING = _COMMON | _wordset(
-    "sort sorted sorting order ordered put arrange alphabetically alphabetical "
-    "alphabetic alphabetize alphabetise ascending"
-)
-_ARITHMETIC = _COMMON | _wordset(
-    "work out compute calculate evaluate simplify arithmetic equal equals result "
-    "resulting integer respect usual operations parentheses signs negative"
-)
 _MAX_EXPRESSION = 200  # characters: far beyond the task's, small enough to parse safely
 
 
@@ -87,49 +61,69 @@ def recognise(question: str) -> Recognised | None:
     return None
 
 
-def _words_allowed(text: str, allowed: frozenset[str]) -> bool:
-    return all(word in allowed for word in _WORD.findall(text.lower()))
+_SEP = r"(?:\s*,\s*(?:and\s+)?|\s+(?:and\s+)?)"
+_NUMS4 = rf"(\d+){_SEP}(\d+){_SEP}(\d+){_SEP}(\d+)"
+_ONCE = r"(?:\s*,?\s*(?:each\s+)?(?:exactly\s+)?once(?:\s+each)?)?"
+_OPS = (
+    r"(?:\s*,?\s*(?:with|using)\s+(?:\+\s*,?\s*-\s*,?\s*\*\s*,?\s*(?:and\s+)?/"
+    r"|(?:the\s+)?(?:four\s+)?(?:basic\s+)?(?:arithmetic\s+)?(?:operations|operators|arithmetic)))?"
+)
+_GOAL = r"\s*,?\s*(?:to|and)\s+(?:make|get|reach|obtain|equal|total)\s+24"
+_END = r"\s*[.!?]?\s*"
+_LEAD = r"(?:use|using|with|combine)\s+(?:the\s+)?(?:(?:four\s+)?numbers\s*:?\s*)?"
+# The forms a Game of 24 question is typed in; the batch form's input is the numbers.
+_GAME24_FORMS = (
+    re.compile(rf"{_LEAD}{_NUMS4}{_ONCE}{_OPS}{_ONCE}{_GOAL}{_END}"),
+    re.compile(rf"(?:the\s+)?(?:game\s+of\s+24|24\s+game)\s*[:\-]\s*{_NUMS4}{_END}"),
+)
+_GAME24_INPUT = re.compile(rf"{_NUMS4}\s*")
 
 
 def _game24(text: str, described: bool) -> Recognised | None:
-    if re.search(r"\d[.,/]\d|[-−]\s*\d|\d\s*[*×/÷+^]", text):
-        return None  # decimals, signs or an expression: not four plain numbers
-    given = re.findall(r"\d+", text)
-    if not described:  # the goal must be said: four numbers alone could be anything
-        if given.count("24") != 1 or len(given) != 5:
-            return None
-        given.remove("24")
-    if len(given) != 4:
-        return None
-    if not all(1 <= int(n) <= 100 for n in given):
-        return None
-    if not _words_allowed(re.sub(r"\d+", " ", text), _GAME24):
-        return None
-    return Recognised("GameOf24", " ".join(given), None)
+    text = " ".join(text.lower().split())
+    forms = (_GAME24_INPUT,) if described else _GAME24_FORMS
+    for form in forms:
+        found = form.fullmatch(text)
+        if found is not None:
+            given = list(found.groups())
+            if all(1 <= int(n) <= 100 for n in given):
+                return Recognised("GameOf24", " ".join(given), None)
+    return None
 
 
-_LIST = re.compile(r"(?is)\blist\s*:\s*(.+)$|:\s*([^:]+)$")
+_LISTED = r"([a-z][a-z&'.-]*(?:(?:\s*,\s*|\s+)[a-z][a-z&'.-]*)+)"
+_ALPHA = r"(?:alphabetically|in\s+alphabetical\s+order)"
+_WHICH = r"(?:(?:the\s+)?following\s+|these\s+|the\s+|this\s+)?(?:list\s+of\s+)?(?:words?|list)"
+# The forms a word-sorting question is asked in: a verb, the words, the order, the list.
+_SORTING_FORMS = (
+    re.compile(rf"(?:please\s+)?sort\s+{_WHICH}(?:\s+{_ALPHA})?\s*[:.]?\s*(?:list\s*:\s*)?"
+               rf"{_LISTED}\s*\.?"),
+    re.compile(rf"(?:please\s+)?(?:alphabeti[sz]e|(?:arrange|put|order)\s+{_WHICH}\s+{_ALPHA})"
+               rf"(?:\s+{_WHICH})?\s*[:.]?\s*(?:list\s*:\s*)?{_LISTED}\s*\.?"),
+)  # fmt: skip
+_SORTING_INPUT = re.compile(rf"(?:list\s*:\s*)?{_LISTED}\s*\.?")
 
 
 def _word_sorting(text: str, described: bool) -> Recognised | None:
-    if described and "list" not in text.lower() and ":" not in text:
-        text = "List: " + text
-    found = _LIST.search(text)
-    if found is None:
-        return None
-    listed = re.split(r"[\s,]+", (found.group(1) or found.group(2) or "").strip())
-    instruction = text[: found.start()]
-    if len(listed) < 2 or not all(re.fullmatch(r"[a-z][a-z&'.-]*", w) for w in listed):
-        return None
-    if re.search(r"\d", instruction):
-        return None
-    said = set(_WORD.findall(instruction.lower()))
-    if not described and not said & {"sort", "sorted", "alphabetically", "alphabetical", "alphabetize",
-                   "alphabetise"}:  # fmt: skip
-        return None
-    if not _words_allowed(instruction, _SORTING):
-        return None
-    return Recognised("word_sorting", " ".join(listed), " ".join(sorted(listed)))
+    text = " ".join(text.split())
+    if not re.fullmatch(r"[^A-Z]*", text.split(":")[-1]):
+        return None  # a capital in the list: which order is meant is not plain
+    # After the description, the input alone or the task file's own sentence.
+    forms = (_SORTING_INPUT, *_SORTING_FORMS) if described else _SORTING_FORMS
+    for form in forms:
+        found = form.fullmatch(text.lower())
+        if found is not None:
+            listed = re.split(r"\s*,\s*|\s+", found.group(1).strip())
+            if len(listed) < 2:
+                return None
+            return Recognised("word_sorting", " ".join(listed), " ".join(sorted(listed)))
+    return None
+
+
+_ASKED = (
+    r"(?:(?:what\s+is|what's|compute|calculate|evaluate|work\s+out|simplify|solve)"
+    r"(?:\s+the\s+value\s+of)?\s*:?\s*)?"
+)
 
 
 _EXPRESSION = re.compile(r"[\d\s+\-−*×()]+=?\s*\??\s*$")
@@ -145,7 +139,7 @@ def _arithmetic(text: str, described: bool) -> Recognised | None:
         return None
     if not re.search(r"\d\s*[-+*×−]\s*[-−(]?\s*\d|\)\s*[-+*×−]", tail):
         return None  # a lone number is not an expression
-    if not _words_allowed(head, _ARITHMETIC):
+    if not re.fullmatch(_ASKED, " ".join(head.lower().split())):
         return None
     expression = tail.rstrip("?= \n").translate(str.maketrans("−×", "-*"))
     value = _exact_value(expression)

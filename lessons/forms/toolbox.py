@@ -29,6 +29,7 @@ from lessons.forms.tools import (
     outside_words,
     program_for,
     reads,
+    render_form,
 )
 from lessons.storage.store import Notebook
 from lessons.values import NoteDraft
@@ -80,8 +81,11 @@ class StoredTool:
             if self.tests
             else "not yet tested on other questions"
         )
-        kinds = ", ".join(p.kind for p in self.tool.params)
-        return f"A tool that reads its inputs ({kinds}) from the question; {tested}."
+        return (
+            f'A program for questions of exactly the form "{render_form(self.tool)}"'
+            f"{f' ({self.task})' if self.task else ''}: it reads those values and prints "
+            f"the answer; {tested}."
+        )
 
 
 def tool_draft(
@@ -91,10 +95,10 @@ def tool_draft(
     tool = make_tool(question, code, stdout, answer, scoring=scoring)
     if tool is None:
         return None
-    kinds = ", ".join(p.kind for p in tool.params)
     draft = NoteDraft(
         kind="tool",
-        text=f"A tool that reads its inputs ({kinds}) from the question and prints the answer.",
+        text=f'A program for questions of exactly the form "{render_form(tool)}": it '
+        "reads those values and prints the answer.",
         code=tool.program,
         confidence=0.8,
         skeleton=tool.tool_hash,
@@ -108,6 +112,13 @@ def store_tool(conn: sqlite3.Connection, note_id: str, type_id: str, task: str, 
     if row is not None:
         known = Tool.from_json(row[0])
         known.vocabulary = sorted(set(known.vocabulary) | set(tool.vocabulary))
+        # A second verified source in another form: the tool answers that form too.
+        known.forms += [form for form in tool.forms if form not in known.forms]
+        if len(known.shapes) == len(tool.shapes):
+            known.shapes = [
+                " ".join(sorted(set(a.split()) | set(b.split())))
+                for a, b in zip(known.shapes, tool.shapes, strict=True)
+            ]
         conn.execute(
             "update tools set spec = ?, updated_at = ? where note_id = ?",
             (known.to_json(), time.time(), note_id),

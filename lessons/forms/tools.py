@@ -10,10 +10,15 @@ expression. The answer is read from the program's output where the original answ
 (its first or last line). The tool runs with the question on standard input, in the
 sandbox, never on the host.
 
-A tool applies to a question only when every anchor is found, each parameter reads
-as many values as it did, and the question's words outside the parameters are all words
-the tool has met outside its parameters (an unknown instruction word, "reverse",
-"length", may change the task).
+A tool carries the *form* of the question it answers: the question's words, numbers and
+signs outside its parameters, in order, with a slot for each parameter, and for each
+parameter the kinds of character its value was written with (digits, lower-case letters,
+spaces, `+ - * ( )`...). It applies to a question only when the question parses
+completely under one of its forms: every anchor found, each parameter as many values as
+it read before, every other word, number and sign in its place and nothing more, and each
+value written with the characters it was learned with. A bag of known words is not
+enough: an instruction after a list, another target, a decimal point, a capital, a
+sign make another question, which the tool was never shown to answer.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class Tool:
     params: list[Param]
     answer_line: int  # 0 = first line of the output, -1 = last
     vocabulary: list[str] = field(default_factory=list)  # words met outside parameters
+    forms: list[list[str]] = field(default_factory=list)  # whole-question forms (form_of)
+    shapes: list[str] = field(default_factory=list)  # per parameter: its characters' classes
 
     @property
     def tool_hash(self) -> str:
@@ -62,6 +69,8 @@ class Tool:
                 "params": [asdict(p) for p in self.params],
                 "answer_line": self.answer_line,
                 "vocabulary": self.vocabulary,
+                "forms": self.forms,
+                "shapes": self.shapes,
             }
         )
 
@@ -73,6 +82,8 @@ class Tool:
             [Param(**p) for p in data["params"]],
             int(data["answer_line"]),
             list(data.get("vocabulary", [])),
+            [list(f) for f in data.get("forms", [])],
+            list(data.get("shapes", [])),
         )
 
 
@@ -321,7 +332,156 @@ def make_tool(
     if not rewriter.params:
         return None
     ast.fix_missing_locations(tree)
-    return Tool(ast.unparse(tree), rewriter.params, line, outside_words(question, rewriter.spans))
+    spans = rewriter.spans
+    shapes = [shape_of(question[a:b].strip()) for a, b in spans]
+    return Tool(
+        ast.unparse(tree),
+        rewriter.params,
+        line,
+        outside_words(question, spans),
+        [form_of(question, spans, [p.kind for p in rewriter.params])],
+        shapes,
+    )
+
+
+# -- the form of a whole question ---------------------------------------------------------
+
+_TOKEN_RE = re.compile(r"\d+|[^\W\d_]+|[^\s\w]|_")
+# Words that say something about data rather than being in it ("... but give them in
+# reverse order"): a parameter read as words or text holding one is not plain data.
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "but",
+        "or",
+        "then",
+        "than",
+        "them",
+        "they",
+        "it",
+        "its",
+        "in",
+        "on",
+        "of",
+        "to",
+        "by",
+        "for",
+        "with",
+        "without",
+        "from",
+        "into",
+        "is",
+        "are",
+        "be",
+        "give",
+        "show",
+        "write",
+        "answer",
+        "count",
+        "order",
+        "reverse",
+        "only",
+        "each",
+        "every",
+        "not",
+        "no",
+        "please",
+        "which",
+        "what",
+        "how",
+    ]
+)
+
+
+def slot(index: int) -> str:
+    return "{" + str(index) + "}"
+
+
+def form_of(question: str, spans: list[tuple[int, int]], kinds: list[str]) -> list[str]:
+    """The question outside the given spans as tokens (words folded to lower case,
+    numbers, single signs), each span replaced by its parameter's slot, in reading order.
+    A span of whole numbers keeps what stands between its numbers ("4, 5, 6 and 10"):
+    only the numbers are the parameter's."""
+    out: list[str] = []
+    at = 0
+    for start, end, index in sorted((s, e, i) for i, (s, e) in enumerate(spans)):
+        out += [t.lower() for t in _TOKEN_RE.findall(question[at:start])]
+        if kinds[index] == "ints":
+            inside = _TOKEN_RE.findall(question[max(at, start) : end])
+            out += [slot(index) if t.isdigit() else t.lower() for t in inside]
+        else:
+            out.append(slot(index))
+        at = max(at, end)
+    out += [t.lower() for t in _TOKEN_RE.findall(question[at:])]
+    return out
+
+
+_SIGN_RE = re.compile(r"\*\*|//|[^\w\s]|_")
+
+
+def shape_of(piece: str) -> str:
+    """The classes of character a value is written with, space-separated and sorted: d
+    digit, a lower-case letter, A capital, s space, and each sign as itself (`**` and
+    `//` as one: a power is not a product)."""
+    classes = set(_SIGN_RE.findall(piece))
+    for char in piece:
+        if char.isdigit():
+            classes.add("d")
+        elif char.isalpha():
+            classes.add("A" if char.isupper() else "a")
+        elif char.isspace():
+            classes.add("s")
+    return " ".join(sorted(classes))
+
+
+def render_form(tool: Tool) -> str:
+    """The tool's first form in one line, each slot named by what it takes."""
+    if not tool.forms:
+        return "(no form)"
+
+    def name(index: int) -> str:
+        param = tool.params[index]
+        if param.kind == "ints":
+            return "<number>"
+        if param.kind == "words":
+            return "<list of words>"
+        if param.kind == "expr":
+            return "<expression>"
+        return "<text>"
+
+    tokens = []
+    for token in tool.forms[0]:
+        found = re.fullmatch(r"\{(\d+)\}", token)
+        tokens.append(name(int(found.group(1))) if found else token)
+    return " ".join(tokens)
+
+
+def parses(tool: Tool, question: str, *, scoring: TaskScoring) -> bool:
+    """Whether `question` (less any built-in description) parses completely under one of
+    the tool's forms, each value written as its parameter's was."""
+    if not tool.forms or len(tool.shapes) != len(tool.params):
+        return False  # a tool stored before forms existed is never offered
+    spans = reads(tool, question, scoring=scoring)
+    if spans is None:
+        return False
+    question = core_input(question, scoring)
+    if form_of(question, spans, [p.kind for p in tool.params]) not in tool.forms:
+        return False
+    for param, shape, (start, end) in zip(tool.params, tool.shapes, spans, strict=True):
+        piece = question[start:end].strip()
+        if not set(shape_of(piece).split()) <= set(shape.split()):
+            return False
+        if param.kind in ("words", "text"):
+            # Data, not an instruction: a list or a game holds no "then", "them", "in".
+            words = piece.split()
+            if param.kind == "words" and len(words) < 2:
+                return False
+            if any(w.strip(".,;:!?-\"'").lower() in _FUNCTION_WORDS for w in words):
+                return False
+    return True
 
 
 # -- using a tool -------------------------------------------------------------------------
@@ -351,12 +511,8 @@ def reads(tool: Tool, question: str, *, scoring: TaskScoring) -> list[tuple[int,
 
 
 def applies(tool: Tool, question: str, *, scoring: TaskScoring) -> bool:
-    """Whether the tool can read the question and knows every word of its instruction."""
-    spans = reads(tool, question, scoring=scoring)
-    if spans is None:
-        return False
-    known = set(tool.vocabulary)
-    return all(word in known for word in outside_words(core_input(question, scoring), spans))
+    """Whether the question parses completely under the tool's form (`parses`)."""
+    return parses(tool, question, scoring=scoring)
 
 
 def answer_from(tool: Tool, stdout: str) -> str | None:

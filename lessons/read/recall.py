@@ -25,12 +25,13 @@ from typing import Any
 
 from conductor_kernel.interfaces import ChatModel, Message
 from lessons import prompts
-from lessons.forms.problems import same_question
+from lessons.forms.problems import core_input, same_question
 from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
 from lessons.forms.terms import question_terms
 from lessons.forms.toolbox import best_tools
 from lessons.forms.tools import instantiate
 from lessons.read.candidates import ScoredNote, candidates_for, trust
+from lessons.read.difference import difference
 from lessons.read.kin import kin_candidates
 from lessons.read.render import Rendered, render_recall
 from lessons.storage.store import Notebook
@@ -194,7 +195,22 @@ def recall(
         scored = list(known.values())
     if options.exclude_question:
         scored = [s for s in scored if not same_question(s.note["source_question"], question)]
-    candidates = _diversify(scored, options.k * 2 if model is not None else options.k)
+    # A note of another question (other numbers, other words) comes after every note
+    # that fits, with the difference named (lessons/read/difference.py).
+    limit = options.k * 2 if model is not None else options.k
+    fitting, different = [], []
+    for item in scored:
+        differs = difference(
+            core_input(item.note.get("source_question") or "", book.scoring),
+            core_input(question, book.scoring),
+        )
+        if differs is None:
+            fitting.append(item)
+        else:
+            item.note = {**item.note, "differs": differs}
+            different.append(item)
+    candidates = _diversify(fitting, limit)
+    candidates += _diversify(different, limit - len(candidates))
     tool = None
     if options.tools:
         # Tools are matched by what they can read, not by type (lessons/forms/tools.py).

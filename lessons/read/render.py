@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conductor_kernel.text.tokens import estimate_tokens as tokenizer_count
-from lessons.values import EVIDENCE_WORDS, excerpt
+from lessons.values import EVIDENCE_WORDS, excerpt, trust_name
 
 HEADER = (
     "From the notebook: notes distilled from earlier runs on questions like this one. "
@@ -56,11 +56,26 @@ def render_note(note: dict[str, Any], *, code_chars: int) -> str:
     if "tool_pass_rate" in note:
         counters = f"tested pass rate {note['tool_pass_rate']:.0%} · " + counters
     source = f"from run {note['source_run']}" if note.get("source_run") else "imported"
-    head = (
-        f"[{note['id']}] {note['kind']} · {VERIFIED.get(note['verification'], note['verification'])}"
-        f" · {counters} · {source}"
-    )
-    lines = [head, f"  key: {note['key']}" if note.get("key") else "", f"  {note['text']}"]
+    trust = trust_name(note["verification"], note.get("outcome", ""))
+    evidence = VERIFIED.get(note["verification"], note["verification"])
+    if trust == "rejected":  # a failure, whatever the level of its evidence
+        evidence = "FAILED: the run's answer was judged wrong; do not reuse it"
+    elif trust == "unverified":
+        evidence = "not verified"
+    head = f"[{note['id']}] {note['kind']} · {trust}: {evidence} · {counters} · {source}"
+    warning = ""
+    if note.get("differs"):
+        head += " · ANOTHER QUESTION"
+        warning = (
+            f"  Made for a different question ({note['differs']}): its answer is not "
+            "this question's answer."
+        )
+    lines = [
+        head,
+        warning,
+        f"  key: {note['key']}" if note.get("key") else "",
+        f"  {note['text']}",
+    ]
     code = (note.get("code") or "").rstrip()
     if code:
         if len(code) > code_chars:

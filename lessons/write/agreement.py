@@ -17,10 +17,9 @@ from conductor_kernel.interfaces import TaskJudge, TaskScoring
 from lessons.forms.judging import scorer_verdict
 from lessons.forms.problems import question_hash, same_question
 from lessons.storage.store import Notebook, record_note_history
-from lessons.write.verify import normalise
+from lessons.write.verify import normalise, small_answer_space
 from record.fold import RunOutline
 
-_SMALL_SPACE = re.compile(r"(?i)^\s*\(?[a-j]\)?\s*$|^\s*(yes|no|true|false)\s*\.?\s*$")
 _NOTE_ID = re.compile(r"\bn[0-9a-f]{7,11}\b")
 
 
@@ -38,10 +37,6 @@ def answers_agree(
     if judge is not None and judge.needs_target:
         return bool(scorer_verdict(scoring, judge, question, a, b))
     return normalise(a).replace(" ", "") == normalise(b).replace(" ", "")
-
-
-def small_answer_space(answer: str) -> bool:
-    return bool(_SMALL_SPACE.match(answer))
 
 
 def shown_its_own_answer(book: Notebook, run: RunOutline) -> bool:

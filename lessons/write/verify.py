@@ -89,6 +89,14 @@ def _answer_as_data(code: str, answer: str) -> bool:
     return len(squeezed) >= 3 and squeezed in re.sub(r"[\s'\"]", "", code)
 
 
+_SMALL_SPACE = re.compile(r"(?i)^\s*\(?[a-j]\)?\s*$|^\s*(yes|no|true|false)\s*\.?\s*$")
+
+
+def small_answer_space(answer: str) -> bool:
+    """A choice letter or yes/no: replies agree on it by chance too often to count."""
+    return bool(_SMALL_SPACE.match(answer))
+
+
 def independent_derivations(run: RunOutline, answer: str) -> int:
     """Expert replies and program outputs giving `answer` whose instruction did not."""
     count = 0
@@ -165,7 +173,7 @@ def verify_run(
     if reproduced:
         return Verification("tool", "verified", EVIDENCE_WORDS["tool"])
     derivations = independent_derivations(run, answer)
-    if derivations >= 2:
+    if derivations >= 2 and not small_answer_space(answer):
         return Verification("independent", "verified", f"{derivations} derivations not shown it")
     if sandbox_checked(run, answer):
         return Verification("sandbox-check", "verified", EVIDENCE_WORDS["sandbox-check"])
