@@ -17,8 +17,9 @@ from transcripts.index import RunIndex
 
 
 def _solve(home: Path, index: RunIndex, word: str) -> str:
-    # far past a pipe's buffer, and different in every line from a run with another word
-    reply = "\n".join(f"line {i} {word} " + "x" * 60 for i in range(4000))
+    # far past a pipe's buffer (64 KiB), and different in every line from a run with
+    # another word; few words a line, so that a word diff of two such runs stays cheap
+    reply = "\n".join(f"line {i} {word} " + "x" * 200 for i in range(500))
     model = ScriptedModel(
         ['Expert Writer:\n"""\nWrite.\n"""', '>> FINAL ANSWER:\n"""\n42\n"""'],
         lambda name, instruction: reply,
