@@ -170,7 +170,13 @@ def system_failure(event: Event) -> SystemFailure | None:
     not, nor does a request the provider rejected (4xx: what was asked); a sandbox that
     could not run it, or an expert's model server failing after its retries, are the
     machine's."""
-    if isinstance(event, SandboxExec) and event.result.infra_error:
+    # A run given no sandbox (`--no-python`, a replay without one) chose that: the
+    # program not running is the configuration, not a failure of the machine.
+    if (
+        isinstance(event, SandboxExec)
+        and event.result.infra_error
+        and event.result.backend != "none"
+    ):
         return SystemFailure("sandbox", f"the sandbox failed: {event.result.infra_error}")
     if isinstance(event, ExpertCallFinished) and event.error and event.server_failed:
         return SystemFailure("model", f"{event.name}'s model call failed: {event.error}")

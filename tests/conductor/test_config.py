@@ -96,10 +96,13 @@ def test_a_missing_conductor_config_file_is_an_error(
 def test_the_model_timeout_is_configurable_and_reaches_the_model(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import conductor.session
     from conductor.session import build_session
 
     config_file("model_timeout_s = 7.5\n")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    # No server answers here; the check that one does is tests/conductor/cli/test_model_preflight.py.
+    monkeypatch.setattr(conductor.session, "check_endpoints", lambda *models: None)
     settings = load_settings({"model": "openai:gpt-4.1", "run": {"python": False}})
     session = build_session(settings, index=False)
     assert session.meta_model.timeout == 7.5

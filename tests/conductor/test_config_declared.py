@@ -130,6 +130,7 @@ OTHER_MEANINGS = {
     (("sandbox", "exec"), "--sandbox"),
     (("runs", "export"), "--notebook"),  # whose notes' evidence a page shows, if any
     (("runs", "list"), "--method"),  # only runs of this method
+    (("runs", "list"), "--model"),  # only runs of this model
     (("runs", "import"), "--method"),  # the method the published runs used
     (("replay",), "--method"),  # the method the published runs used
 }

@@ -57,6 +57,7 @@ ONE_AT_A_TIME = {
     "tui/renderers.py": "the renderers of the Solve view and of one round's page",
     "tui/widgets/status_bar.py": "the live run's status line",
     "conductor/serve/wire.py": "a served run's progress, streamed as each event comes",
+    "conductor/cli/solve.py": "keeps the last meta turn, for the reason --quiet gives",
 }
 
 
