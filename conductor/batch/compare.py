@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from conductor.batch.setup import BatchSetup, sandbox_cells
+from conductor.batch.setup import BatchSetup, sandbox_cells, sandbox_opener
 from conductor.config import Settings
 from conductor.methods import PUBLISHED_FOLDERS, REFERENCE, get_method
 from conductor.session import Session
@@ -122,6 +122,9 @@ def live_comparison(
     needs_code = any(get_method(m).python for m in comparison.methods)
     sandbox_name, cells = sandbox_cells(settings) if needs_code else (None, None)
     open_box = cells.open if cells is not None else lambda: None
+    # Learning's checks open outside the pool: drawn from it while the run holds its
+    # cell, they would deadlock once every cell is held (conductor/batch/setup.py).
+    _, open_outside_pool = sandbox_opener(settings)
 
     def make_session(item: TaskItem) -> Session:
         method = get_method(comparison.pairs[item.id].method)
@@ -135,7 +138,7 @@ def live_comparison(
             after_run=template.after_run,
             method=method,
             # Learning's checks run in a sandbox of their own, never the run's.
-            fresh_sandbox=open_box if sandbox_name else None,
+            fresh_sandbox=open_outside_pool if sandbox_name else None,
         )
 
     uses_notebook = recall or learn

@@ -84,6 +84,10 @@ def live_setup(
         expert.backoff = shared  # type: ignore[union-attr]  # one pause for every worker
     sandbox_name, cells = sandbox_cells(settings)
     open_box = cells.open
+    # Learning's checks open their sandboxes outside the pool: an item holds its cell
+    # while its run is learned from, so drawing the check from the same pool deadlocks
+    # once every cell is held by an item waiting for a second one.
+    _, open_outside_pool = sandbox_opener(settings)
 
     def make_session(item: TaskItem) -> Session:
         return Session(
@@ -96,7 +100,7 @@ def live_setup(
             after_run=template.after_run,
             method=chosen,
             # Learning's checks run in a sandbox of their own, never the item's.
-            fresh_sandbox=open_box if sandbox_name else None,
+            fresh_sandbox=open_outside_pool if sandbox_name else None,
         )
 
     with_notebook = settings.recall or settings.learn
