@@ -69,7 +69,7 @@ def test_a_stop_while_another_program_holds_runs_db_ends_the_run_at_once(
     assert code == EXIT["SIGINT"] and "Traceback" not in driven.stderr, driven.stderr
     assert "runs.db is locked" in driven.stderr and "reindex" in driven.stderr, driven.stderr
     finished, after = ending(only_transcript(home))
-    assert after == []
+    assert set(after) <= {"run_scored"}  # the verdict (not judged) and nothing else
     expected = "answered" if when == "while runs.db is written" else "interrupted"
     assert finished.status == expected
     assert finished.run_id not in learned_runs(home)
