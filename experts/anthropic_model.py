@@ -27,7 +27,7 @@ from conductor_kernel.interfaces import (
 )
 from conductor_kernel.reasoning import ReasoningFold, folded
 from conductor_kernel.text.tokens import estimated_usage, prompt_text, warn_no_usage
-from experts.attempts import Attempts, StreamSoFar
+from experts.attempts import StreamSoFar, charged_completion
 from experts.local_models import warn_unpriced
 from experts.pricing import PriceLookup, PriceTable
 from experts.retry import (
@@ -36,7 +36,6 @@ from experts.retry import (
     Failure,
     MalformedReply,
     StreamBroken,
-    call_with_retries,
     explain_failure,
     failure_from_sdk,
     reading,
@@ -119,34 +118,9 @@ class AnthropicModel:
         params = self.request_params(messages, system=system, cache=cache, max_tokens=max_tokens)
 
         prompt = prompt_text(system, messages)
-        attempts = Attempts(self.price)
-
-        def attempt() -> Completion:
-            if on_text is None:
-                return self._create(params, prompt)
-            so_far = StreamSoFar()
-            try:
-                return self._stream(params, on_text, prompt, so_far)
-            except Exception:
-                so_far.fail(attempts, prompt)
-                raise
-
-        try:
-            completion, retries = call_with_retries(
-                attempt,
-                classify=lambda exc: failure_from_sdk(exc, anthropic),
-                explain=self._explain,
-                max_retries=self.max_retries,
-                backoff=self.backoff,
-                breaker=self.breaker,
-            )
-        except Exception as error:
-            attempts.charge(error)
-            raise
-        completion.retries = retries
-        completion.usage = attempts.add_to(completion.usage)
-        completion.usage.cost_usd = self.price.cost(completion.usage)
-        return completion
+        return charged_completion(
+            self, params, prompt, on_text, lambda exc: failure_from_sdk(exc, anthropic)
+        )
 
     def request_params(
         self,

@@ -10,12 +10,15 @@ the error (`conductor_kernel.limits.ledger.mark_spent`) for the run's ledger to 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
-from conductor_kernel.interfaces import Usage
+from conductor_kernel.interfaces import Completion, TextCallback, Usage
 from conductor_kernel.limits.ledger import mark_spent
 from conductor_kernel.text.tokens import estimated_usage
 from experts.pricing import PriceLookup
+from experts.retry import Failure, call_with_retries
 
 
 class Attempts:
@@ -79,3 +82,44 @@ class StreamSoFar:
         """The attempt failed: if the server had begun answering, it spent something."""
         if self.events:
             attempts.failed_after_start(prompt, "".join(self.pieces), self.reported)
+
+
+def charged_completion(
+    model: Any,
+    params: dict[str, Any],
+    prompt: str,
+    on_text: TextCallback | None,
+    classify: Callable[[BaseException], Failure | None],
+) -> Completion:
+    """One model call through the retry policy, every attempt charged: what a failed
+    attempt streamed is added to the call's usage, and a call that fails for good
+    carries what it spent on its error. `model` is a provider client (its `_create`,
+    `_stream`, `_explain`, retry settings and `price`)."""
+    attempts = Attempts(model.price)
+
+    def attempt() -> Completion:
+        if on_text is None:
+            return model._create(params, prompt)
+        so_far = StreamSoFar()
+        try:
+            return model._stream(params, on_text, prompt, so_far)
+        except Exception:
+            so_far.fail(attempts, prompt)
+            raise
+
+    try:
+        completion, retries = call_with_retries(
+            attempt,
+            classify=classify,
+            explain=model._explain,
+            max_retries=model.max_retries,
+            backoff=model.backoff,
+            breaker=model.breaker,
+        )
+    except Exception as error:
+        attempts.charge(error)
+        raise
+    completion.retries = retries
+    completion.usage = attempts.add_to(completion.usage)
+    completion.usage.cost_usd = model.price.cost(completion.usage)
+    return completion
