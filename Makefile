@@ -6,9 +6,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Packages go in with uv, itself put in the venv by pip: it resolves and downloads in
 # parallel, which took `make run`'s first set-up from 107 s to about 30 s on a 2-core
-# machine. Where uv cannot be had, pip does the same, slower.
-PIP = $(BIN)/python -m $$($(BIN)/python -c 'import uv' 2>/dev/null \
-	&& echo "uv pip install --python $(BIN)/python" || echo "pip install") --quiet
+# machine. Where uv cannot be had or cannot install (it reads no pip.conf, so a
+# certificate or index that only pip is told about stops it), pip does the same, slower.
+PIP = install() { $(BIN)/python -c 'import uv' 2>/dev/null \
+	&& $(BIN)/python -m uv pip install --quiet --python $(BIN)/python "$$@" \
+	|| { echo "uv could not install; pip installs instead" >&2; \
+	$(BIN)/python -m pip install --quiet "$$@"; }; }; install
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 LINT_STAMP := $(VENV)/.installed-lint

@@ -7,6 +7,7 @@ touch a user's sessions. The command's exit status is written to a file when it 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -95,6 +96,18 @@ class Terminal:
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
         self.status_file.unlink(missing_ok=True)
+
+
+# How this machine reaches the package index: certificates, proxies, pip's and uv's own
+# settings. A user's shell has them, so a "fresh" terminal in a test keeps them.
+_NETWORK_SETTING = re.compile(
+    r"^(SSL_CERT_\w+|\w+_CA_BUNDLE|\w*CA_CERTS\w*|PIP_\w+|UV_\w+|(?i:https?_proxy|no_proxy|all_proxy))$"
+)
+
+
+def network_env() -> dict[str, str]:
+    """The caller's settings for reaching the package index, to pass to a clean env."""
+    return {name: value for name, value in os.environ.items() if _NETWORK_SETTING.match(name)}
 
 
 def tmux_missing() -> str | None:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tmux_driver import Terminal, cut_lines, has_traceback, tmux_missing
+from tmux_driver import Terminal, cut_lines, has_traceback, network_env, tmux_missing
 
 from support import REPO, skip_or_fail
 
@@ -60,6 +60,7 @@ def test_a_new_users_first_minutes(tmp_path: Path, size: tuple[int, int]) -> Non
         "CONDUCTOR_HOME": str(tmp_path / "home"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
     }
+    env.update(network_env())
     for name in ("CONDUCTOR_SANDBOX_CACHE", "DOCKER_HOST"):
         if os.environ.get(name):
             env[name] = os.environ[name]

@@ -39,6 +39,9 @@ class RateGate:
         self.pauses = 0
         self.paused_s = 0.0
         self.held = 0  # admit calls answered "wait"
+        # The latest pause in wall-clock time (this actor's clock), for the report: when
+        # the gate heard of it and when sending may resume.
+        self.last_pause: dict[str, float] | None = None
 
     async def admit(self) -> float:
         """0 when a request may go now (and counts it); else seconds to wait first."""
@@ -72,6 +75,8 @@ class RateGate:
         if until > self._resume_at:
             self.paused_s += until - max(now, self._resume_at)
             self._resume_at = until
+            wall = time.time()
+            self.last_pause = {"heard_at": wall, "until": wall + (until - now)}
         self.pauses += 1
 
     async def spent(self, tokens: int) -> None:
@@ -85,6 +90,7 @@ class RateGate:
             "requests_held": self.held,
             "pauses": self.pauses,
             "paused_s": round(self.paused_s, 3),
+            "last_pause": self.last_pause,
             "rpm": self.rpm,
             "tpm": self.tpm,
         }

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tmux_driver import Terminal, cut_lines, has_traceback, tmux_missing
+from tmux_driver import Terminal, cut_lines, has_traceback, network_env, tmux_missing
 
 from support import REPO, skip_or_fail
 
@@ -48,6 +48,7 @@ def fresh_env(tmp: Path, shim: Path) -> dict[str, str]:
         "CONDUCTOR_HOME": str(tmp / "home"),
         "XDG_CONFIG_HOME": str(tmp / "config"),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        **network_env(),
     }
 
 

@@ -293,7 +293,6 @@ def test_frozen_recalls_the_notebook_as_at_the_start_and_merges_at_the_end(
 
 
 @pytest.mark.xdist_group("ray")
-@pytest.mark.xdist_group("ray")
 @pytest.mark.slow
 def test_a_429_on_one_node_pauses_every_node(
     ray_cluster: LocalCluster,
@@ -303,6 +302,7 @@ def test_a_429_on_one_node_pauses_every_node(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     tasks = write_tasks(tmp_path / "t.jsonl", 60)
+    concurrency = 8
     sent = 0
     lock = threading.Lock()
 
@@ -311,28 +311,30 @@ def test_a_429_on_one_node_pauses_every_node(
         with lock:
             sent += 1
             if sent == 40:  # once the batch is under way on both nodes
-                return Fault.rate_limit(retry_after=1.5)
+                return Fault.rate_limit(retry_after=3.0)
         return consult_then_answer(body)
 
     with WireServer(responder=limited, latency_s=0.05) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
         monkeypatch.setenv("OPENAI_API_KEY", "k")
-        args = [str(tasks), *OFFLINE, "--concurrency", "8", "--ray", ray_cluster.address]
-        code, report, err = run_cli(args, capsys)
+        args = [str(tasks), *OFFLINE, "--concurrency", str(concurrency)]
+        code, report, err = run_cli([*args, "--ray", ray_cluster.address], capsys)
         stamps = [(r.ts, item_number(r.body or {}), r.fault) for r in server.requests]
     assert code == 0, err
     assert report["items"]["finished"] == 60
     node_of = {int(r["item_id"][1:]): r["node"] for r in finals_in(isolated_home)}
-    limited_at = next(ts for ts, _, fault in stamps if fault == "429")
-    # Requests already on their way may land just after the 429; then nobody, on any
-    # node, sends until the retry-after has passed.
-    during = [n for ts, n, _ in stamps if limited_at + 0.5 < ts < limited_at + 1.45]
-    assert during == []
-    before = {node_of[n] for ts, n, _ in stamps if ts < limited_at}
-    after = {node_of[n] for ts, n, _ in stamps if ts >= limited_at + 1.5}
-    assert len(before) == 2 and len(after) == 2  # both nodes were working, then waited
     gate = report["ray"]["rate_limit"]
     assert gate["pauses"] >= 1 and gate["requests_held"] >= 1
+    pause = gate["last_pause"]
+    # Once the gate has heard of the 429, no node starts a request until the pause ends:
+    # only requests admitted before then, at most one per item in flight, may still land.
+    # (A bound in requests, not seconds: how late they land depends on the machine's load.)
+    during = [n for ts, n, _ in stamps if pause["heard_at"] < ts < pause["until"] - 0.05]
+    assert len(during) <= concurrency, during
+    limited_at = next(ts for ts, _, fault in stamps if fault == "429")
+    before = {node_of[n] for ts, n, _ in stamps if ts < limited_at}
+    after = {node_of[n] for ts, n, _ in stamps if ts >= pause["until"]}
+    assert len(before) == 2 and len(after) == 2  # both nodes were working, then waited
 
 
 def test_without_ray_the_command_says_how_to_install_it(
