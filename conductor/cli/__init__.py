@@ -18,8 +18,12 @@ from conductor import __version__
 from conductor_kernel.errors import UserFacingError
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; `lazy` leaves each command's setting flags to be made
+    when that command is parsed (or its help printed), as `main` does."""
+    from conductor.cli.lazy_parser import LazyParser
+
+    parser = (LazyParser if lazy else argparse.ArgumentParser)(
         prog="conductor",
         description="A sandboxed meta-prompting conductor: one model conducts experts.",
     )
@@ -42,15 +46,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:
         # Answered before any command module (settings, models, pydantic) is imported.
         print(f"conductor {__version__}")
         return 0
     from conductor import interrupts
 
+    # The list of commands is argparse's own printing: it needs neither rich nor the
+    # logging set up for a command (`conductor --help` stays quick).
+    listing = not args or args in (["-h"], ["--help"])
     try:
-        with interrupts.installed(), _visible_logging(), _pipes_close_alike():
-            return _main(argv)
+        with interrupts.installed(), contextlib.ExitStack() as stack:
+            if not listing:
+                stack.enter_context(_visible_logging())
+                stack.enter_context(_pipes_close_alike())
+            return _main(args)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", None) or interrupts.last_signal() or "SIGINT"
         interrupts.say(
@@ -105,7 +116,7 @@ def _visible_logging() -> Iterator[None]:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     if args.home:
         import os

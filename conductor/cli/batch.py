@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from conductor.cli.json_out import json_text
 from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
-from conductor_kernel.text.display import visible_line
 
 if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
     from conductor.batch.report import ItemRecord, Tally
@@ -341,4 +340,6 @@ def item_line(record: ItemRecord) -> str:
     else:
         how = status + (f": {record['reason']}" if record.get("reason") else "")
     line = f"{record.get('item_id')} {how} ({float(record.get('duration_s') or 0):.1f} s)"
+    from conductor_kernel.text.display import visible_line
+
     return visible_line(" ".join(line.split()))[:300]

@@ -14,10 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
-
 from conductor.cli.json_out import json_text
-from conductor.methods import BASELINES
 from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
@@ -104,6 +101,8 @@ def run_replay(args: argparse.Namespace) -> int:
     backend, factory = sandbox_factory(args.sandbox)
     errors = Console(stderr=True)
     console = Console(width=max(Console().width, 160))  # the table is wide; pipes get 80
+    from conductor.methods import BASELINES
+
     pool = SandboxPool(factory)  # shared by all files: each sandbox starts once
     try:
         reports = _replay_all(args, pool, backend, errors)
@@ -140,6 +139,9 @@ def _method(args: argparse.Namespace, path: str) -> str:
 def _replay_all(
     args: argparse.Namespace, pool: SandboxPool, backend: str, errors: Console
 ) -> list[FileReport]:
+    from rich.markup import escape
+
+    from conductor.methods import BASELINES
     from conductor.replay.baselines import replay_baseline_file
     from conductor.replay.runner import replay_file
 

@@ -18,7 +18,6 @@ from conductor_kernel.events import (
     RunFinished,
     RunStarted,
 )
-from conductor_kernel.text.display import visible, visible_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -132,6 +131,8 @@ def run_solve(args: argparse.Namespace) -> int:
             )
         elif args.quiet and answer is not None:
             # Exact for a pipe; on a terminal the model's control characters are shown, not run.
+            from conductor_kernel.text.display import visible
+
             print(visible(answer) if sys.stdout.isatty() else answer, flush=True)
         elif args.quiet and finished is not None:
             interrupts.say(f"no answer ({finished.status}): {no_answer.text()}")
@@ -170,6 +171,8 @@ class NoAnswerReason:
         if self.declined and "No answer:" in said:
             said = said[said.rfind("No answer:") :]
         reason = self.error or self.limit or (said if self.declined else self.observation)
+        from conductor_kernel.text.display import visible_line
+
         return visible_line(" ".join(reason.split()))[:500] or "the run gave no reason"
 
 

@@ -38,11 +38,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from conductor_kernel.errors import ConfigError
-from conductor_kernel.limits.run_config import RunConfig
 from record.home import config_path, home_dir, runs_dir
 
 if TYPE_CHECKING:
     from conductor.config.settings import Settings
+    from conductor_kernel.limits.run_config import RunConfig
 
 __all__ = ["RunConfig", "Settings", "config_path", "home_dir", "load_settings", "runs_dir"]
 
@@ -54,6 +54,10 @@ def __getattr__(name: str) -> Any:
         from conductor.config.settings import Settings
 
         return Settings
+    if name == "RunConfig":  # pydantic too
+        from conductor_kernel.limits.run_config import RunConfig
+
+        return RunConfig
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -12,10 +12,8 @@ import argparse
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from conductor.config.declaration import Declaration
-from conductor.config.fields import SettingField, setting_fields
-
 if TYPE_CHECKING:
+    from conductor.config.fields import SettingField
     from conductor.config.settings import Settings
 
 GENERATED = "setting_path"  # set on each action made here, to the field it sets
@@ -36,7 +34,25 @@ def add_setting_flags(
     `notes` adds a sentence to a field's help where this command treats it its own way
     (a batch's own notebook). A flag given on the command line is kept for
     `settings_from_args`; one not given leaves the setting to the other sources.
+
+    A parser that can `defer` (`conductor.cli.lazy_parser`) gets the flags when it is
+    first used: the declarations need pydantic, which `conductor --help` does without.
     """
+    defer = getattr(parser, "defer", None)
+    if defer is not None:
+        defer(lambda: _add_setting_flags(parser, only, notes))
+    else:
+        _add_setting_flags(parser, only, notes)
+
+
+def _add_setting_flags(
+    parser: argparse.ArgumentParser,
+    only: Collection[str] | None,
+    notes: Mapping[str, str] | None,
+) -> None:
+    from conductor.config.declaration import Declaration
+    from conductor.config.fields import setting_fields
+
     groups: dict[str, Any] = {}
     for field in setting_fields(Declaration):
         if only is not None and field.path not in only:
@@ -67,6 +83,9 @@ def flag_help(field: SettingField, note: str | None = None) -> str:
 
 def flag_values(args: argparse.Namespace) -> dict[str, Any]:
     """The settings the command line gave, nested as the settings are."""
+    from conductor.config.declaration import Declaration
+    from conductor.config.fields import setting_fields
+
     given: dict[str, Any] = {}
     for field in setting_fields(Declaration):
         if hasattr(args, field.path):

@@ -1,0 +1,106 @@
+"""`conductor --help` lists the commands without importing what they need (pydantic for
+the setting flags, rich, the model clients, textual): what it imports is measured, not
+how long it takes. The lazy parser it uses must say and parse exactly what the eager one
+does, for every command."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from conductor.cli import build_parser
+from conductor.cli.lazy_parser import LazyParser
+
+HEAVY = {
+    "pydantic",
+    "pydantic_settings",
+    "rich",
+    "regex",
+    "textual",
+    "anthropic",
+    "openai",
+    "httpx",
+    "docker",
+    "ray",
+    "sqlite_utils",
+    "conductor.config.settings",
+    "conductor.config.declaration",
+    "conductor_kernel.limits.run_config",
+    "conductor.session",
+    "experts",
+}
+
+
+def imported_by(*args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "conductor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+
+
+@pytest.mark.parametrize("args", [("--help",), ("-h",), ()])
+def test_the_command_list_imports_nothing_heavy(args: tuple[str, ...]) -> None:
+    modules = imported_by(*args)
+    assert "conductor.cli.solve" in modules  # the commands were registered
+    assert not HEAVY & modules, sorted(HEAVY & modules)
+
+
+def test_the_command_list_names_every_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "conductor.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout == build_parser().format_help()
+
+
+def _parsers(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _parsers(child, (*path, name))
+
+
+def test_each_commands_help_is_the_same_lazy_or_not() -> None:
+    eager = dict(_parsers(build_parser()))
+    lazy = dict(_parsers(build_parser(lazy=True)))
+    assert eager.keys() == lazy.keys()
+    deferred = [path for path, p in lazy.items() if isinstance(p, LazyParser) and p._pending]
+    assert ("solve",) in deferred  # the setting flags wait until used
+    for path, parser in eager.items():
+        assert lazy[path].format_help() == parser.format_help(), path
+
+
+def _setting_argv() -> Iterator[tuple[list[str], str, object]]:
+    """For each int or bool setting: a command line giving it, its dest, what it holds."""
+    from conductor.config.declaration import Declaration
+    from conductor.config.fields import setting_fields
+
+    for field in setting_fields(Declaration):
+        if field.kind == "int":
+            yield ["solve", "q", field.flag, "3"], field.path, "3"  # checked when loaded
+        elif field.kind == "bool":
+            yield ["batch", "tasks.jsonl", field.flag], field.path, True
+
+
+@pytest.mark.parametrize(("argv", "dest", "value"), list(_setting_argv()), ids=str)
+def test_a_setting_flag_parses_the_same_lazy_or_not(
+    argv: list[str], dest: str, value: object
+) -> None:
+    eager = vars(build_parser().parse_args(argv))
+    lazy = vars(build_parser(lazy=True).parse_args(argv))
+    assert lazy == eager
+    assert lazy[dest] == value
