@@ -462,18 +462,26 @@ class RunIndex:
         filters: RunFilter | None = None,
         *,
         limit: int | None = 50,
+        offset: int | None = None,
         oldest_first: bool = False,
         sort: str = "started",
     ) -> builtins.list[RunRecord]:
         """The runs `filters` lets through, newest first or in the order `sort` names
-        (a key of `SORTS`); `limit=None` for all of them."""
+        (a key of `SORTS`); `limit=None` for all of them, from the `offset`-th on (a page
+        of a list too long to read at once: the order is total, so pages never overlap)."""
         if sort not in SORTS:
             raise ValueError(f"runs are sorted by {', '.join(SORTS)}, not {sort!r}")
         where, params = (filters or RunFilter()).sql()
-        order = "started_at" if oldest_first else SORTS[sort]
+        order = ("started_at" if oldest_first else SORTS[sort]) + ", run_id"
         with self._reading() as runs:
-            rows = runs.rows_where(where, params, order_by=order, limit=limit)
+            rows = runs.rows_where(where, params, order_by=order, limit=limit, offset=offset)
             return [as_record(row) for row in rows]
+
+    def count_runs(self, filters: RunFilter | None = None) -> int:
+        """How many runs `filters` lets through (what `list_runs` pages over)."""
+        where, params = (filters or RunFilter()).sql()
+        with self._reading() as runs:
+            return runs.count_where(where, params)
 
     def counterparts(self, run_id: str) -> builtins.list[RunRecord]:
         """Other runs of the same task on the same question (another method or import
@@ -488,22 +496,33 @@ class RunIndex:
             return [as_record(row) for row in rows]
 
     def search(
-        self, query: str, *, filters: RunFilter | None = None, limit: int = 50
+        self,
+        query: str,
+        *,
+        filters: RunFilter | None = None,
+        limit: int | None = 50,
+        offset: int | None = None,
     ) -> builtins.list[RunRecord]:
-        """Runs whose question or answer match the FTS5 `query`, best first.
+        """Runs whose question or answer match the FTS5 `query`, best first (ties in
+        index order, so pages from `offset` never overlap).
 
         `record.fts.quote_words` turns a user's text into such a query; a query
         that is not valid FTS5 raises `SearchSyntaxError`.
         """
         where, params = (filters or RunFilter()).sql()
-        with self._reading() as runs:
-            try:
-                rows = runs.search(query, where=where, where_args=params, limit=limit)
-                return [as_record(row) for row in rows]
-            except sqlite3.OperationalError as exc:
-                if is_busy(exc):
-                    raise  # _reading says the file is locked
-                raise SearchSyntaxError(query, str(exc)) from None
+        with self._reading() as runs, _search_errors(query):
+            order = f"[{runs.detect_fts()}].rank, [original].rowid"
+            rows = runs.search(
+                query, where=where, where_args=params, limit=limit, offset=offset, order_by=order
+            )
+            return [as_record(row) for row in rows]
+
+    def count_search(self, query: str, *, filters: RunFilter | None = None) -> int:
+        """How many runs `search` finds for `query` (what it pages over)."""
+        where, params = (filters or RunFilter()).sql()
+        with self._reading() as runs, _search_errors(query):
+            sql = f"select count(*) from ({runs.search_sql(where=where)})"
+            return int(self.conn.execute(sql, {**params, "query": query}).fetchone()[0])
 
     def distinct_values(self, column: str) -> builtins.list[str]:
         """The values a filter column takes in the index (none empty), sorted."""
@@ -537,6 +556,18 @@ class RunIndex:
             done = index.index_files(files)
         done.index, done.moved = index, moved
         return done
+
+
+@contextlib.contextmanager
+def _search_errors(query: str) -> Iterator[None]:
+    """A full-text query SQLite refuses, as `SearchSyntaxError` (a busy file is left to
+    `_reading`, which says it is locked)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            raise
+        raise SearchSyntaxError(query, str(exc)) from None
 
 
 def _no_run_in(path: Path) -> str:

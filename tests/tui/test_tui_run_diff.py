@@ -33,7 +33,7 @@ async def test_mark_two_runs_and_see_the_one_changed_reply() -> None:
     async with app.run_test(size=(140, 50)) as pilot:
         screen = app.screen
         assert isinstance(screen, RunsScreen)
-        await wait_for(pilot, lambda: len(screen.rows) == 2)
+        await wait_for(pilot, lambda: screen.query_one("#runs").row_count == 2)
         await pilot.press("d")  # nothing marked: told what to do, no screen
         assert isinstance(app.screen, RunsScreen)
         await pilot.press("space", "down", "space")

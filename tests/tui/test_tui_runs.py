@@ -38,8 +38,7 @@ def two_runs() -> dict[str, str]:
 
 
 def table_keys(screen) -> list[str]:
-    table = screen.query_one("#runs")
-    return [key.value for key in table.rows]
+    return screen.query_one("#runs").keys()
 
 
 def cell(screen, run_id: str, column: str) -> str:

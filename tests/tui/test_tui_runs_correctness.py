@@ -34,7 +34,7 @@ def imported() -> list[str]:
 
 
 def keys(screen) -> list[str]:  # type: ignore[no-untyped-def]
-    return [key.value for key in screen.query_one("#runs").rows]
+    return screen.query_one("#runs").keys()
 
 
 async def test_runs_are_one_line_each_and_filter_to_wrong_runs_with_a_finding() -> None:
@@ -45,9 +45,12 @@ async def test_runs_are_one_line_each_and_filter_to_wrong_runs_with_a_finding() 
         screen = app.screen
         await wait_for(pilot, lambda: len(keys(screen)) == len(ids))
         table = screen.query_one("#runs")
-        assert all(row.height == 1 for row in table.rows.values())
-        # The header, then one line a run (the table was three lines a run).
+        # The header, then one line a run (the table was three lines a run): line y
+        # of the table is run y's, its mark first.
         assert table.virtual_size.height == 1 + len(ids)
+        for y, run_id in enumerate(keys(screen), start=1):
+            line = table.render_line(y).text
+            assert line.split()[0] == str(table.get_cell(run_id, "correct")), line
         marks = {k: str(table.get_cell(k, "correct")) for k in keys(screen)}
         assert {marks[i] for i in wrong_fake} == {"✗"}
         assert {m for k, m in marks.items() if k not in wrong_fake} == {"✓"}

@@ -10,6 +10,7 @@ in a thread, filled in as they come.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -21,7 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, Select, Static
+from textual.widgets import Input, Select, Static
 
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.text.display import visible
@@ -32,12 +33,25 @@ from record.fts import quote_words
 from transcripts.index import FILTER_COLUMNS, RunFilter, RunIndex, RunRecord
 from transcripts.runs_schema import SORTS
 from tui.widgets.key_bar import KeyBar
+from tui.widgets.paged_table import Column, PagedTable
 
 if TYPE_CHECKING:
     from tui.app import ConductorApp
 
-LIMIT = 500
 QUESTION_WIDTH = 36
+# One line a run: what an auditor scans first (right? flagged?) on the left.
+COLUMNS = [
+    Column("correct", "ok", 2),
+    Column("outcome", "outcome", 9),
+    Column("findings", "findings", 14),
+    Column("question", "question", QUESTION_WIDTH),
+    Column("task", "task", 12),
+    Column("model", "model", 10),
+    Column("method", "method", 10),
+    Column("when", "when", 11),
+    Column("rounds", "rnd", 3),
+    Column("cost", "cost", 7),
+]
 
 
 def _line(value: object) -> Text:
@@ -81,15 +95,58 @@ def badges_for(path: str) -> str:
     return _BADGES[key]
 
 
-def query_runs(
-    index: RunIndex, search: str, filters: RunFilter, sort: str = "started"
-) -> list[RunRecord]:
-    """The runs shown: those matching every word of `search` (best first), else the
-    latest (or in the order `sort` names); both narrowed by `filters`."""
-    query = quote_words(search)
-    if query:
-        return index.search(query, filters=filters, limit=LIMIT)
-    return index.list_runs(filters, limit=LIMIT, sort=sort)
+def run_cells(row: RunRecord) -> dict[str, Text | str]:
+    """A run's cells, each on one line and shown escaped; the run's own screen has every
+    field whole."""
+    when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
+    return {
+        "correct": correctness_mark(row),
+        "outcome": _line(row["status"]),
+        "findings": _line(indexed_badges(row) or ("…" if row["path"] else "no transcript")),
+        "question": _line(row["question"]),
+        "task": _line(row["task"]),
+        "model": _line(row["model"]),
+        "method": _line(row.get("method") or "meta"),
+        "when": when,
+        "rounds": str(row["rounds"] or 0),
+        "cost": f"${row['cost_usd'] or 0:.3f}",
+    }
+
+
+@dataclass
+class RunQuery:
+    """The runs shown, read a page at a time: those matching every word of `search`
+    (best first), else the latest (or in the order `sort` names); both narrowed by
+    `filters`. Counting them raises `UserFacingError` if runs.db is locked or damaged;
+    a page read that fails later goes to `failed`, and its rows are left out."""
+
+    index: RunIndex
+    search: str
+    filters: RunFilter
+    sort: str = "started"
+    failed: Callable[[UserFacingError], None] = lambda exc: None
+    read: Callable[[list[RunRecord]], None] = lambda rows: None  # each page, once read
+
+    def count(self) -> int:
+        query = quote_words(self.search)
+        if query:
+            return self.index.count_search(query, filters=self.filters)
+        return self.index.count_runs(self.filters)
+
+    def rows(self, offset: int, limit: int) -> list[RunRecord]:
+        query = quote_words(self.search)
+        try:
+            if query:
+                rows = self.index.search(query, filters=self.filters, limit=limit, offset=offset)
+            else:
+                rows = self.index.list_runs(
+                    self.filters, limit=limit, offset=offset, sort=self.sort
+                )
+        except UserFacingError as exc:
+            self.failed(exc)
+            return []
+        self.read(rows)
+        return rows
 
 
 def parse_since(text: str) -> float | None:
@@ -149,9 +206,9 @@ class RunsScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[RunRecord] = []
         self.index: RunIndex | None = None
         self.marked: list[str] = []  # run ids marked for a diff, oldest first
+        self._failure: str | None = None  # the last read failure said
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search questions and answers (full text)", id="search")
@@ -172,32 +229,20 @@ class RunsScreen(Screen[None]):
                 prompt="sort",  # newest first until one is chosen
                 id="sort",
             )
-        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield PagedTable(COLUMNS, run_cells, lambda row: str(row["run_id"]), id="runs")
         yield Static(id="runs-info")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        table = self.query_one("#runs", DataTable)
-        # One line a run: what an auditor scans first (right? flagged?) on the left.
-        table.add_column("ok", key="correct", width=2)
-        table.add_column("outcome", key="outcome", width=9)
-        table.add_column("findings", key="findings", width=14)
-        table.add_column("question", key="question", width=QUESTION_WIDTH)
-        table.add_column("task", key="task", width=12)
-        table.add_column("model", key="model", width=10)
-        table.add_column("method", key="method", width=10)
-        table.add_column("when", key="when", width=11)
-        table.add_column("rnd", key="rounds", width=3)
-        table.add_column("cost", key="cost", width=7)
         self.index = RunIndex()
         self._fill_filters()
         self.refresh_rows()
-        table.focus()
+        self.query_one("#runs", PagedTable).focus()
 
     def on_screen_resume(self) -> None:
         if self.index is not None:
             self._fill_filters()
-            self.refresh_rows()
+            self.refresh_rows(keep_cursor=True)
 
     def _fill_filters(self) -> None:
         assert self.index is not None
@@ -239,42 +284,44 @@ class RunsScreen(Screen[None]):
         value = self.query_one("#sort", Select).value
         return value if isinstance(value, str) else "started"
 
-    def refresh_rows(self) -> None:
+    def refresh_rows(self, *, keep_cursor: bool = False) -> None:
+        """Show the runs the search, filters and sort choose (read as they come into
+        view: the list is as quick with 10,000 runs as with ten)."""
         assert self.index is not None
         filters = self._filters()
         if filters is None:
             return
-        search = self.query_one("#search", Input).value
+        query = RunQuery(
+            self.index,
+            self.query_one("#search", Input).value,
+            filters,
+            self._sort(),
+            failed=self._read_failed,
+            read=self._page_read,
+        )
+        self._failure = None
         try:
-            self.rows = query_runs(self.index, search, filters, self._sort())
-        except UserFacingError as exc:  # a locked or damaged runs.db: say so, keep the screen
+            self.query_one("#runs", PagedTable).show(query, keep_cursor=keep_cursor)
+        except UserFacingError as exc:  # a locked or damaged runs.db: say so, keep the rows
             self.notify(str(exc), severity="error", title="runs.db")
             return
-        table = self.query_one("#runs", DataTable)
-        table.clear()
-        for row in self.rows:
-            when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
-            # One line a run; the run's own screen has every field whole.
-            table.add_row(
-                correctness_mark(row),
-                _line(row["status"]),
-                _line(indexed_badges(row) or ("…" if row["path"] else "no transcript")),
-                _line(row["question"]),
-                _line(row["task"]),
-                _line(row["model"]),
-                _line(row.get("method") or "meta"),
-                when,
-                str(row["rounds"] or 0),
-                f"${row['cost_usd'] or 0:.3f}",
-                key=row["run_id"],
-            )
         self._show_info()
-        unindexed = [r for r in self.rows if indexed_badges(r) is None and r["path"]]
-        self.compute_badges([(r["run_id"], r["path"] or "") for r in unindexed])
+
+    def _read_failed(self, exc: UserFacingError) -> None:
+        """Say once per listing that runs.db could not be read; keep the screen."""
+        if self._failure != str(exc):
+            self._failure = str(exc)
+            self.notify(str(exc), severity="error", title="runs.db")
+
+    def _page_read(self, rows: list[RunRecord]) -> None:
+        """Audit, in a thread, the runs of a page read that runs.db has no findings for."""
+        unindexed = [(r["run_id"], r["path"] or "") for r in rows if indexed_badges(r) is None]
+        if any(path for _, path in unindexed):
+            self.compute_badges([(run_id, path) for run_id, path in unindexed if path])
 
     def _show_info(self) -> None:
-        shown = len(self.rows)
-        info = f"{shown} runs" + (" (first 500)" if shown >= LIMIT else "") + " · Enter opens one"
+        shown = self.query_one("#runs", PagedTable).row_count
+        info = f"{shown} runs · Enter opens one"
         if self.marked:
             info += " · marked for diff: " + ", ".join(self.marked) + " (d compares)"
         else:
@@ -282,11 +329,7 @@ class RunsScreen(Screen[None]):
         self.query_one("#runs-info", Static).update(Text(info))
 
     def _selected(self) -> str | None:
-        table = self.query_one("#runs", DataTable)
-        if not self.rows:
-            return None
-        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
-        return row_key.value
+        return self.query_one("#runs", PagedTable).cursor_key
 
     def action_mark(self) -> None:
         run_id = self._selected()
@@ -322,7 +365,7 @@ class RunsScreen(Screen[None]):
 
         self.app.push_screen(RunDiffScreen(paths[0], paths[1]))
 
-    @work(thread=True, exclusive=True, group="badges")
+    @work(thread=True, group="badges")
     def compute_badges(self, runs: list[tuple[str, str]]) -> None:
         for run_id, path in runs:
             try:
@@ -332,11 +375,9 @@ class RunsScreen(Screen[None]):
             self.post_message(self.Badges(run_id, badges))
 
     def on_runs_screen_badges(self, message: Badges) -> None:
-        table = self.query_one("#runs", DataTable)
-        try:
-            table.update_cell(message.run_id, "findings", message.badges)
-        except Exception:  # the row left the table since (a new search)
-            pass
+        self.query_one("#runs", PagedTable).update_cell(
+            message.run_id, "findings", _line(message.badges)
+        )
 
     @on(Input.Submitted, "#search")
     @on(Input.Submitted, "#filter-since")
@@ -344,10 +385,9 @@ class RunsScreen(Screen[None]):
     def _filters_changed(self) -> None:
         self.refresh_rows()
 
-    @on(DataTable.RowSelected, "#runs")
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value:
-            self.app.open_run(event.row_key.value)
+    @on(PagedTable.Selected, "#runs")
+    def _row_selected(self, event: PagedTable.Selected) -> None:
+        self.app.open_run(event.key)
 
     def action_focus_search(self) -> None:
         self.query_one("#search", Input).focus()
@@ -357,13 +397,11 @@ class RunsScreen(Screen[None]):
         self.refresh_rows()
 
     def action_open_selected(self) -> None:
-        table = self.query_one("#runs", DataTable)
-        if not self.rows:
+        run_id = self._selected()
+        if run_id is None:
             self.notify("No run to open.")
             return
-        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
-        if row_key.value:
-            self.app.open_run(row_key.value)
+        self.app.open_run(run_id)
 
     def action_clear_filters(self) -> None:
         self.query_one("#search", Input).value = ""
