@@ -113,6 +113,7 @@ class RunIndex:
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path else default_path()
         self._lock = threading.RLock()
+        self._writing = threading.local()  # at_once: this thread is inside all_at_once
         self._open()
         self._paths: dict[str, str] = {}
         self._host = socket.gethostname()
@@ -135,7 +136,10 @@ class RunIndex:
 
     # -- writing ------------------------------------------------------------------------
     def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn(conn)` in one immediate transaction, retrying while others write."""
+        """Run `fn(conn)` in one immediate transaction, retrying while others write
+        (inside `all_at_once`, in its transaction)."""
+        if getattr(self._writing, "at_once", False):
+            return fn(self.conn)
         self._follow_the_file()
         return write_transaction(
             self.conn,
@@ -146,6 +150,19 @@ class RunIndex:
             give_up=self.give_up,
             hint=BUSY_HINT,
         )
+
+    def all_at_once(self, work: Callable[[], T]) -> T:
+        """Run `work`, whose writes (`handle`, `record_*`) go into one transaction:
+        thousands of runs take a second, not a minute; a failure keeps none of them."""
+
+        def together(_conn: sqlite3.Connection) -> T:
+            self._writing.at_once = True
+            try:
+                return work()
+            finally:
+                self._writing.at_once = False
+
+        return self.write(together)
 
     def _follow_the_file(self) -> None:
         """Open runs.db again if it was deleted or replaced while open: writes to the

@@ -38,7 +38,7 @@ def two_runs() -> dict[str, str]:
 
 
 def table_keys(screen) -> list[str]:
-    return screen.query_one("#runs").keys()
+    return screen.query_one("#runs").row_keys()
 
 
 def cell(screen, run_id: str, column: str) -> str:

@@ -34,7 +34,7 @@ def imported() -> list[str]:
 
 
 def keys(screen) -> list[str]:  # type: ignore[no-untyped-def]
-    return screen.query_one("#runs").keys()
+    return screen.query_one("#runs").row_keys()
 
 
 async def test_runs_are_one_line_each_and_filter_to_wrong_runs_with_a_finding() -> None:

@@ -88,7 +88,7 @@ def test_runs_screen(snap_compare, fixed_runs) -> None:
         table = screen.query_one("#runs")
         await wait_for(pilot, lambda: table.row_count == 2)
         await wait_for(
-            pilot, lambda: all(str(table.get_cell(k, "findings")) != "…" for k in table.keys())
+            pilot, lambda: all(str(table.get_cell(k, "findings")) != "…" for k in table.row_keys())
         )
 
     app = ConductorApp(make_settings(), start_mode="runs")

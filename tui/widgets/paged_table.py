@@ -158,7 +158,7 @@ class PagedTable(ScrollView, can_focus=True):
         """The key of the row under the cursor."""
         return self.key_at(self.cursor)
 
-    def keys(self, limit: int | None = None) -> list[str]:
+    def row_keys(self, limit: int | None = None) -> list[str]:
         """The keys of the first `limit` rows (all of them if None), in order."""
         count = self.row_count if limit is None else min(limit, self.row_count)
         return [k for k in (self.key_at(i) for i in range(count)) if k is not None]
