@@ -189,6 +189,14 @@ class ConductorApp(App[None]):
             )
             for name in MODEL_CHOICES
         ]
+        entries.append(
+            PaletteEntry(
+                "Model: type a name and server URL…",
+                "Any model (openai:NAME, anthropic:NAME) and an OpenAI-compatible server's "
+                "URL; checked that it answers, then used and saved to the config file.",
+                self.action_choose_model,
+            )
+        )
         entries += [
             PaletteEntry(f"Sandbox: {name}", why, partial(self.set_sandbox, name))
             for name, why in SANDBOX_CHOICES.items()
@@ -221,9 +229,25 @@ class ConductorApp(App[None]):
             self.solve_screen.refresh_notice()
             self.solve_screen.settings_changed()
 
-    def set_model(self, name: str) -> None:
+    def set_model(
+        self, name: str, *, saved: Path | None = None, not_saved: str | None = None
+    ) -> None:
+        """The meta model of the next runs; `saved`: the config file that now names it
+        too, `not_saved`: why it could not be written there."""
         self.settings = self.settings.model_copy(update={"model": name})
-        self._settings_changed(f"meta model: {name}")
+        said = f"meta model: {name}"
+        if saved is not None:
+            said += f" (saved in {saved})"
+        if not_saved is not None:
+            said += f" (for this session only: {not_saved})"
+        self._settings_changed(said)
+
+    def action_choose_model(self) -> None:
+        """Type a model name and a server's URL (tui/screens/model.py)."""
+        from tui.screens.model import ModelScreen
+
+        if not isinstance(self.screen, ModelScreen):
+            self.push_screen(ModelScreen(self.settings.model))
 
     def set_method(self, name: str) -> None:
         """How the next runs ask the model (conductor/methods)."""

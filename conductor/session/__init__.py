@@ -290,6 +290,16 @@ def check_endpoints(*models: ChatModel) -> None:
             raise ModelUnreachable(problem)
 
 
+def check_model(spec: str, *, timeout: float | None = None) -> None:
+    """The checks a run makes of its model before anything starts, for a model a user
+    names (the TUI's model screen): a known name, a model that can be made (its key), a
+    server that takes a connection (and, with no name, lists what it serves). Raises
+    `UserFacingError` saying what to do."""
+    from experts.registry import get_model
+
+    check_endpoints(get_model(spec, timeout=timeout))
+
+
 def _off_protocol(events: list[Event]) -> bool:
     """Whether the run was stopped because its model ignored the protocol: such a run
     says nothing about the task, only about the model's format."""

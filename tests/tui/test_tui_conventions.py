@@ -13,11 +13,13 @@ from record.home import home_dir
 from tui.app import ConductorApp
 from tui.commands import binding_entries
 from tui.screens.batch import BatchScreen
+from tui.screens.model import ModelScreen
 from tui.screens.notebook import NotebookScreen
 from tui.screens.raw_events import RawEventsScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.solve import SolveScreen
+from tui.widgets.paged_table import PagedTable
 from tui.widgets.round_list import RoundList
 
 pytestmark = pytest.mark.anyio
@@ -31,6 +33,8 @@ OWNERS = (
     BatchScreen,
     RawEventsScreen,
     RoundList,
+    ModelScreen,
+    PagedTable,
 )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -113,6 +114,7 @@ class PagedTable(ScrollView, can_focus=True):
         self.cursor = 0
         self._pages: OrderedDict[int, Sequence[Row]] = OrderedDict()
         self._changed: dict[tuple[str, str], Text | str] = {}  # (key, column) -> cell
+        self._lines: OrderedDict[int, tuple[str, list[tuple[str, Style | None]]]] = OrderedDict()
         self.width_needed = sum(c.width + 2 for c in self.columns)
 
     # -- the rows -------------------------------------------------------------------------
@@ -123,6 +125,7 @@ class PagedTable(ScrollView, can_focus=True):
         self.source = source
         self._pages.clear()
         self._changed.clear()
+        self._lines.clear()
         self.row_count = count
         self.virtual_size = Size(self.width_needed, self.row_count + 1)
         if keep_cursor:
@@ -179,6 +182,7 @@ class PagedTable(ScrollView, can_focus=True):
     def update_cell(self, key: str, column: str, value: Text | str) -> None:
         """Show `value` in a row's cell (until the rows are read again)."""
         self._changed[key, column] = value
+        self._lines.clear()
         self.refresh()
 
     # -- moving ---------------------------------------------------------------------------
@@ -227,42 +231,65 @@ class PagedTable(ScrollView, can_focus=True):
             self.move_cursor(index)
 
     # -- drawing --------------------------------------------------------------------------
+    # A row's cells are cut to their columns once (`_prepared`, kept with the pages); a
+    # frame only adds the row's background: each key redraws a screen of rows.
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         base = self.rich_style
         if y == 0:
             style = base + self.get_component_rich_style("paged-table--header")
-            return self._strip(self._header(), style, width)
+            header = [self._cell(Text(c.label), c.width) for c in self.columns]
+            return self._strip(header, style, width)
         index = round(self.scroll_y) + y - 1
-        row = self.row(index)
-        if row is None:
+        cells = self._prepared(index)
+        if cells is None:
             return Strip.blank(width, base)
         style = base
         if index % 2:
             style += self.get_component_rich_style("paged-table--odd")
         if index == self.cursor:
             style += self.get_component_rich_style("paged-table--cursor")
-        return self._strip(self._line(row), style, width)
+        return self._strip(cells, style, width)
 
-    def _header(self) -> Text:
-        return Text().join(self._cell(Text(c.label), c.width) for c in self.columns)
-
-    def _line(self, row: Row) -> Text:
-        key, cells = self._key(row), self._cells(row)
-        parts = []
-        for column in self.columns:
-            value = self._changed.get((key, column.key), cells.get(column.key, ""))
-            parts.append(self._cell(value, column.width))
-        return Text().join(parts)
+    def _prepared(self, index: int) -> list[tuple[str, Style | None]] | None:
+        """The `index`-th row's cells, each cut to its column, with its own style."""
+        row = self.row(index)
+        if row is None:
+            return None
+        key = self._key(row)
+        found = self._lines.get(index)
+        if found is not None and found[0] == key:
+            return found[1]
+        values = self._cells(row)
+        cells = [
+            self._cell(self._changed.get((key, c.key), values.get(c.key, "")), c.width)
+            for c in self.columns
+        ]
+        self._lines[index] = (key, cells)
+        while len(self._lines) > KEPT_PAGES * PAGE:
+            self._lines.popitem(last=False)
+        return cells
 
     @staticmethod
-    def _cell(value: Text | str, width: int) -> Text:
-        text = value.copy() if isinstance(value, Text) else Text(value)
-        text.truncate(width, overflow="ellipsis", pad=True)
-        return Text(" ") + text + Text(" ")
+    def _cell(value: Text | str, width: int) -> tuple[str, Style | None]:
+        """A cell's text cut (with …) or padded to `width`, a space either side."""
+        if isinstance(value, Text):
+            text, style = value.plain, value.style or None
+            if isinstance(style, str):
+                style = Style.parse(style)
+        else:
+            text, style = value, None
+        # Measured only as far as can show (a cell may hold a whole question).
+        cut = len(text) > 4 * width
+        text = text[: 4 * width]
+        if cut or cell_len(text) > width:
+            text = set_cell_size(text, width - 1) + "…"
+        return f" {set_cell_size(text, width)} ", style
 
-    def _strip(self, text: Text, style: Style, width: int) -> Strip:
-        segments = list(text.render(self.app.console))
-        line = Strip(Segment.apply_style(segments, style), text.cell_len)
+    def _strip(self, cells: list[tuple[str, Style | None]], style: Style, width: int) -> Strip:
+        segments = [Segment(text, style + own if own else style) for text, own in cells]
+        line = Strip(segments, self.width_needed)
         x = round(self.scroll_x)
-        return line.crop(x, x + width).extend_cell_length(width, style)
+        if x or width < self.width_needed:
+            line = line.crop(x, x + width)
+        return line.extend_cell_length(width, style)
