@@ -9,8 +9,9 @@
   `end`/`home` and 20 `pagedown`s (the last run is checked to be the one under the
   cursor after `end`). Baselines, measured in the same run: reading every run's row from
   SQLite (`list_runs(limit=None)`: what a list holding all of them would read first),
-  reading what the screen reads to open (the count and one page), and the app opening
-  its Solve screen.
+  reading what the screen reads to open (the count and one page), the app opening
+  its Solve screen, and the same Runs screen open and scroll with 100 runs (what a
+  virtual list should cost at any size: Textual drawing a screen per key).
 
 Goals: final status under 2 s; Runs screen open and scroll under 0.5 s.
 Prints a table, then one JSON object (the figures) as its last line.
@@ -178,6 +179,14 @@ def main() -> None:
     start = time.perf_counter()
     asyncio.run(app_open_s())
     figures["app_open_baseline_s"] = time.perf_counter() - start
+    small = home / "small"
+    small.mkdir()
+    fill_index(small / "runs.db", 100)
+    os.environ["CONDUCTOR_HOME"] = str(small)
+    opened, scrolled, _, _ = asyncio.run(runs_screen_s())
+    figures["runs_screen_open_100_runs_baseline_s"] = opened
+    figures["runs_screen_scroll_100_runs_baseline_s"] = scrolled
+    os.environ["CONDUCTOR_HOME"] = str(home)
     opened, scrolled, shown, reached = asyncio.run(runs_screen_s())
     figures["runs_screen_open_s"] = opened
     figures["runs_screen_scroll_s"] = scrolled
@@ -185,9 +194,9 @@ def main() -> None:
     figures["runs_in_list"] = shown
     figures["last_run_reached"] = float(reached)
 
-    print(f"{'measure':36} {'value':>10}")
+    print(f"{'measure':40} {'value':>10}")
     for name, value in figures.items():
-        print(f"{name:36} {value:10.3f}")
+        print(f"{name:40} {value:10.3f}")
     print(json.dumps({k: round(v, 4) for k, v in figures.items()}))
 
 
