@@ -235,11 +235,11 @@ class RunsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.index = RunIndex()
-        self._fill_filters()
-        self.refresh_rows()
         self.query_one("#runs", PagedTable).focus()
 
     def on_screen_resume(self) -> None:
+        """Read runs.db when the screen is first shown and each time it is shown again
+        (a run may have ended, or been imported, meanwhile)."""
         if self.index is not None:
             self._fill_filters()
             self.refresh_rows(keep_cursor=True)
