@@ -8,7 +8,6 @@ as it was and `ConfigError` says why.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tomllib
@@ -30,7 +29,7 @@ def save_setting(name: str, value: str) -> Path:
     path = config_path()
     before = path.read_text(encoding="utf-8") if path.exists() else None
     lines = (before or "").splitlines()
-    line = f"{name} = {json.dumps(value, ensure_ascii=False)}"  # a TOML basic string
+    line = f"{name} = {toml_string(value)}"
     own = re.compile(rf"^\s*{re.escape(name)}\s*=")
     top = next((i for i, text in enumerate(lines) if _TABLE.match(text)), len(lines))
     at = next((i for i in range(top) if own.match(lines[i])), None)
@@ -50,6 +49,34 @@ def save_setting(name: str, value: str) -> Path:
             _write(path, before)
         raise ConfigError(f"{path} was left as it was: {exc}") from None
     return path
+
+
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+}
+
+
+def toml_string(value: str) -> str:
+    """`value` as a TOML basic string: quotes, backslashes and control characters
+    escaped (TOML allows none of them bare, DEL included)."""
+    out = []
+    for char in value:
+        code = ord(char)
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04X}")
+        elif 0xD800 <= code <= 0xDFFF:
+            raise ConfigError(f"{value!r} holds a lone surrogate, which no config file can")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def _write(path: Path, text: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import socket
 import tomllib
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -162,14 +161,3 @@ def test_a_typed_name_and_url_make_a_spec_the_models_read_back(name: str, url: s
         assert "unknown model" in str(exc) or "after @" in str(exc), exc
         return
     assert chosen.base_url == url.strip().rstrip("/")
-
-
-def test_the_saved_file_is_kept_when_it_cannot_take_the_line(tmp_path: Path) -> None:
-    from conductor.config.saving import save_setting
-    from conductor_kernel.errors import ConfigError
-
-    original = 'model = """\ndemo\n"""\n'  # a multi-line string: not edited line-wise
-    config_path().write_text(original)
-    with pytest.raises(ConfigError, match="left as it was"):
-        save_setting("model", "openai:x")
-    assert config_path().read_text() == original
