@@ -191,9 +191,14 @@ class PagedTable(ScrollView, can_focus=True):
         return max(1, self.scrollable_content_region.height - 1)  # less the header
 
     def move_cursor(self, to: int) -> None:
+        before, top = self.cursor, round(self.scroll_y)
         self.cursor = max(0, min(to, self.row_count - 1))
         self._keep_cursor_in_view()
-        self.refresh()
+        if round(self.scroll_y) == top:  # only the two rows changed (row i is line i + 1)
+            self.refresh_line(before + 1)
+            self.refresh_line(self.cursor + 1)
+        else:
+            self.refresh()
 
     def _keep_cursor_in_view(self) -> None:
         top = round(self.scroll_y)
