@@ -82,7 +82,7 @@ def _account(finished: RunFinished, events: list[Event]) -> str:
     return (
         f"{finished.status} after {finished.rounds} rounds; "
         f"{finished.expert_calls} expert calls ({consulted or 'none'}), "
-        f"{finished.sandbox_runs} programs run; "
+        f"{finished.sandbox_runs} program{'' if finished.sandbox_runs == 1 else 's'} run; "
         f"{used.input_tokens + used.output_tokens} tokens, ${used.cost_usd:.4f}; "
         f"{finished.duration_s:.1f} s"
     )
