@@ -36,16 +36,18 @@ WORDS = [
 # The demo sorts words with Python off: no sandbox and no key are needed.
 ARGS = ["--task", "word_sorting", "--model", "demo", "--no-python", "--no-recall", "--no-learn"]
 
-# Holds runs.db in an exclusive transaction: for `hold` seconds, or (hold < 0) until a
-# line comes on stdin. "locked" is printed once the lock is held.
+# Holds runs.db in an exclusive transaction, printing "locked" once it holds it. With a
+# folder named, it lets go 1 s after a transcript appears under it (a run has started,
+# so the batch is waiting on the lock); else when a line comes on stdin.
 HOLDER = """
-import sqlite3, sys, time
+import glob, sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
 conn.execute("BEGIN EXCLUSIVE")
 print("locked", flush=True)
-hold = float(sys.argv[2])
-if hold >= 0:
-    time.sleep(hold)
+if sys.argv[2]:
+    while not glob.glob(sys.argv[2] + "/batches/*/runs/*.jsonl"):
+        time.sleep(0.05)
+    time.sleep(1.0)
 else:
     sys.stdin.readline()
 conn.execute("COMMIT")
@@ -63,10 +65,11 @@ def word_tasks(path: Path) -> Path:
 
 
 @contextmanager
-def runs_db_held(path: Path, hold_s: float) -> Iterator[subprocess.Popen[str]]:
-    """Another process holding runs.db locked; released on leaving at the latest."""
+def runs_db_held(path: Path, until_run_in: Path | None) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding runs.db locked: until a run has started under the home
+    `until_run_in` (and 1 s more), or else until leaving."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(path), str(hold_s)],
+        [sys.executable, "-c", HOLDER, str(path), str(until_run_in or "")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -96,7 +99,8 @@ def indexed(db: Path) -> set[str]:
     return {str(row["run_id"]) for row in RunIndex(db).list_runs(limit=None)}
 
 
-@pytest.mark.parametrize("held", ["short", "long"])
+# The long hold runs a second session (--retry-errors): the full tier.
+@pytest.mark.parametrize("held", ["short", pytest.param("long", marks=pytest.mark.slow)])
 def test_a_locked_runs_db_never_changes_a_grade_and_reindex_restores_every_run(
     held: str,
     tmp_path: Path,
@@ -108,14 +112,15 @@ def test_a_locked_runs_db_never_changes_a_grade_and_reindex_restores_every_run(
     db = isolated_home / "runs.db"
     RunIndex(db).close()  # runs.db exists and is migrated: the holder only locks it
     if held == "short":
-        # Held 2 s, well under the write wait (kept at 120 s so a bug fails, not hangs).
+        # Held until a run is waiting on it, and 1 s more: well under the write wait
+        # (kept at 120 s, so that a bug fails rather than hangs).
         monkeypatch.setattr("record.migrations.WRITE_WAIT_S", 120.0)
-        hold_s = 2.0
+        until: Path | None = isolated_home
     else:
         # Held until the batch has ended: far beyond the write wait.
         monkeypatch.setattr("record.migrations.WRITE_WAIT_S", 1.0)
-        hold_s = -1.0
-    with runs_db_held(db, hold_s):
+        until = None
+    with runs_db_held(db, until):
         code, report, err = batch([str(tasks), *ARGS, "--concurrency", "3"], capsys)
     assert "Traceback" not in err
     folder = batch_folder(isolated_home)
