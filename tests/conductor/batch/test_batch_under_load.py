@@ -107,6 +107,13 @@ def test_the_demo_batch_grades_alike_at_concurrency_8_on_a_loaded_machine(
         loaded, loaded_final = run_batch(tmp_path / "c8", tasks, sandbox, 8, monkeypatch, capsys)
         assert all(b.poll() is None for b in burners)  # the load lasted the whole batch
 
+    with capsys.disabled():  # seen with -s: what each run measured
+        for name, report in (("concurrency 1", quiet), ("concurrency 8, loaded", loaded)):
+            accuracy = report["accuracy"]
+            print(
+                f"\n{name}: {accuracy['correct']}/{accuracy['scored']} correct, errors by "
+                f"cause {report['errors_by_cause']}, item seconds {report['item_seconds']}"
+            )
     assert set(quiet_final) == set(loaded_final)
     # Python was on and its cells really ran in the sandbox.
     assert all(r["sandbox_runs"] >= 1 for r in quiet_final.values() if r["status"] != "error")
