@@ -3,8 +3,9 @@
 runs.db is an index derived from the transcripts, which are the record. So a lock on it
 never changes a grade: held for less than the write wait (`WRITE_WAIT_S`), the batch
 waits and indexes every run as it goes; held beyond it, the runs whose entries could
-not be written end `error` with cause `storage`, are left out of accuracy, and
-`--retry-errors` runs exactly them again. Either way `conductor runs reindex` afterwards
+not be written end `error` with cause `storage` and are left out of accuracy; only the
+first write waits the whole time, five such errors in a row stop the batch with what to
+do, and `--retry-errors` runs exactly them (and what the stop left) again. Either way `conductor runs reindex` afterwards
 restores every run from its transcript, nothing recorded is lost, and no traceback is
 printed. The lock is real: a second Python process holds `BEGIN EXCLUSIVE` on the file.
 """
