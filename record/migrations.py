@@ -293,6 +293,7 @@ def write_transaction(
     busy_error: type[DatabaseError] = DatabaseError,
     give_up: Callable[[], bool] | None = None,
     hint: str = "close it and run again",
+    wait_s: float | None = None,
 ) -> T:
     """Run `fn(conn)` in one BEGIN IMMEDIATE transaction, retrying while others write.
 
@@ -301,9 +302,11 @@ def write_transaction(
     `conn` must be in autocommit mode (`isolation_level = None`). Anything `fn` raises
     rolls the transaction back; a busy error inside it is retried like a busy BEGIN.
     The wait is cut in slices (a signal is handled between them); it ends with
-    `busy_error` after WRITE_WAIT_S, or as soon as `give_up()` says so.
+    `busy_error` after `wait_s` (default WRITE_WAIT_S; 0: one slice), or as soon as
+    `give_up()` says so.
     """
-    deadline = time.monotonic() + WRITE_WAIT_S
+    wait_s = WRITE_WAIT_S if wait_s is None else wait_s
+    deadline = time.monotonic() + wait_s
     delay = 0.01
     while True:
         with lock, _busy_timeout(conn, BUSY_SLICE_MS):
@@ -326,7 +329,13 @@ def write_transaction(
                     log.debug("%s busy inside a write: %s", path.name, exc)
         stopped = give_up is not None and give_up()
         if stopped or time.monotonic() >= deadline:
-            waited = "not waiting: the run was stopped" if stopped else f"{WRITE_WAIT_S:g} s"
+            waited = (
+                "not waiting: the run was stopped"
+                if stopped
+                else f"{wait_s:g} s"
+                if wait_s > 0
+                else "tried once, not waiting"
+            )
             raise busy_error(
                 f"{path} is locked by another program, which may hold it open in a "
                 f"transaction ({waited}); {hint}."

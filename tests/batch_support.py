@@ -103,3 +103,16 @@ def plan_for(tmp_path: Path, count: int, scorer: str = "exact") -> BatchPlan:
         return score(scorer, answer, item, output=output or None).to_dict()
 
     return BatchPlan(tmp_path / "batch", "t-0123456789ab", "t", items, lambda i: i.input, score_one)
+
+
+def real_sandbox() -> str:
+    """A real sandbox backend for a batch's cells: bubblewrap (fast), else Docker; skips
+    without either (fails under CONDUCTOR_REQUIRE_DOCKER=1)."""
+    from sandbox.registry import probe
+    from support import skip_or_fail
+
+    for name in ("bwrap", "docker"):
+        if probe(name) is None:
+            return name
+    skip_or_fail("no sandbox (bwrap or docker) for the batch", "CONDUCTOR_REQUIRE_DOCKER")
+    return ""

@@ -54,15 +54,17 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(key, raising=False)
     for key in list(os.environ):
-        if key.startswith("CONDUCTOR_") and key not in (
-            "CONDUCTOR_HOME",
-            "CONDUCTOR_CONFIG",
-            "CONDUCTOR_REQUIRE_DOCKER",
-            "CONDUCTOR_REQUIRE_SHARED",
-            "CONDUCTOR_SHARED_DIR",
-            "CONDUCTOR_SANDBOX_CACHE",
-            "CONDUCTOR_REQUIRE_TMUX",
-            "CONDUCTOR_REQUIRE_RAY",
+        # What the test run requires (CONDUCTOR_REQUIRE_*) stays: a missing peer fails.
+        if (
+            key.startswith("CONDUCTOR_")
+            and not key.startswith("CONDUCTOR_REQUIRE_")
+            and key
+            not in (
+                "CONDUCTOR_HOME",
+                "CONDUCTOR_CONFIG",
+                "CONDUCTOR_SHARED_DIR",
+                "CONDUCTOR_SANDBOX_CACHE",
+            )
         ):
             monkeypatch.delenv(key, raising=False)
     return home

@@ -93,6 +93,12 @@ BUSY_HINT = (
     "a run left marked running) brings runs.db up to date once the other program is done"
 )
 
+LOCKED_OUT_HINT = "it stayed locked through a whole wait a moment ago; " + BUSY_HINT
+
+
+class RunsLocked(DatabaseError):
+    """runs.db stayed locked by another program for the whole wait of a write."""
+
 
 def _never() -> bool:
     return False
@@ -122,6 +128,8 @@ class RunIndex:
         # Whether a write should stop waiting for a lock another program holds (the
         # session sets it: once its run is stopped, runs.db catches up later).
         self.give_up: Callable[[], bool] = _never
+        # Whether the last write waited in vain for another program's lock (see write).
+        self._locked_out = False
 
     def _open(self) -> None:
         with creation_lock(self.path):
@@ -137,19 +145,34 @@ class RunIndex:
     # -- writing ------------------------------------------------------------------------
     def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in one immediate transaction, retrying while others write
-        (inside `all_at_once`, in its transaction)."""
+        (inside `all_at_once`, in its transaction).
+
+        Once a write has waited the whole WRITE_WAIT_S for another program's lock in
+        vain, the next ones try once each until one gets through: a run writes several
+        events, a batch's runs share one index, and waiting the whole time again for
+        every event held a batch for hours behind a lock that was still there.
+        """
         if getattr(self._writing, "at_once", False):
             return fn(self.conn)
         self._follow_the_file()
-        return write_transaction(
-            self.conn,
-            self._lock,
-            fn,
-            path=Path(self.path),
-            busy_error=DatabaseError,
-            give_up=self.give_up,
-            hint=BUSY_HINT,
-        )
+        locked_out = self._locked_out
+        try:
+            result = write_transaction(
+                self.conn,
+                self._lock,
+                fn,
+                path=Path(self.path),
+                busy_error=RunsLocked,
+                give_up=self.give_up,
+                hint=LOCKED_OUT_HINT if locked_out else BUSY_HINT,
+                wait_s=0.0 if locked_out else None,
+            )
+        except RunsLocked:
+            if not self.give_up():  # waited in vain, not stopped
+                self._locked_out = True
+            raise
+        self._locked_out = False
+        return result
 
     def all_at_once(self, work: Callable[[], T]) -> T:
         """Run `work`, whose writes (`handle`, `record_*`) go into one transaction:

@@ -193,9 +193,14 @@ def exit_code(outcome: SessionOutcome, report: dict[str, Any]) -> int:
     if outcome.user_interrupt:
         raise KeyboardInterrupt
     if outcome.stopped:
+        errors = report.get("failures", {}).get("error", 0)
+        # Items that ended in a system error are finished too: only --retry-errors
+        # runs them again, and the message must say so.
+        again = f" (add --retry-errors to run the {errors} that ended `error` again)"
         raise BatchStopped(
             f"batch stopped: {outcome.stopped}. Fix that, then re-run the same command: "
-            f"the {report['items']['finished']} finished items are kept and skipped."
+            f"the {report['items']['finished']} finished items are kept and skipped"
+            f"{again if errors else ''}."
         )
     if report["items"]["remaining"]:
         return 1

@@ -70,4 +70,42 @@ def create_server(settings: Settings | None = None) -> MCPServer:
     async def run_show(run: str) -> dict[str, Any]:
         return await _off_loop(lambda: tools.run_show(run))
 
+    # Resources: what an agent may read into its context without calling a tool.
+    @server.resource(
+        "conductor://runs",
+        name="runs",
+        description="The newest recorded runs: status, right or wrong, findings, question.",
+        mime_type="application/json",
+    )
+    async def runs() -> dict[str, Any]:
+        return await _off_loop(tools.runs_listing)
+
+    @server.resource(
+        "conductor://runs/{run_id}",
+        name="run",
+        description="One recorded run as Markdown: the question, every turn and call, the answer.",
+        mime_type="text/markdown",
+    )
+    async def run(run_id: str) -> str:
+        shown = await _off_loop(lambda: tools.run_show(run_id))
+        return str(shown["markdown"])
+
+    @server.resource(
+        "conductor://notes",
+        name="notes",
+        description="The notebook's newest notes with their verification and trust.",
+        mime_type="application/json",
+    )
+    async def notes() -> dict[str, Any]:
+        return await _off_loop(lambda: tools.notes_listing(notebook=notebook))
+
+    @server.resource(
+        "conductor://notes/{note_id}",
+        name="note",
+        description="One note whole: its text, code, answer and the run it came from.",
+        mime_type="application/json",
+    )
+    async def note(note_id: str) -> dict[str, Any]:
+        return await _off_loop(lambda: tools.note_show(note_id, notebook=notebook))
+
     return server

@@ -82,7 +82,7 @@ def _account(finished: RunFinished, events: list[Event]) -> str:
     return (
         f"{finished.status} after {finished.rounds} rounds; "
         f"{finished.expert_calls} expert calls ({consulted or 'none'}), "
-        f"{finished.sandbox_runs} programs run; "
+        f"{finished.sandbox_runs} program{'' if finished.sandbox_runs == 1 else 's'} run; "
         f"{used.input_tokens + used.output_tokens} tokens, ${used.cost_usd:.4f}; "
         f"{finished.duration_s:.1f} s"
     )
@@ -158,6 +158,91 @@ def run_show(run: str) -> dict[str, Any]:
         "status": record["status"],
         "markdown": to_markdown(outline(transcript.events)),
     }
+
+
+# -- what the resources read (read-only views of the runs index and the notebook) ------
+
+LISTED = 100  # entries a listing resource holds: the newest
+
+
+def runs_listing(*, limit: int = LISTED) -> dict[str, Any]:
+    """The newest recorded runs, one line of facts each (`run_show` has the whole run)."""
+    from transcripts.index import RunIndex
+
+    verdicts = {1: "right", 0: "wrong", None: "not scored"}
+    return {
+        "runs": [
+            {
+                "run_id": run["run_id"],
+                "uri": f"conductor://runs/{run['run_id']}",
+                "status": run["status"],
+                "verdict": verdicts.get(run["correct"], "not scored"),
+                "findings": (run["findings"] or "").split(),
+                "task": run["task"],
+                "method": run["method"],
+                "model": run["model"],
+                "started_at": run["started_at"],
+                "question": _clipped(run["question"]),
+            }
+            for run in RunIndex().list_runs(limit=limit)
+        ]
+    }
+
+
+def notes_listing(*, limit: int = LISTED, notebook: str | None = None) -> dict[str, Any]:
+    """The notebook's newest active notes, each with its verification and trust."""
+    from conductor.session.notebook_hooks import open_notebook
+    from lessons.storage.queries import recent_notes
+
+    book = open_notebook(_notebook(notebook), read_only=True)
+    try:
+        return {
+            "notes": [
+                {**_note_facts(note), "uri": f"conductor://notes/{note['id']}"}
+                for note in recent_notes(book, limit=limit)
+            ]
+        }
+    finally:
+        book.close()
+
+
+def note_show(ref: str, *, notebook: str | None = None) -> dict[str, Any]:
+    """One note (id or unique id prefix) whole: its text, code, answer and where it came from."""
+    from conductor.session.notebook_hooks import open_notebook
+    from lessons.storage.queries import lookup_note
+
+    book = open_notebook(_notebook(notebook), read_only=True)
+    try:
+        note = lookup_note(book, ref)
+    finally:
+        book.close()
+    if note is None:
+        raise UserFacingError(
+            f"no note matches {ref!r}; the resource conductor://notes lists note ids"
+        )
+    return {
+        **_note_facts(note),
+        "code": note.get("code") or "",
+        "answer": note.get("answer"),
+        "source_question": note.get("source_question"),
+    }
+
+
+def _note_facts(note: Any) -> dict[str, Any]:
+    from lessons.read.candidates import trust
+
+    return {
+        "id": note["id"],
+        "kind": note["kind"],
+        "text": note.get("text") or note.get("key"),
+        "verification": note.get("verification"),
+        "trust": round(trust(note), 3),
+        "source_run": note.get("source_run"),
+    }
+
+
+def _clipped(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _notebook(path: str | None) -> str | None:

@@ -118,6 +118,12 @@ def score(
     module = scorer_module(name)
     if module.NEEDS_TARGET and item.target is None:
         return ScoreResult(False, "no target: not scored", None, scored=False)
+    # A checker that cannot read the item (a puzzle asked in a form it does not know)
+    # leaves it unscored: judging anyway would count a right answer wrong.
+    unreadable = getattr(module, "unreadable", None)
+    reason = unreadable(item) if unreadable is not None else None
+    if reason:
+        return ScoreResult(False, f"not scored: {reason}", None, scored=False)
     env = ScoringEnv(sandbox=sandbox, timeout_s=timeout_s)
     if answer is None:
         verdict = Verdict(False, "no final answer")

@@ -33,8 +33,31 @@ class _Rejected(Exception):
     """The expression breaks a rule; the message says which."""
 
 
-def given_numbers(puzzle: str) -> list[int]:
-    return [int(n) for n in re.findall(r"\d+", puzzle)]
+_BARE_PUZZLE = re.compile(r"\s*\d+(?:\s+\d+){3}\s*")
+
+
+def puzzle_numbers(puzzle: str) -> list[int] | None:
+    """The four numbers of a puzzle given as they are ("4 5 6 10", the task file's form)
+    or asked as a Game of 24 question ("Use 4 5 6 10 to make 24"); None for anything
+    else, which this checker cannot judge (the 24 of the goal is never a given number)."""
+    if _BARE_PUZZLE.fullmatch(puzzle):
+        return [int(n) for n in puzzle.split()]
+    from conductor.scoring.recognise import recognise
+
+    asked = recognise(puzzle)
+    if asked is None or asked.task != "GameOf24":
+        return None
+    return [int(n) for n in asked.task_input.split()]
+
+
+def unreadable(item: TaskItem) -> str | None:
+    """Why this checker cannot judge answers to `item`, or None when it can."""
+    if puzzle_numbers(item.input) is None:
+        return (
+            "the item's input is not a Game of 24 puzzle this checker can read: give the "
+            'four numbers ("4 5 6 10") or ask "Use 4 5 6 10 to make 24"'
+        )
+    return None
 
 
 def _expression_text(answer: str) -> str:
@@ -87,7 +110,10 @@ def ours(answer: str, item: TaskItem, env: ScoringEnv) -> Verdict:
     expression = _expression_text(answer)
     if not expression:
         return Verdict(False, "empty expression")
-    return check_expression(expression, given_numbers(item.input))
+    numbers = puzzle_numbers(item.input)
+    if numbers is None:
+        return Verdict(False, unreadable(item) or "not a puzzle")
+    return check_expression(expression, numbers)
 
 
 # --- the paper's rule -------------------------------------------------------------
@@ -155,4 +181,6 @@ def paper_rule(answer: str, puzzle: str) -> bool:
 
 
 def paper(output: str, item: TaskItem, env: ScoringEnv) -> bool:
-    return paper_rule(paper_answer(output), item.input)
+    numbers = puzzle_numbers(item.input)
+    puzzle = item.input if numbers is None else " ".join(map(str, numbers))
+    return paper_rule(paper_answer(output), puzzle)

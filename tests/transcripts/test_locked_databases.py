@@ -26,7 +26,7 @@ from experts.scripted import ScriptedModel
 from lessons.storage.store import Notebook
 from record.migrations import DatabaseError
 from record.reader import read_transcript
-from transcripts.index import RunIndex
+from transcripts.index import RunIndex, RunsLocked
 
 # Only a hang waits this long; the lock is let go then, whatever happened.
 HANG_S = 60.0
@@ -201,3 +201,44 @@ def test_a_database_that_is_up_to_date_opens_while_another_program_holds_it(
             assert conn.execute("select count(*) from notes").fetchone() == (0,)
         book.close()
     assert not released.is_set(), "opening waited for the lock"
+
+
+def test_after_a_write_waited_in_vain_the_next_ones_try_once_until_one_gets_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A batch's runs share one index and write several events each: waiting the whole
+    # time again for every event held a batch for hours behind a lock still there.
+    monkeypatch.setattr("record.migrations.WRITE_WAIT_S", 0.5)
+    index = RunIndex(tmp_path / "runs.db")
+    begins: list[str] = []
+    index.conn.set_trace_callback(lambda sql: begins.append(sql) if "BEGIN" in sql else None)
+    other = sqlite3.connect(tmp_path / "runs.db", isolation_level=None)  # another program
+
+    def attempts() -> tuple[int, str]:
+        """How many times a write tried to begin, and what it said when refused."""
+        begins.clear()
+        try:
+            index.write(lambda c: c.execute("update runs set status = status"))
+        except RunsLocked as exc:
+            return len(begins), str(exc)
+        return len(begins), ""
+
+    try:
+        other.execute("BEGIN EXCLUSIVE")
+        tries, message = attempts()
+        assert tries > 1 and "(0.5 s)" in message  # retried for the whole wait
+        for _ in range(3):
+            tries, message = attempts()
+            assert tries == 1 and "tried once, not waiting" in message  # still locked
+            assert "reindex" in message
+        other.execute("ROLLBACK")
+        assert attempts() == (1, "")  # the lock let go: the write gets through
+
+        other.execute("BEGIN EXCLUSIVE")
+        tries, message = attempts()
+        assert tries > 1 and "(0.5 s)" in message  # a new lock is waited for again
+    finally:
+        if other.in_transaction:
+            other.execute("ROLLBACK")
+        other.close()
+        index.close()

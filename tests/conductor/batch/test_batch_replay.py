@@ -8,21 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from batch_support import batch_folder, results, run_cli
+from batch_support import batch_folder, real_sandbox, results, run_cli
 
 from conductor.cli import main
-
-
-def replay_sandbox() -> str:
-    """A real sandbox for the replayed code: bubblewrap (fast), else Docker."""
-    from sandbox.registry import probe
-    from support import skip_or_fail
-
-    for name in ("bwrap", "docker"):
-        if probe(name) is None:
-            return name
-    skip_or_fail("no sandbox (bwrap or docker) for the replay", "CONDUCTOR_REQUIRE_DOCKER")
-    return ""
 
 
 @pytest.mark.slow
@@ -35,7 +23,7 @@ def test_a_replayed_batch_gives_the_answers_of_replay_and_the_accuracy_of_score(
     from sandbox.registry import open_sandbox
 
     path = shared_dir / "transcripts" / "with-python" / "GameOf24.jsonl"  # 100 records
-    name = replay_sandbox()
+    name = real_sandbox()
     code, out, _ = run_cli([str(path), "--replay", "--sandbox", name, "--json"], capsys)
     report = json.loads(out)
     assert code == 0 and report["items"]["finished"] == 100

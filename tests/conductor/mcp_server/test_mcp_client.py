@@ -98,6 +98,42 @@ def test_every_tool_over_stdio(isolated_home: Path) -> None:
     assert {n["id"] for n in learned} <= {n["id"] for n in found["notes"]}
 
 
+def test_runs_and_notes_are_resources_a_client_can_read(isolated_home: Path) -> None:
+    async def read() -> tuple[set[str], set[str], dict, str, dict, dict]:
+        async with connected() as session:
+            solved = payload(
+                await session.call_tool("solve", {"question": "Use 2 3 4 6 to make 24"})
+            )
+            run_id = solved["run_id"]
+            static = {str(r.uri) for r in (await session.list_resources()).resources}
+            templates = {
+                t.uri_template for t in (await session.list_resource_templates()).resource_templates
+            }
+
+            async def text(uri: str) -> str:
+                contents = (await session.read_resource(uri)).contents
+                return "".join(getattr(part, "text", "") for part in contents)
+
+            runs = json.loads(await text("conductor://runs"))
+            markdown = await text(f"conductor://runs/{run_id}")
+            notes = json.loads(await text("conductor://notes"))
+            first = notes["notes"][0]["id"] if notes["notes"] else "none"
+            note = json.loads(await text(f"conductor://notes/{first}"))
+            return static, templates, {"run_id": run_id, **runs}, markdown, notes, note
+
+    static, templates, runs, markdown, notes, note = anyio.run(read)
+    assert static == {"conductor://runs", "conductor://notes"}
+    assert templates == {"conductor://runs/{run_id}", "conductor://notes/{note_id}"}
+    listed = {run["run_id"]: run for run in runs["runs"]}
+    record = RunIndex().get(runs["run_id"])
+    assert record is not None and runs["run_id"] in listed
+    assert listed[runs["run_id"]]["status"] == record["status"]
+    assert "Use 2 3 4 6 to make 24" in markdown and str(record["final_answer"]) in markdown
+    # The run was learned from; its notes are listed, and one reads whole by its uri.
+    assert any(n["source_run"] == runs["run_id"] for n in notes["notes"])
+    assert note["id"] == notes["notes"][0]["id"] and "code" in note and note["verification"]
+
+
 def test_a_bad_call_is_an_error_the_client_sees(isolated_home: Path) -> None:
     async def call() -> object:
         async with connected() as session:

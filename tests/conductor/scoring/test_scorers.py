@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conductor.scoring import UnknownScorerError, score
+from conductor.scoring import UnknownScorerError, game24, score
 from conductor.scoring.numbers import find_numbers, parse_number
 from conductor.tasks.files import TaskItem, read_task_file
 
@@ -131,8 +131,10 @@ def test_game24_paper_rule_quirks() -> None:
     assert not ours("GameOf24", "the answer is 6*5-10+4", puzzle)
     # ... but a word containing "is" before the expression cut it away.
     assert paper("GameOf24", "this gives 6*5-10+4", puzzle) is False
-    # ... and so does the extra unary minus ours refuses, since eval() accepts it.
-    assert paper("GameOf24", "-(4 - 5) * 6 * 10 / 10 * 4", item("4 5 6 10 10 4")) is True
+    # ... and so does the extra unary minus ours refuses, since eval() accepts it (on six
+    # numbers: an item that is not a four-number puzzle is not scored at all, so the rule
+    # is asked directly).
+    assert game24.paper_rule("-(4 - 5) * 6 * 10 / 10 * 4", "4 5 6 10 10 4") is True
     assert paper("GameOf24", "4 + 5 + 6 + 10", puzzle) is False
     # Its harness opener needed a newline before the quotes; without, the whole turn.
     raw = '>> FINAL ANSWER: """6*5-10+4"""'
