@@ -66,8 +66,10 @@ def test_a_new_users_first_minutes(tmp_path: Path, size: tuple[int, int]) -> Non
             env[name] = os.environ[name]
     batch_file = tmp_path / "word_sorting.jsonl"
     batch_file.write_text(
-        '{"input": "Sort the following words alphabetically: List: pear apple fig"}\n'
-        '{"input": "Sort the following words alphabetically: List: b2 a1 it&t"}\n'
+        '{"input": "Sort the following words alphabetically: List: pear apple fig", '
+        '"target": "apple fig pear"}\n'
+        '{"input": "Sort the following words alphabetically: List: b2 a1 it&t", '
+        '"target": "a1 b2 it&t"}\n'
     )
     term = Terminal("make run", cwd=REPO, env=env, size=size)
     user = User(term)
