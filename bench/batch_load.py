@@ -5,9 +5,10 @@ GameOf24 task file in a subprocess with a fresh CONDUCTOR_HOME, at concurrency 8
 and 64 on each sandbox backend this machine has. For each row: items a minute, the
 most sandboxes alive at once (Docker: the batch's containers, by label; bubblewrap: its
 `bwrap` processes), the peak RSS of the batch's process tree (sampled from /proc), and
-how long the process took to exit after a SIGINT sent once its first item finished.
-A trivial baseline (the same batch without code, `--no-python`) is measured beside it
-in the same run.
+how long the process took to exit after a SIGINT sent once its first item finished,
+and after one sent during warm-up (as soon as its first sandbox is alive, before any
+item finished). A trivial baseline (the same batch without code, `--no-python`) is
+measured beside it in the same run.
 
 Goals: throughput at 64 no worse than at 32; sandboxes alive at most the pool size
 (`--sandbox-cells`, else sized to the host); exit within 2 s of SIGINT.
@@ -30,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from conductor.batch.cells import host_cells
 
 CONDUCTOR = str(Path(sys.executable).with_name("conductor"))
 PUZZLES = ["1 2 3 4", "4 4 6 8", "2 3 5 12", "1 1 4 6", "3 3 8 8", "1 5 5 5", "2 2 6 6"]
@@ -90,22 +93,21 @@ def alive_sandboxes(backend: str, pids: list[int]) -> int:
 
         return sum(1 for pid in pids if comm(pid) == "bwrap" and comm(parent(pid)) != "bwrap")
     if backend == "docker":
+        # Only this batch's containers (sandbox/docker/sweeper.py labels each with its
+        # owner's pid): other programs on the machine may run sandboxes of their own.
         out = subprocess.run(
-            ["docker", "ps", "-q", "--filter", f"label=conductor.owner-pid={pids[0]}"],
+            ["docker", "ps", "-aq", "--filter", f"label=conductor.owner_pid={pids[0]}"],
             capture_output=True, text=True, timeout=30,
         ).stdout  # fmt: skip
-        if not out.strip():  # labels differ by version: fall back to the image label
-            out = subprocess.run(
-                ["docker", "ps", "-q", "--filter", "label=conductor.image"],
-                capture_output=True, text=True, timeout=30,
-            ).stdout  # fmt: skip
         return len(out.split())
     return 0
 
 
 def run_batch(
-    backend: str, concurrency: int, items: int, *, python: bool, interrupt: bool
+    backend: str, concurrency: int, items: int, *, python: bool, interrupt: str = ""
 ) -> dict[str, Any]:
+    """One batch; `interrupt` is "" (run to the end), "item" (SIGINT once an item has
+    finished) or "warmup" (SIGINT once a sandbox is alive and no item has finished)."""
     with tempfile.TemporaryDirectory(prefix="batch-load-") as tmp:
         folder = Path(tmp)
         config = folder / "config.toml"
@@ -130,12 +132,18 @@ def run_batch(
         while proc.poll() is None:
             pids = tree(proc.pid)
             peak_rss = max(peak_rss, rss_kib(pids))
-            if python:
-                peak_alive = max(peak_alive, alive_sandboxes(backend, pids))
-            if interrupt and sent_at is None and any(results.rglob("results.jsonl")):
-                proc.send_signal(signal.SIGINT)
-                sent_at = time.monotonic()
-            time.sleep(0.1)
+            alive = alive_sandboxes(backend, pids) if python else 0
+            peak_alive = max(peak_alive, alive)
+            if interrupt and sent_at is None:
+                finished = any(results.rglob("results.jsonl"))
+                if interrupt == "item":
+                    due = finished
+                else:  # warm-up: a sandbox up, nothing finished (no sandbox: 1 s in)
+                    due = not finished and (alive > 0 or (not python and ended_s(started) > 1))
+                if due:
+                    proc.send_signal(signal.SIGINT)
+                    sent_at = time.monotonic()
+            time.sleep(0.05)
         ended = time.monotonic()
         _out, err = proc.communicate()
         row: dict[str, Any] = {
@@ -149,11 +157,26 @@ def run_batch(
         }
         if interrupt:
             row["exit_after_sigint_s"] = round(ended - sent_at, 2) if sent_at else None
+            row["leftover_sandboxes"] = leftovers(backend, proc.pid) if python else 0
         else:
             row["items_per_min"] = round(items / (ended - started) * 60, 1)
             if proc.returncode not in (0, 1):
                 row["stderr"] = err.decode(errors="replace")[-300:]
         return row
+
+
+def ended_s(started: float) -> float:
+    return time.monotonic() - started
+
+
+def leftovers(backend: str, pid: int, wait_s: float = 15.0) -> int:
+    """Sandboxes of the exited batch still alive after `wait_s` (the reaper's job)."""
+    if backend != "docker":
+        return 0  # bubblewrap's die with their parent
+    deadline = time.monotonic() + wait_s
+    while (left := alive_sandboxes("docker", [pid])) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
 
 
 def backends_here(wanted: list[str]) -> list[str]:
@@ -176,19 +199,22 @@ def main() -> None:
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     rows = []
-    for backend in backends_here(args.backends.split(",")):
+    runs = [(b, True) for b in backends_here(args.backends.split(","))] + [("none", False)]
+    for backend, python in runs:  # "none": the trivial baseline, no sandbox at all
         for level in levels:
-            row = run_batch(backend, level, args.items, python=True, interrupt=False)
-            stop = run_batch(backend, level, args.items, python=True, interrupt=True)
-            row["exit_after_sigint_s"] = stop["exit_after_sigint_s"]
+            row = run_batch(backend, level, args.items, python=python)
+            row["pool_size"] = host_cells() if python else 0
+            for when, key in (("item", "exit_after_sigint_s"), ("warmup", "warmup_exit_s")):
+                stop = run_batch(backend, level, args.items, python=python, interrupt=when)
+                row[key] = stop["exit_after_sigint_s"]
+                row["alive_max"] = max(row["alive_max"], stop["alive_max"])
+                row["leftover_sandboxes"] = (
+                    row.get("leftover_sandboxes", 0) + (stop["leftover_sandboxes"])
+                )
             rows.append(row)
-    for level in levels:  # the trivial baseline: no sandbox at all
-        row = run_batch("none", level, args.items, python=False, interrupt=False)
-        stop = run_batch("none", level, args.items, python=False, interrupt=True)
-        row["exit_after_sigint_s"] = stop["exit_after_sigint_s"]
-        rows.append(row)
-    header = ("backend", "concurrency", "items_per_min", "alive_max", "peak_rss_mib",
-              "exit_after_sigint_s", "exit_code")  # fmt: skip
+    header = ("backend", "concurrency", "items_per_min", "pool_size", "alive_max",
+              "peak_rss_mib", "exit_after_sigint_s", "warmup_exit_s", "leftover_sandboxes",
+              "exit_code")  # fmt: skip
     print(" | ".join(header))
     for row in rows:
         print(" | ".join(str(row.get(key)) for key in header))
