@@ -47,12 +47,13 @@ def sandbox_opener(settings: Settings) -> tuple[str | None, Callable[[], Sandbox
     """Resolve the backend once (a clear error now, not once per item)."""
     if not settings.run.python:
         return None, lambda: None
-    from sandbox.registry import probe, resolve_name
+    from sandbox.registry import BACKENDS, probe, resolve_name
 
     name = resolve_name(settings.sandbox)
-    # Probed once here (bubblewrap's probe starts a sandbox of its own and is cached):
-    # else the first items' opens probe side by side, outside the pool's count.
-    probe(name)
+    if name in BACKENDS:
+        # Probed once here (bubblewrap's probe starts a sandbox of its own and is
+        # cached): else the first items' opens probe side by side, outside the pool.
+        probe(name)
     return name, lambda: open_started(name)
 
 
