@@ -14,6 +14,11 @@ Goals: throughput at 64 no worse than at 32; sandboxes alive at most the pool si
 (`--sandbox-cells`, else sized to the host); exit within 2 s of SIGINT.
 
     python bench/batch_load.py [--items 12] [--concurrency 8,32,64] [--backends docker,bwrap]
+        [--baseline-src DIR]
+
+With --baseline-src, the same measurements are made with the conductor whose sources
+are in DIR too (e.g. `git archive main | tar -x -C /tmp/base`), rows marked
+"baseline", so a change's numbers are printed beside the code it changes.
 
 Keep the default run short; prints a table, then one JSON object as its last line.
 """
@@ -21,6 +26,7 @@ Keep the default run short; prints a table, then one JSON object as its last lin
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -35,6 +41,12 @@ from typing import Any
 from conductor.batch.cells import host_cells
 
 CONDUCTOR = str(Path(sys.executable).with_name("conductor"))
+# Runs `conductor` from the sources in argv[1] instead of the installed (editable) ones.
+FROM_SOURCES = (
+    "import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in "
+    "str(getattr(f, '__module__', ''))]; sys.path.insert(0, sys.argv.pop(1)); "
+    "from conductor.cli import main; sys.argv[0] = 'conductor'; sys.exit(main())"
+)
 PUZZLES = ["1 2 3 4", "4 4 6 8", "2 3 5 12", "1 1 4 6", "3 3 8 8", "1 5 5 5", "2 2 6 6"]
 
 
@@ -104,7 +116,13 @@ def alive_sandboxes(backend: str, pids: list[int]) -> int:
 
 
 def run_batch(
-    backend: str, concurrency: int, items: int, *, python: bool, interrupt: str = ""
+    backend: str,
+    concurrency: int,
+    items: int,
+    *,
+    python: bool,
+    interrupt: str = "",
+    sources: str | None = None,
 ) -> dict[str, Any]:
     """One batch; `interrupt` is "" (run to the end), "item" (SIGINT once an item has
     finished) or "warmup" (SIGINT once a sandbox is alive and no item has finished)."""
@@ -117,8 +135,9 @@ def run_batch(
             "CONDUCTOR_HOME": str(folder / "home"),
             "CONDUCTOR_CONFIG": str(config),
         }
+        command = [sys.executable, "-c", FROM_SOURCES, sources] if sources else [CONDUCTOR]
         args = [
-            CONDUCTOR, "batch", str(task_file(folder, items)), "--model", "demo",
+            *command, "batch", str(task_file(folder, items)), "--model", "demo",
             "--concurrency", str(concurrency), "--no-learn", "--no-recall", "--json",
             "--python" if python else "--no-python",
         ]  # fmt: skip
@@ -196,23 +215,24 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=12)
     parser.add_argument("--concurrency", default="8,32,64")
     parser.add_argument("--backends", default="docker,bwrap")
+    parser.add_argument("--baseline-src", default=None, help="sources to measure beside")
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     rows = []
     runs = [(b, True) for b in backends_here(args.backends.split(","))] + [("none", False)]
-    for backend, python in runs:  # "none": the trivial baseline, no sandbox at all
-        for level in levels:
-            row = run_batch(backend, level, args.items, python=python)
-            row["pool_size"] = host_cells() if python else 0
-            for when, key in (("item", "exit_after_sigint_s"), ("warmup", "warmup_exit_s")):
-                stop = run_batch(backend, level, args.items, python=python, interrupt=when)
-                row[key] = stop["exit_after_sigint_s"]
-                row["alive_max"] = max(row["alive_max"], stop["alive_max"])
-                row["leftover_sandboxes"] = (
-                    row.get("leftover_sandboxes", 0) + (stop["leftover_sandboxes"])
-                )
-            rows.append(row)
-    header = ("backend", "concurrency", "items_per_min", "pool_size", "alive_max",
+    builds = [("this", None)] + ([("baseline", args.baseline_src)] if args.baseline_src else [])
+    # Backend "none" is the trivial baseline: the same batch with no sandbox at all.
+    for (backend, python), level, (build, src) in itertools.product(runs, levels, builds):
+        row = {"build": build, **run_batch(backend, level, args.items, python=python, sources=src)}
+        row["pool_size"] = host_cells() if python else 0
+        row["leftover_sandboxes"] = 0
+        for when, key in (("item", "exit_after_sigint_s"), ("warmup", "warmup_exit_s")):
+            stop = run_batch(backend, level, args.items, python=python, interrupt=when, sources=src)
+            row[key] = stop["exit_after_sigint_s"]
+            row["alive_max"] = max(row["alive_max"], stop["alive_max"])
+            row["leftover_sandboxes"] += stop["leftover_sandboxes"]
+        rows.append(row)
+    header = ("build", "backend", "concurrency", "items_per_min", "pool_size", "alive_max",
               "peak_rss_mib", "exit_after_sigint_s", "warmup_exit_s", "leftover_sandboxes",
               "exit_code")  # fmt: skip
     print(" | ".join(header))

@@ -433,8 +433,8 @@ def _probe_reason() -> str | None:
     sandbox = BwrapSandbox(warm=False)
     try:
         result = sandbox.run("pass", timeout=20)
-    except BaseException:  # a stop signal: leave now, the start in flight dies with us
-        sandbox.abandon()
+    except BaseException:  # a stop signal: the process leaves, waiting for no sandbox
+        leave_quickly()
         raise
     sandbox.close()
     if result.ok:
