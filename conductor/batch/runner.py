@@ -239,14 +239,21 @@ class BatchRunner:
         """Record every item still in flight as interrupted (it runs again on resume)."""
         with self._lock:
             stuck = [
-                (item, run_id if key in self._live else None, began)  # no run yet: no transcript
+                (item, run_id, began, self._live.get(key))
                 for key, (item, run_id, began) in self._in_flight.items()
                 if key not in self._given_up
             ]
-            self._given_up.update(item.id for item, _, _ in stuck)
-        for item, run_id, began in stuck:
-            record = self._base_record(item, run_id, began)
+            self._given_up.update(item.id for item, *_ in stuck)
+        for item, run_id, began, session in stuck:
+            # No session: its run never began, so it has no transcript.
+            record = self._base_record(item, run_id if session else None, began)
             record["status"], record["final"] = "interrupted", False
+            ledger = session.ledger if session is not None else None
+            if ledger is not None:  # what its calls cost so far is the batch's cost too
+                record["usage"] = ledger.total().to_dict()
+                learning = ledger.learning_total()
+                if learning.calls:
+                    record["learning_usage"] = learning.to_dict()
             record["duration_s"] = round(time.time() - began, 3)
             log.warning("item %s: still running at the stop, recorded as interrupted", item.id)
             self._record(record)

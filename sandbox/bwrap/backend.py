@@ -105,6 +105,7 @@ class BwrapSandbox:
         self._spare: list[BwrapSession | Exception] = []
         self._spare_ready = threading.Condition()
         self._closed = False
+        self._abandoned = False  # ended by signals alone: nothing of it is waited for
         self._threads: list[threading.Thread] = []
         self.sessions_started = 0
         _OPEN.add(self)
@@ -146,7 +147,7 @@ class BwrapSandbox:
     def abandon(self) -> None:
         """End this sandbox's processes now by signals alone: no thread is joined, no
         process waited for (the process is leaving; the kernel reaps the rest)."""
-        self._closed = True
+        self._closed = self._abandoned = True
         with self._spare_ready:
             spares, self._spare = self._spare, [_LEFT]
             self._spare_ready.notify_all()
@@ -160,7 +161,7 @@ class BwrapSandbox:
 
         A cell still running is killed first, so closing never waits for its timeout.
         """
-        if _leaving:
+        if self._abandoned:
             self.abandon()
             return
         self._closed = True
@@ -283,7 +284,7 @@ class BwrapSandbox:
         with self._spare_ready:
             if self._spare:
                 return
-            if _leaving:
+            if self._abandoned:
                 self._spare.append(_LEFT)
                 self._spare_ready.notify_all()
                 return
@@ -400,7 +401,8 @@ _leaving = False
 
 def leave_quickly() -> None:
     """The process exits on a stop signal: every open sandbox is killed by signals, with
-    no wait (see `BwrapSandbox.abandon`); later closes do the same."""
+    no wait (see `BwrapSandbox.abandon`); their later closes, and the close of every
+    sandbox at exit, do the same."""
     global _leaving
     _leaving = True
     for sandbox in list(_OPEN):

@@ -252,3 +252,63 @@ def test_a_docker_pool_without_spares_starts_a_container_per_user_only(
         assert FakeSession.alive == spares
         warm.close()
     assert FakeSession.alive == 0
+
+
+class HangingStarts(Boxes):
+    """Every start hangs (a container whose runner never answers) until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.hanging = 0
+
+    def open(self, *_: Any, **__: Any) -> Box:
+        with self.lock:
+            self.hanging += 1
+        self.release.wait(600)
+        return super().open()
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_a_stop_signal_during_warm_up_returns_with_every_item_interrupted(
+    stop: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
+    """Structure, not seconds: the runner returns while the starts it met still hang,
+    handed the pool's sandboxes to the backends' quick leave, and recorded each item
+    in flight as interrupted (the hung ones on their behalf), so resume runs them."""
+    import os
+    import signal
+
+    from conductor import interrupts
+
+    boxes = HangingStarts()
+    setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=2)
+    assert setup.cells is not None
+    left: list[str] = []
+    setup.cells.leave = lambda: left.append("left")
+    plan = plan_for(tmp_path, 5)
+    runner = BatchRunner(plan, setup.make_session, concurrency=4, cells=setup.cells)
+
+    def signal_once_both_cells_hang() -> None:
+        deadline = time.monotonic() + 60
+        while boxes.hanging < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), getattr(signal, stop))
+
+    threading.Thread(target=signal_once_both_cells_hang, daemon=True).start()
+    try:
+        with interrupts.installed():
+            outcome = runner.run()
+        assert boxes.hanging == 2 and not boxes.release.is_set()  # still hanging now
+        assert outcome.user_interrupt and left == ["left"] and setup.cells.abandoned
+        records = plan.results.read()
+        assert len(records) == 4  # the four taken by workers; the fifth never began
+        assert all(r["status"] == "interrupted" and not r["final"] for r in records.values())
+        assert all(r["transcript"] is None for r in records.values())  # none began a run
+        assert [item.id for item in runner.pending()] == [f"i{n:02d}" for n in range(5)]
+    finally:
+        boxes.release.set()  # the hung starts end; their sandboxes are closed unwaited
+    deadline = time.monotonic() + 60
+    while boxes.alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert boxes.alive == 0
