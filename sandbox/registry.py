@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from collections.abc import Callable
 
 from conductor_kernel.interfaces import Sandbox, SandboxUnavailable
@@ -72,3 +73,18 @@ def open_sandbox(name: str = "auto", **options: object) -> Sandbox:
     if chosen == "subprocess":
         log.warning("the subprocess sandbox isolates nothing: code runs as you, on this host")
     return backend_class(chosen)(**options)
+
+
+def leave_quickly() -> None:
+    """The process is about to exit on a stop signal: end every sandbox it holds without
+    waiting for any (no container removal, no warm-up, no thread joined), and leave the
+    cleanup to what outlives it: a detached reaper for Docker's containers, the kernel
+    for bubblewrap's (--die-with-parent). Only backends already loaded are touched."""
+    if "sandbox.docker.backend" in sys.modules:
+        from sandbox.docker import reaper
+
+        reaper.leave_quickly()
+    if "sandbox.bwrap.backend" in sys.modules:
+        from sandbox.bwrap import backend as bwrap
+
+        bwrap.leave_quickly()

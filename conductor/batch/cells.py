@@ -11,6 +11,11 @@ when its sandbox closes. The size comes from the host (its cores and memory) unl
 A cell that fails to start is tried again a few times; only a failure that persists
 reaches the item, as an error (`CellStartError`). A batch that stops wakes every item
 still waiting for a cell (`CellsClosed`): they end interrupted, to run again.
+
+A batch stopped by a signal must leave at once (`abandon`): sandboxes still open are
+closed on background threads and the backends end theirs without waiting (`leave`,
+sandbox.registry.leave_quickly: a detached reaper removes Docker's containers), so no
+container removal or warm-up stands between the signal and the exit.
 """
 
 from __future__ import annotations
@@ -70,13 +75,16 @@ class CellPool:
         *,
         attempts: int = START_ATTEMPTS,
         retry_delay_s: float = RETRY_DELAY_S,
+        leave: Callable[[], None] | None = None,
     ) -> None:
         self.open_box = open_box
+        self.leave = leave  # the backends end their sandboxes without waiting
         self.size = size if size else host_cells()
         self.attempts = max(1, attempts)
         self.retry_delay_s = retry_delay_s
         self._free = threading.Semaphore(self.size)
         self._closed = threading.Event()
+        self._abandoned = threading.Event()
         self._lock = threading.Lock()
         self.alive = 0
         self.peak = 0  # the most cells alive at once, for reports and benchmarks
@@ -97,11 +105,28 @@ class CellPool:
         with self._lock:
             self.alive += 1
             self.peak = max(self.peak, self.alive)
-        return PooledCell(box, self._give_back)
+        return PooledCell(box, self._give_back, self._abandoned)
 
     def stop_waiting(self) -> None:
         """The batch stops: items waiting for a cell give up (CellsClosed)."""
         self._closed.set()
+
+    def abandon(self) -> None:
+        """The process leaves now (a stop signal): nobody waits for a cell, closing one
+        no longer waits for its sandbox to end, and the backends end theirs unwaited."""
+        self._closed.set()
+        if self._abandoned.is_set():
+            return
+        self._abandoned.set()
+        if self.leave is not None:
+            try:
+                self.leave()
+            except Exception as exc:  # cleanup must never hold the exit up
+                log.warning("could not hand the sandboxes to their reaper: %s", exc)
+
+    @property
+    def abandoned(self) -> bool:
+        return self._abandoned.is_set()
 
     def _start(self) -> Sandbox | None:
         problem: BaseException | None = None
@@ -109,12 +134,17 @@ class CellPool:
             if self._closed.is_set():
                 raise CellsClosed("the batch stopped while this item's sandbox started")
             try:
-                return self.open_box()
+                box = self.open_box()
             except SandboxUnavailable:
                 raise  # no backend here at all: trying again cannot help
             except Exception as exc:  # a busy daemon, a slow start: try again
                 problem = exc
                 log.warning("sandbox start failed (attempt %d): %s", attempt + 1, exc)
+            else:
+                if self._abandoned.is_set() and box is not None:
+                    _close_unwaited(box)  # started as the batch left: nobody will use it
+                    raise CellsClosed("the batch stopped while this item's sandbox started")
+                return box
             if attempt + 1 < self.attempts:
                 self._closed.wait(self.retry_delay_s * (attempt + 1))
         raise CellStartError(
@@ -128,10 +158,17 @@ class CellPool:
 
 
 class PooledCell:
-    """A sandbox on loan from a `CellPool`: closing it ends it and frees the cell."""
+    """A sandbox on loan from a `CellPool`: closing it ends it and frees the cell (only
+    once the sandbox has ended, so the pool counts it alive until then)."""
 
-    def __init__(self, inner: Sandbox, give_back: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        inner: Sandbox,
+        give_back: Callable[[], None],
+        abandoned: threading.Event | None = None,
+    ) -> None:
         self.inner = inner
+        self._abandoned = abandoned
         self.name = str(getattr(inner, "name", "sandbox"))
         self._give_back: Callable[[], None] | None = give_back
         self._lock = threading.Lock()
@@ -149,7 +186,24 @@ class PooledCell:
             give_back, self._give_back = self._give_back, None
         if give_back is None:
             return  # closed already: the cell was handed back once
+        if self._abandoned is not None and self._abandoned.is_set():
+            give_back()
+            _close_unwaited(self.inner)
+            return
         try:
             self.inner.close()
         finally:
             give_back()
+
+
+def _close_unwaited(box: Sandbox) -> None:
+    """Close a sandbox on a daemon thread: the process may exit before it is done (the
+    backend's reaper, or the next start's sweep, removes what is left)."""
+    threading.Thread(target=_close_quietly, args=(box,), name="cell-close", daemon=True).start()
+
+
+def _close_quietly(box: Sandbox) -> None:
+    try:
+        box.close()
+    except Exception as exc:
+        log.debug("closing a sandbox as the batch left: %s", exc)

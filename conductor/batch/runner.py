@@ -10,6 +10,12 @@ Every run's outcome is appended to the batch's results.jsonl the moment it ends 
 batch_store.py). An item is finished once a final line for it is there; an item in
 flight when the process died has none and simply runs again, and one interrupted by
 Ctrl-C or a stop gets a non-final line (reported as interrupted) and runs again too.
+
+A stop signal must end the process within moments, at any concurrency: the items in
+flight are cancelled and given `STOP_GRACE_S` to end recorded; the pool's sandboxes
+are handed to their backends' reapers rather than waited for (cells.py); an item that
+has not ended by then (a sandbox still starting, a model call that does not return)
+is recorded as interrupted on its behalf and its thread, a daemon, is left behind.
 """
 
 from __future__ import annotations
@@ -51,6 +57,9 @@ from conductor_kernel.text.display import visible_line
 from record.migrations import DatabaseError
 
 log = logging.getLogger("conductor.batch")
+
+# After a stop signal, how long items in flight get to end and write their own record.
+STOP_GRACE_S = 1.5
 
 # Given the final answer (None: the run gave none), the item, the run's sandbox and the
 # meta model's last turn, a ScoreResult-shaped dict; None leaves the item unscored.
@@ -138,6 +147,11 @@ class BatchRunner:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._live: dict[str, Session] = {}
+        # Items a worker holds (id -> item, run id, start), and those given up on at a
+        # stop signal: their record was written for them, the worker's own is dropped.
+        self._in_flight: dict[str, tuple[TaskItem, str | None, float]] = {}
+        self._given_up: set[str] = set()
+        self._leaving_since: float | None = None
         self._queue: deque[TaskItem] = deque()
         self._error_streak = 0
         self.outcome = SessionOutcome()
@@ -193,16 +207,56 @@ class BatchRunner:
 
         try:
             with interrupts.graceful(on_signal):
-                for worker in workers:
-                    while worker.is_alive():
-                        worker.join(timeout=0.2)  # short joins keep Ctrl-C deliverable
+                self._wait_for(workers)
         except KeyboardInterrupt:
             self.outcome.user_interrupt = True
             self.stop("interrupted by the user")
-            for worker in workers:
-                worker.join(timeout=30)
+            self._wait_for(workers)
         self.outcome.wall_s = time.monotonic() - started
         return self.outcome
+
+    def _wait_for(self, workers: list[threading.Thread]) -> None:
+        """Until every worker is done; after a stop signal, `STOP_GRACE_S` at most."""
+        while any(worker.is_alive() for worker in workers):
+            if self.outcome.user_interrupt:
+                self._leave()
+                assert self._leaving_since is not None
+                if time.monotonic() - self._leaving_since >= STOP_GRACE_S:
+                    self._give_up_in_flight()
+                    return
+            for worker in workers:
+                worker.join(timeout=0.05)  # short joins keep Ctrl-C deliverable
+
+    def _leave(self) -> None:
+        """A stop signal: the process leaves soon, so nothing waits for a sandbox."""
+        if self._leaving_since is not None:
+            return
+        self._leaving_since = time.monotonic()
+        if self.cells is not None:
+            self.cells.abandon()
+
+    def _give_up_in_flight(self) -> None:
+        """Record every item still in flight as interrupted (it runs again on resume)."""
+        with self._lock:
+            stuck = [
+                (item, run_id, began, self._live.get(key))
+                for key, (item, run_id, began) in self._in_flight.items()
+                if key not in self._given_up
+            ]
+            self._given_up.update(item.id for item, *_ in stuck)
+        for item, run_id, began, session in stuck:
+            # No session: its run never began, so it has no transcript.
+            record = self._base_record(item, run_id if session else None, began)
+            record["status"], record["final"] = "interrupted", False
+            ledger = session.ledger if session is not None else None
+            if ledger is not None:  # what its calls cost so far is the batch's cost too
+                record["usage"] = ledger.total().to_dict()
+                learning = ledger.learning_total()
+                if learning.calls:
+                    record["learning_usage"] = learning.to_dict()
+            record["duration_s"] = round(time.time() - began, 3)
+            log.warning("item %s: still running at the stop, recorded as interrupted", item.id)
+            self._record(record)
 
     # -- workers ---------------------------------------------------------------------
     def _take(self) -> TaskItem | None:
@@ -213,17 +267,20 @@ class BatchRunner:
 
     def _work(self) -> None:
         while (item := self._take()) is not None:
+            run_id = self._new_run_id(item)
+            with self._lock:
+                self._in_flight[item.id] = (item, run_id, time.time())
             try:
-                record = self._run_item(item)
+                record = self._run_item(item, run_id)
             except BaseException as exc:  # a bug here must not hang the batch
                 log.exception("item %s: the runner failed", item.id)
                 record = self._base_record(item, None, time.time())
                 record.update({"status": "error", "final": True, "error": error_of(exc)})
             self._finish(record)
 
-    def _run_item(self, item: TaskItem) -> ItemRecord:
+    def _run_item(self, item: TaskItem, run_id: str | None = None) -> ItemRecord:
         started = time.time()
-        run_id = f"{self.plan.batch_id[-8:]}-{safe_name(item.id, 48)}-{new_id()[:4]}"
+        run_id = run_id or self._new_run_id(item)
         record = self._base_record(item, run_id, started)
         session: Session | None = None
         failure: BaseException | None = None
@@ -270,6 +327,7 @@ class BatchRunner:
                 record["error"] = {"kind": "StorageError", "cause": "storage", "message": stored[0]}
             if isinstance(failure, CellsClosed):  # stopped before it began: runs again
                 record["status"] = "interrupted"
+                record["run_id"] = record["transcript"] = None  # no run, no transcript
             elif failure is not None:
                 record.update({"status": "error", "error": error_of(failure)})
             record["final"] = record["status"] != "interrupted" and not (
@@ -286,6 +344,9 @@ class BatchRunner:
                 session.sandbox.close()
         record["duration_s"] = round(time.time() - started, 3)
         return record
+
+    def _new_run_id(self, item: TaskItem) -> str:
+        return f"{self.plan.batch_id[-8:]}-{safe_name(item.id, 48)}-{new_id()[:4]}"
 
     def _score(self, answer: str | None, item: TaskItem, sandbox: Any, output: str) -> Any:
         assert self.plan.score is not None
@@ -324,6 +385,13 @@ class BatchRunner:
         return record
 
     def _finish(self, record: ItemRecord) -> None:
+        with self._lock:
+            self._in_flight.pop(record["item_id"], None)
+            if record["item_id"] in self._given_up:
+                return  # recorded as interrupted at the stop already
+        self._record(record)
+
+    def _record(self, record: ItemRecord) -> None:
         record["finished_at"] = time.time()
         self.log.append(record)
         with self._lock:

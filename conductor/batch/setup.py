@@ -37,21 +37,49 @@ class BatchSetup:
     cells: CellPool | None = None  # every sandbox of the batch comes from here
 
 
+# How a batch opens each backend's sandboxes: no spare container warmed ahead outside
+# the pool's count, and a close that returns once the container is gone (a pool counts
+# a cell alive until its sandbox closes).
+BATCH_OPTIONS: dict[str, dict[str, Any]] = {"docker": {"pool_size": 0, "close_waits": True}}
+
+
 def sandbox_opener(settings: Settings) -> tuple[str | None, Callable[[], Sandbox | None]]:
     """Resolve the backend once (a clear error now, not once per item)."""
     if not settings.run.python:
         return None, lambda: None
-    from sandbox.registry import open_sandbox, resolve_name
+    from sandbox.registry import BACKENDS, probe, resolve_name
 
     name = resolve_name(settings.sandbox)
-    return name, lambda: open_sandbox(name)
+    if name in BACKENDS:
+        # Probed once here (bubblewrap's probe starts a sandbox of its own and is
+        # cached): else the first items' opens probe side by side, outside the pool.
+        probe(name)
+    return name, lambda: open_started(name)
+
+
+def open_started(name: str) -> Sandbox:
+    """A sandbox whose container (or bubblewrap runner) is up now: a start that fails
+    raises here, where the pool tries again, rather than at the run's first cell."""
+    from sandbox.registry import open_sandbox
+
+    box = open_sandbox(name, **BATCH_OPTIONS.get(name, {}))
+    start = getattr(box, "start_now", None)
+    if callable(start):
+        try:
+            start()
+        except BaseException:
+            box.close()
+            raise
+    return box
 
 
 def sandbox_cells(settings: Settings) -> tuple[str | None, CellPool]:
     """The backend, and the pool of cells every sandbox of the batch comes from (sized
     by the `sandbox_cells` setting, else by the host)."""
+    from sandbox.registry import leave_quickly
+
     name, open_box = sandbox_opener(settings)
-    return name, CellPool(open_box, settings.sandbox_cells or None)
+    return name, CellPool(open_box, settings.sandbox_cells or None, leave=leave_quickly)
 
 
 def live_setup(

@@ -105,6 +105,7 @@ class BwrapSandbox:
         self._spare: list[BwrapSession | Exception] = []
         self._spare_ready = threading.Condition()
         self._closed = False
+        self._abandoned = False  # ended by signals alone: nothing of it is waited for
         self._threads: list[threading.Thread] = []
         self.sessions_started = 0
         _OPEN.add(self)
@@ -131,11 +132,38 @@ class BwrapSandbox:
         session.kill()
         return True
 
+    def start_now(self) -> None:
+        """Hold a started sandbox now, or raise saying why not (a batch's pool then tries
+        again; a run would only see it at its first cell)."""
+        with self._lock:
+            got = (
+                ExecResult(backend=self.name, infra_error="this sandbox was closed")
+                if self._closed
+                else self._session_for(0.0)
+            )
+        if isinstance(got, ExecResult):
+            raise RuntimeError(got.infra_error or "bubblewrap did not start")
+
+    def abandon(self) -> None:
+        """End this sandbox's processes now by signals alone: no thread is joined, no
+        process waited for (the process is leaving; the kernel reaps the rest)."""
+        self._closed = self._abandoned = True
+        with self._spare_ready:
+            spares, self._spare = self._spare, [_LEFT]
+            self._spare_ready.notify_all()
+        for session in (self._running, self._session, *spares):
+            if isinstance(session, BwrapSession):
+                with contextlib.suppress(Exception):
+                    session.kill()
+
     def close(self) -> None:
         """End every sandbox this object started; nothing of them runs when this returns.
 
         A cell still running is killed first, so closing never waits for its timeout.
         """
+        if self._abandoned:
+            self.abandon()
+            return
         self._closed = True
         self.interrupt()
         with self._lock:
@@ -256,6 +284,10 @@ class BwrapSandbox:
         with self._spare_ready:
             if self._spare:
                 return
+            if self._abandoned:
+                self._spare.append(_LEFT)
+                self._spare_ready.notify_all()
+                return
             self._spare.append(_PENDING)
         self._background(self._start_spare, "conductor-bwrap-warm")
 
@@ -271,7 +303,8 @@ class BwrapSandbox:
         except Exception as exc:
             made = exc
         with self._spare_ready:
-            self._spare = [made]
+            if self._spare != [_LEFT]:
+                self._spare = [made]
             self._spare_ready.notify_all()
             closed = self._closed
         if closed and isinstance(made, BwrapSession):
@@ -282,7 +315,7 @@ class BwrapSandbox:
             self._warm_spare()
         with self._spare_ready:
             self._spare_ready.wait_for(lambda: self._spare and self._spare[0] is not _PENDING)
-            taken = self._spare.pop()
+            taken = self._spare[0] if self._spare[0] is _LEFT else self._spare.pop()
         # No spare is kept while this one serves (each costs a preloaded interpreter);
         # `_retire` starts the replacement the moment a sandbox is given up.
         return taken
@@ -361,7 +394,19 @@ class BwrapSandbox:
 
 
 _PENDING = RuntimeError("starting")
+_LEFT = RuntimeError("the process is leaving: no sandbox is started now")
 _OPEN: weakref.WeakSet[BwrapSandbox] = weakref.WeakSet()
+_leaving = False
+
+
+def leave_quickly() -> None:
+    """The process exits on a stop signal: every open sandbox is killed by signals, with
+    no wait (see `BwrapSandbox.abandon`); their later closes, and the close of every
+    sandbox at exit, do the same."""
+    global _leaving
+    _leaving = True
+    for sandbox in list(_OPEN):
+        sandbox.abandon()
 
 
 @atexit.register
@@ -369,7 +414,7 @@ def _close_all() -> None:
     """Sandboxes nobody closed end with the process (bwrap would too, a moment later)."""
     for sandbox in list(_OPEN):
         with contextlib.suppress(Exception):
-            sandbox.close()
+            sandbox.abandon() if _leaving else sandbox.close()
 
 
 def _built_rootfs() -> Path | None:
@@ -390,8 +435,10 @@ def _probe_reason() -> str | None:
     sandbox = BwrapSandbox(warm=False)
     try:
         result = sandbox.run("pass", timeout=20)
-    finally:
-        sandbox.close()
+    except BaseException:  # a stop signal: the process leaves, waiting for no sandbox
+        leave_quickly()
+        raise
+    sandbox.close()
     if result.ok:
         return None
     detail = result.infra_error or result.stderr.strip()[-300:] or f"exit {result.exit_code}"

@@ -77,6 +77,7 @@ class DockerSandbox:
         keep_bytes: int = DEFAULT_KEEP_BYTES,
         hard_cap_bytes: int = HARD_CAP_BYTES,
         runner_command: list[str] | None = None,
+        close_waits: bool = False,
         **options: Any,
     ) -> None:
         limit_fields = set(ContainerLimits.__dataclass_fields__)
@@ -92,6 +93,10 @@ class DockerSandbox:
         self.keep_bytes = keep_bytes
         self.hard_cap_bytes = hard_cap_bytes
         self.pool_size = pool_size
+        # Whether `close` returns only once the container is removed (a batch's pool of
+        # cells counts a sandbox alive until it closes); else it is removed in the
+        # background.
+        self.close_waits = close_waits
         # Tests only: a stand-in for the runner (e.g. one that answers with garbage).
         self.runner_command = runner_command
         self._session: RunnerSession | None = None
@@ -222,12 +227,28 @@ class DockerSandbox:
         session.kill()
         return True
 
+    def start_now(self) -> None:
+        """Hold a ready container now, or raise `SessionStartError` saying why not (a
+        batch's pool then tries again; a run would only see it at its first cell)."""
+        with self._lock:
+            if self._closed:
+                raise SessionStartError("this sandbox was closed")
+            problem = None if self._ready_checked else self.probe_quietly()
+            got = self._infra(problem) if problem else self._session_for(timeout=0.0)
+        if isinstance(got, ExecResult):
+            raise SessionStartError(got.infra_error or "the sandbox container did not start")
+
     def close(self) -> None:
         """Give the container up; a cell still running is killed first, not waited for."""
         self._closed = True
         self.interrupt()
         with self._lock:
-            self._retire()
+            session = self._session
+            if self.close_waits and session is not None:
+                self._session = None
+                session.destroy()
+            else:
+                self._retire()
 
     def __enter__(self) -> DockerSandbox:
         return self

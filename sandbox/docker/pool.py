@@ -211,6 +211,7 @@ class WarmPool:
         self._failures = 0
         self._lock = threading.Condition()
         self._closed = False
+        self._abandoned = False  # the process is leaving: start nothing, wait for nothing
         self.last_error: str | None = None
 
     def fresh(self, session: RunnerSession) -> bool:
@@ -244,6 +245,8 @@ class WarmPool:
                     self._lock.wait(timeout=give_up - time.monotonic())
             finally:
                 self._waiters -= 1
+            if self._abandoned:
+                raise SessionStartError("the process is leaving: no sandbox is started now")
         return RunnerSession.start(self.client, self.make_kwargs())
 
     def release(self, session: RunnerSession) -> None:
@@ -298,6 +301,16 @@ class WarmPool:
         for session in spares:
             session.destroy()
 
+    def abandon(self) -> None:
+        """The process leaves now: start no container, wake every waiter (it gets a
+        `SessionStartError`), and leave the spares to the reaper (sandbox/docker/reaper.py)."""
+        with self._lock:
+            self._closed = self._abandoned = True
+            for session in self._ready:
+                session.kill()  # its runner ends; the reaper removes the container
+            self._ready.clear()
+            self._lock.notify_all()
+
 
 _POOLS: dict[str, WarmPool] = {}
 _POOLS_LOCK = threading.Lock()
@@ -318,3 +331,11 @@ def close_all_pools() -> None:
         _POOLS.clear()
     for pool in pools:
         pool.close()
+
+
+def abandon_all_pools() -> None:
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
+        pool.abandon()

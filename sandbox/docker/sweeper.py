@@ -145,7 +145,11 @@ def sweep_once_per_process(client: Any) -> None:
 
 
 def _sweep_at_exit(client: Any) -> None:
+    from sandbox.docker import reaper
     from sandbox.docker.pool import close_all_pools
+
+    if reaper.leaving():
+        return  # left on a stop signal: the reaper removes our containers once we are gone
 
     close_all_pools()
     try:

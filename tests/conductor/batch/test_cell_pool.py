@@ -186,3 +186,129 @@ def test_a_persistent_start_failure_is_the_items_error_and_the_batch_goes_on(
     for record in records.values():
         assert record["status"] == "error"
         assert "could not start a sandbox after" in record["error"]["message"]
+
+
+@settings(max_examples=12, deadline=None)
+@given(size=st.integers(1, 4), concurrency=st.integers(1, 32), items=st.integers(1, 10))
+def test_at_any_concurrency_a_batch_keeps_its_sandboxes_within_the_pool(
+    size: int, concurrency: int, items: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    tmp_path = tmp_path_factory.mktemp("batch")
+    boxes = Boxes(hold_s=0.02)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("CONDUCTOR_HOME", str(tmp_path / "home"))
+        setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=size)
+        plan = plan_for(tmp_path, items)
+        outcome = BatchRunner(plan, setup.make_session, concurrency=concurrency).run()
+    assert outcome.stopped is None and len(plan.results.read()) == items
+    assert 1 <= boxes.peak <= size and boxes.alive == 0
+    assert setup.cells is not None and setup.cells.peak <= size
+
+
+class FakeSession:
+    """A container as the Docker pool sees it: counted alive from start to destroy."""
+
+    alive = peak = started = 0
+    lock = threading.Lock()
+
+    def __init__(self) -> None:
+        with FakeSession.lock:
+            FakeSession.alive += 1
+            FakeSession.started += 1
+            FakeSession.peak = max(FakeSession.peak, FakeSession.alive)
+        self.age_s = 0.0
+
+    def destroy(self) -> None:
+        with FakeSession.lock:
+            FakeSession.alive -= 1
+
+
+@pytest.mark.parametrize("spares", [0, 1])
+@settings(max_examples=10, deadline=None)
+@given(users=st.integers(1, 8))
+def test_a_docker_pool_without_spares_starts_a_container_per_user_only(
+    spares: int, users: int
+) -> None:
+    """What the batch opens Docker with (setup.BATCH_OPTIONS: pool_size 0): no container
+    is warmed ahead outside the batch's pool, so alive containers = cells held. With a
+    spare (what a solve uses) one more is started than are held."""
+    from sandbox.docker import pool
+
+    FakeSession.alive = FakeSession.peak = FakeSession.started = 0
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(pool.RunnerSession, "start", classmethod(lambda cls, *a: FakeSession()))
+        monkeypatch.setattr(pool.WarmPool, "_destroy_later", lambda self, s: s.destroy())
+        warm = pool.WarmPool(None, dict, size=spares)
+        warm.warm()
+        held = [warm.acquire() for _ in range(users)]
+        deadline = time.monotonic() + 30
+        while warm._starting and time.monotonic() < deadline:  # spares still starting
+            time.sleep(0.01)
+        assert FakeSession.alive == users + spares
+        for session in held:
+            warm.release(session)  # type: ignore[arg-type]
+        while warm._starting and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert FakeSession.alive == spares
+        warm.close()
+    assert FakeSession.alive == 0
+
+
+class HangingStarts(Boxes):
+    """Every start hangs (a container whose runner never answers) until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.hanging = 0
+
+    def open(self, *_: Any, **__: Any) -> Box:
+        with self.lock:
+            self.hanging += 1
+        self.release.wait(600)
+        return super().open()
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_a_stop_signal_during_warm_up_returns_with_every_item_interrupted(
+    stop: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
+    """Structure, not seconds: the runner returns while the starts it met still hang,
+    handed the pool's sandboxes to the backends' quick leave, and recorded each item
+    in flight as interrupted (the hung ones on their behalf), so resume runs them."""
+    import os
+    import signal
+
+    from conductor import interrupts
+
+    boxes = HangingStarts()
+    setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=2)
+    assert setup.cells is not None
+    left: list[str] = []
+    setup.cells.leave = lambda: left.append("left")
+    plan = plan_for(tmp_path, 5)
+    runner = BatchRunner(plan, setup.make_session, concurrency=4, cells=setup.cells)
+
+    def signal_once_both_cells_hang() -> None:
+        deadline = time.monotonic() + 60
+        while boxes.hanging < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), getattr(signal, stop))
+
+    threading.Thread(target=signal_once_both_cells_hang, daemon=True).start()
+    try:
+        with interrupts.installed():
+            outcome = runner.run()
+        assert boxes.hanging == 2 and not boxes.release.is_set()  # still hanging now
+        assert outcome.user_interrupt and left == ["left"] and setup.cells.abandoned
+        records = plan.results.read()
+        assert len(records) == 4  # the four taken by workers; the fifth never began
+        assert all(r["status"] == "interrupted" and not r["final"] for r in records.values())
+        assert all(r["transcript"] is None for r in records.values())  # none began a run
+        assert [item.id for item in runner.pending()] == [f"i{n:02d}" for n in range(5)]
+    finally:
+        boxes.release.set()  # the hung starts end; their sandboxes are closed unwaited
+    deadline = time.monotonic() + 60
+    while boxes.alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert boxes.alive == 0
