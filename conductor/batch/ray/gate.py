@@ -15,6 +15,7 @@ workers.
 from __future__ import annotations
 
 import time
+from time import time as wall_clock  # for the report; the gate's waits use monotonic
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -75,7 +76,7 @@ class RateGate:
         if until > self._resume_at:
             self.paused_s += until - max(now, self._resume_at)
             self._resume_at = until
-            wall = time.time()
+            wall = wall_clock()
             self.last_pause = {"heard_at": wall, "until": wall + (until - now)}
         self.pauses += 1
 
