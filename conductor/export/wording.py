@@ -58,7 +58,12 @@ def learning_cost_line(usage: Usage, budget: dict[str, int], reflection: str = "
     )
     if budget:
         line += (
-            f" (allowed {plural(budget.get('calls', 0), 'call')}, "
-            f"{budget.get('tokens', 0):,} tokens)"
+            f" (allowed {plural(_count(budget.get('calls')), 'call')}, "
+            f"{_count(budget.get('tokens')):,} tokens)"
         )
     return line
+
+
+def _count(value: object) -> int:
+    """A count read from a transcript, 0 when it is not one (a hand-edited file)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -156,3 +156,33 @@ def test_without_a_bound_learning_asks_what_it_always_did(tmp_path: Path) -> Non
     free = learn_from_run(book, events, model=model, options=LearnOptions(model_share=None))  # type: ignore[arg-type]
     assert free is not None and model.calls >= 2 and free.budget == {}
     book.close()
+
+
+@given(
+    calls=st.integers(0, 9),
+    tokens=st.integers(0, 10**6),
+    cost=st.floats(0, 5, allow_nan=False),
+    bound=st.one_of(st.just({}), st.fixed_dictionaries({"calls": st.integers(0, 9),
+                                                         "tokens": st.integers(0, 10**6)})),
+)  # fmt: skip
+def test_the_runs_summary_shows_what_learning_cost_and_was_allowed(
+    calls: int, tokens: int, cost: float, bound: dict[str, int]
+) -> None:
+    from rich.console import Console
+
+    from conductor.export.markdown import _md
+    from conductor.export.terminal import RENDERERS
+
+    usage = Usage(input_tokens=tokens, calls=calls, cost_usd=cost)
+    event = NotesWritten(run_id="r", note_ids=["n1"], usage=usage, budget=bound)
+    console = Console(width=400, record=True)
+    console.print(RENDERERS[NotesWritten](event))
+    shown = console.export_text()
+    markdown = _md(event) or ""
+    if calls or bound:
+        said = f"learning: {calls} model call{'' if calls == 1 else 's'}, {tokens:,} tokens, ${cost:.4f}"
+        assert said in shown and said in markdown
+        if bound:
+            assert f"{bound['tokens']:,} tokens)" in shown
+    else:
+        assert "learning:" not in shown and "learning:" not in markdown
