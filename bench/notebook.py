@@ -25,6 +25,9 @@ measured in the same run, then recall latency.
   tasks recognised where the task changed (0), beside the old rules; recall's notes of a
   different question presented as fitting (<= 0.01), beside bm25 over the rarest terms
   and a random note.
+- demo-ab (bench/support/nb_demo_ab.py): the demo model on generated Game of 24 puzzles
+  of one kind, learning on against learning off (the baseline): rounds and tokens of the
+  first puzzle and of the later ones, with the same accuracy.
 - latency (bench/support/nb_latency.py): a synthetic notebook at each size; recall p50/p99
   beside one plain FTS5 query, lexical and with the semantic index, wall and CPU time.
 
@@ -99,6 +102,7 @@ def main() -> int:
         help="sections, comma-separated; kin-semantic and paraphrase-semantic need the semantic extra",
     )
     parser.add_argument("--generated", type=int, default=2000, help="generated near misses")
+    parser.add_argument("--puzzles", type=int, default=12, help="demo-ab: puzzles per arm")
     parser.add_argument("--keep", help="keep the notebooks in this directory")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -106,7 +110,7 @@ def main() -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     figures: dict[str, Any] = {}
     data = shared_dir()
-    if only - {"latency", "generated"} and not (data / "tasks").is_dir():
+    if only - {"latency", "generated", "demo-ab"} and not (data / "tasks").is_dir():
         console.print(f"[red]no published data at {data}[/]; set CONDUCTOR_SHARED_DIR")
         return 2
     f = figures_module()
@@ -133,6 +137,7 @@ def main() -> int:
                 "generated",
                 lambda: support_module("nb_generated").generated(workdir, args.generated),
             ),
+            ("demo-ab", lambda: support_module("nb_demo_ab").demo_ab(workdir, args.puzzles)),
         ):
             if name in only:
                 t0 = time.perf_counter()
@@ -244,6 +249,23 @@ def print_near(result: dict[str, Any]) -> None:
     console.print(table)
 
 
+def print_demo_ab(result: dict[str, Any]) -> None:
+    table = _table(
+        f"The demo on {len(result['puzzles'])} generated Game of 24 puzzles of one kind "
+        f"(seed {result['seed']}): learning on against off",
+        ["learning", "correct", "rounds first", "rounds later", "tokens first",
+         "tokens later", "tokens all", "expert calls", "learning calls"],
+    )  # fmt: skip
+    for arm in ("on", "off"):
+        r = result[arm]
+        table.add_row(
+            arm, f"{r['correct']} of {r['puzzles']}", str(r["rounds_first"]),
+            f"{r['rounds_later']:.2f}", f"{r['tokens_first']:,}", f"{r['tokens_later']:,.0f}",
+            f"{r['tokens_total']:,}", str(r["expert_calls"]), str(r["learning_calls"]),
+        )  # fmt: skip
+    console.print(table)
+
+
 def print_generated(result: dict[str, Any]) -> None:
     table = _table(
         f"Generated near misses (seed {result['seed']}, {result['questions']} questions, "
@@ -298,6 +320,7 @@ PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "paraphrase-semantic": lambda r: print_kin(r, "English paraphrases, semantic index on"),
     "near": print_near,
     "generated": print_generated,
+    "demo-ab": print_demo_ab,
 }
 
 

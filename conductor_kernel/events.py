@@ -250,6 +250,9 @@ class NotesWritten(Event):
     tool_testing: str = ""  # what testing them did: tested / skipped / stopped, and why
     # The model calls learning made (after the run finished, so not in its RunFinished).
     usage: Usage = field(default_factory=Usage)
+    # What learning's model calls were allowed for this run ({"calls", "tokens"}: by
+    # default the run's own); empty: unbounded, or no model to call.
+    budget: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)

@@ -13,6 +13,7 @@ never learns from.
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -67,6 +68,31 @@ print(found[1:-1] if found else "no solution")
 _SORT_CODE = """words = {words!r}
 print(" ".join(sorted(words)))
 """
+
+# A recalled program, run as it is, and what it printed checked in the same run: the
+# expression must equal 24 exactly and use each of the puzzle's numbers once.
+_RUN_AND_CHECK = """import contextlib, io, re
+from fractions import Fraction as F
+
+PROGRAM = __PROGRAM__
+NUMBERS = [int(n) for n in "__NUMBERS__".split("/")]
+printed = io.StringIO()
+with contextlib.redirect_stdout(printed):
+    exec(compile(PROGRAM, "recalled", "exec"), {"__name__": "__main__"})
+answer = (printed.getvalue().strip().splitlines() or [""])[-1].strip()
+used = sorted(int(n) for n in re.findall(r"\\d+", answer))
+try:
+    plain = set(answer) <= set("0123456789+-*/() ") and used == sorted(NUMBERS)
+    ok = plain and eval(re.sub(r"(\\d+)", r"F(\\1)", answer)) == 24
+except (SyntaxError, ZeroDivisionError):
+    ok = False
+print(answer)
+print("check:", "equals 24 and uses each number once" if ok else "FAILED")
+"""
+# How the notebook's recall marks a program that fits the question as asked and whose
+# answers were checked (lessons/read/render.py says it; experts may not import lessons).
+_RUNNABLE_MARK = "YOU CAN RUN IT:"
+_RECALLED = "The notebook holds a checked program for exactly this puzzle"
 
 _WORDS_HEADER = "The words, one per line:\n"
 _ORDER_HEADER = "The proposed order, one per line:\n"
@@ -277,12 +303,56 @@ def _meta(messages: list[Message]) -> str:
     )
 
 
+def recalled_program(first: str) -> tuple[str, str] | None:
+    """The note id and program the notebook's recall says can be run as it is on this
+    question, if it says so of one."""
+    recall = first.rsplit("Question:\n", 1)[0]
+    at = recall.find(_RUNNABLE_MARK)
+    if at < 0:
+        return None
+    note = re.findall(r"^\[(n[0-9a-f]+)\]", recall[:at], re.M)
+    code = re.search(r"```python\n(.*?)\n```", recall[at:], re.S)
+    if not note or code is None:
+        return None
+    return note[-1], code.group(1)
+
+
+def _run_recalled(note: str, program: str, numbers: tuple[int, ...]) -> str:
+    code = _RUN_AND_CHECK.replace("__PROGRAM__", json.dumps(program)).replace(
+        "__NUMBERS__", "/".join(map(str, numbers))
+    )
+    return (
+        f"{DEMO_NOTICE}\n\n{_RECALLED} [{note}]: I have it run as it is, and check what it "
+        f'prints in the same run.\n\nExpert Python:\n"""\n```python\n{code}```\n'
+        'Please run this code!\n"""'
+    )
+
+
 def _game24_turn(turn: int, numbers: tuple[int, ...], messages: list[Message], python: bool) -> str:
     listed = ", ".join(map(str, numbers))
     task = (
         f"every way to combine the numbers {listed}, each used exactly once, with + - * / "
         "and parentheses, using exact fractions"
     )
+    recalled = recalled_program(messages[0].content) if python and messages else None
+    if recalled is not None:
+        # Round 1 runs the recalled program; when its check passes, round 2 answers.
+        if turn == 1:
+            return _run_recalled(*recalled, numbers)
+        if turn == 2:
+            printed = _last_stdout(messages).splitlines()
+            if len(printed) == 2 and printed[1].startswith("check: equals 24"):
+                return (
+                    f"The recalled program printed {printed[0]}, and the check in the same "
+                    "run confirms it equals 24 using each number once.\n\n"
+                    f'>> FINAL ANSWER:\n"""\n{printed[0]}\n"""'
+                )
+            return (
+                "The recalled program's answer did not pass its check, so a new search is "
+                f'written.\n\nExpert Python:\n"""\nWrite a program that searches {task}, '
+                'and prints one expression equal to 24 (or "no solution").\n"""'
+            )
+        turn -= 1  # the recalled program failed: the usual session, a round later
     if turn == 1 and python:
         return (
             f"{DEMO_NOTICE}\n\nExperts I may consult: Expert Python, Expert Arithmetic Checker.\n\n"

@@ -17,7 +17,12 @@ from textual.content import Content
 from textual.widget import Widget
 
 from conductor.export.terminal import exec_status, usage_line
-from conductor.export.wording import plural, tool_tests_line, verification_words
+from conductor.export.wording import (
+    learning_cost_line,
+    plural,
+    tool_tests_line,
+    verification_words,
+)
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -214,6 +219,9 @@ async def _notes_written(r: RunRenderer, e: NotesWritten) -> None:
     tools = tool_tests_line(e.tools, e.tool_testing)
     if tools:
         await r.mount(EventLine(tools, "notes"))
+    cost = learning_cost_line(e.usage, e.budget, e.reflection)
+    if cost:
+        await r.mount(EventLine(cost, "notes"))
 
 
 async def _unknown(r: RunRenderer, e: UnknownEvent) -> None:

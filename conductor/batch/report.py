@@ -156,6 +156,12 @@ def summarize(
         for key, value in (r.get("usage") or {}).items():
             if isinstance(value, int | float):
                 usage[key] += value
+    # Learning's own calls, part of each item's usage and reported beside the runs'.
+    learning: defaultdict[str, float] = defaultdict(float)
+    for r in final:
+        for key, value in (r.get("learning_usage") or {}).items():
+            if isinstance(value, int | float):
+                learning[key] += value
     causes = Counter(error_cause(r) for r in final if r.get("status") == "error")
     reasons = {
         kind: next((str(r.get("reason") or "") for r in final if r.get("status") == kind), None)
@@ -204,6 +210,14 @@ def summarize(
             "model_calls": int(usage["calls"]),
         },
         "cost_usd": round(float(usage["cost_usd"]), 6),
+        "runs_cost_usd": round(float(usage["cost_usd"] - learning["cost_usd"]), 6),
+        "learning": {
+            "model_calls": int(learning["calls"]),
+            "tokens": int(
+                learning["input_tokens"] + learning["output_tokens"] + learning["estimated_tokens"]
+            ),
+            "cost_usd": round(float(learning["cost_usd"]), 6),
+        },
         "expert_calls": sum(int(r.get("expert_calls", 0)) for r in final),
         "sandbox_runs": sum(int(r.get("sandbox_runs", 0)) for r in final),
         "item_seconds": _spread([float(r.get("duration_s", 0.0)) for r in final]),
@@ -310,7 +324,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"/ {_num(rounds['max'])} |",
         f"| tokens (input / output) | {tokens['input']:,} / {tokens['output']:,} "
         f"({tokens['cache_read']:,} input read from cache) |",
-        f"| cost | ${report['cost_usd']:.4f} |",
+        f"| cost | ${report['cost_usd']:.4f}{_cost_split(report)} |",
         f"| expert calls / sandbox runs | {report['expert_calls']} / {report['sandbox_runs']} |",
         f"| seconds per item (median / p90) | {_num(report['item_seconds']['median'])} / "
         f"{_num(report['item_seconds']['p90'])} |",
@@ -366,6 +380,18 @@ def render_markdown(report: dict[str, Any]) -> str:
             + (f" Stopped: {session['stopped']}." if session.get("stopped") else ""),
         ]
     return "\n".join(lines) + "\n"
+
+
+def _cost_split(report: dict[str, Any]) -> str:
+    """The runs' cost beside learning's, when learning made model calls."""
+    learning = report.get("learning") or {}
+    if not learning.get("model_calls") and not learning.get("tokens"):
+        return ""
+    return (
+        f" (runs ${report.get('runs_cost_usd', 0.0):.4f}; learning "
+        f"${learning.get('cost_usd', 0.0):.4f} in {learning.get('model_calls', 0)} model "
+        f"calls, {learning.get('tokens', 0):,} tokens)"
+    )
 
 
 def _flat(value: Any) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from conductor.export.wording import tool_tests_line
+from conductor.export.wording import learning_cost_line, tool_tests_line
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -109,9 +109,11 @@ def _md(event: Event) -> str | None:
         )
     if isinstance(event, NotesWritten):
         tools = tool_tests_line(event.tools, event.tool_testing)
+        cost = learning_cost_line(event.usage, event.budget, event.reflection)
         return (
             f"> **Notebook:** {len(event.note_ids)} notes written ({_code(event.verification)})"
             + (f"; {_code(tools)}" if tools else "")
+            + (f"; {_code(cost)}" if cost else "")
         )
     return None
 

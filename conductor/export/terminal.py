@@ -16,7 +16,12 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from conductor.export.wording import plural, tool_tests_line, verification_words
+from conductor.export.wording import (
+    learning_cost_line,
+    plural,
+    tool_tests_line,
+    verification_words,
+)
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -167,10 +172,20 @@ def _notes(e: NotesWritten) -> Any:
         f"  notebook: {plural(len(e.note_ids), 'note')} written ({verification_words(e.verification)}), "
         f"{plural(e.skipped, 'duplicate')} skipped"
     )
-    tools = tool_tests_line(e.tools, e.tool_testing)
-    if not tools:
+    extra = [
+        text
+        for text in (
+            tool_tests_line(e.tools, e.tool_testing),
+            learning_cost_line(e.usage, e.budget, e.reflection),
+        )
+        if text
+    ]
+    if not extra:
         return shown_line(line, style="magenta")
-    return Group(shown_line(line, style="magenta"), shown_line(f"    {tools}", style="magenta"))
+    return Group(
+        shown_line(line, style="magenta"),
+        *(shown_line(f"    {text}", style="magenta") for text in extra),
+    )
 
 
 RENDERERS: dict[type[Event], Callable[[Any], Any]] = {

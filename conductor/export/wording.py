@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from conductor_kernel.interfaces import Usage
+
 
 def plural(count: int, word: str, many: str | None = None) -> str:
     """`1 round`, `2 rounds`, `0 rounds`; `many` for irregular plurals (`1 query`, ...)."""
@@ -37,3 +39,31 @@ VERIFICATION_WORDS = {
 def verification_words(level: str | None) -> str:
     """`not verified` rather than `none`; an unknown level is shown as it is."""
     return VERIFICATION_WORDS.get(level or "", level or "")
+
+
+def learning_cost_line(usage: Usage, budget: dict[str, int], reflection: str = "") -> str:
+    """What learning's own model calls cost, beside what they were allowed:
+    `learning: 1 model call, 812 tokens, $0.0004 (allowed 5 calls, 6,200 tokens)`;
+    "" when learning had no model to call and no bound."""
+    calls = usage.calls
+    tokens = usage.total_tokens + usage.estimated_tokens
+    if not (calls or budget):
+        if reflection.startswith("skipped: nothing to learn"):
+            return "learning: no model calls (" + reflection.removeprefix("skipped: ") + ")"
+        return ""
+    estimated = " estimated" if usage.estimated_calls else ""
+    line = (
+        f"learning: {plural(calls, 'model call')}, {tokens:,} tokens{estimated}, "
+        f"${usage.cost_usd:.4f}"
+    )
+    if budget:
+        line += (
+            f" (allowed {plural(_count(budget.get('calls')), 'call')}, "
+            f"{_count(budget.get('tokens')):,} tokens)"
+        )
+    return line
+
+
+def _count(value: object) -> int:
+    """A count read from a transcript, 0 when it is not one (a hand-edited file)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -12,8 +12,11 @@ Per-term evidence is capped, so that no single rare word decides. Questions of a
 the notebook has never seen find no type with enough evidence: that is what lets the
 recall stay silent rather than offer notes from the wrong task.
 
-Shape terms count half and bare numbers a quarter: they say less about a task than its
-words (a list of numbers is a list of numbers whatever the task).
+Shape terms count half, bare numbers and function words a quarter: they say less about
+a task than its words (a list of numbers is a list of numbers whatever the task, and
+"what is the ... of" asks a capital, a gcd or a percentage alike). And a type whose
+template has content words is matched only by a question sharing one of them: function
+words and shapes alone never make two questions one kind.
 
 A type of one question cannot yet tell its template from its particulars: its words
 count for it when a question shares them and never against it, and its numbers not at
@@ -29,7 +32,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lessons.forms.terms import SQL_TERMS_MAX, is_shape
+from lessons.forms.terms import SQL_TERMS_MAX, is_content_word, is_function_word, is_shape
 from lessons.storage.store import new_id, record_type_history
 
 
@@ -47,8 +50,12 @@ class MatchParams:
     """Most evidence (nats) one present term can give."""
     shape_weight: float = 0.5
     number_weight: float = 0.25
+    function_weight: float = 0.25
     join_evidence: float = 4.0
     """Evidence needed for a new question to join a type rather than found one."""
+    model_pick_evidence: float = 2.0
+    """Evidence the question's own words must give a type the model picked: a model's
+    choice decides between plausible types, it never overrides the words."""
     recall_evidence: float = 4.0
     """Evidence at which recall relevance is 0.5."""
     relevance_scale: float = 2.0
@@ -98,7 +105,7 @@ def score_types(
         f"(select type_id, sum(delta) as gain from type_template where term in ({marks}) "
         f"group by type_id) s join task_types t on t.id = s.type_id where t.retired = 0 "
         f"order by evidence desc, t.members desc limit ?",
-        (*terms, limit),
+        (*terms, limit + _SPARE),
     ).fetchall()
     if not rows:
         return []
@@ -113,7 +120,36 @@ def score_types(
     return [
         TypeMatch(type_id, name, members, evidence, frozenset(matched[type_id]))
         for type_id, name, members, evidence in rows
-    ]
+        if _content_match(conn, type_id, matched[type_id])
+    ][:limit]
+
+
+# Types read beyond `limit`, so that those matched by function words alone can be left out.
+_SPARE = 5
+
+
+def _content_match(conn: sqlite3.Connection, type_id: str, matched: set[str]) -> bool:
+    """Whether a question matched the type on what it asks: a content word of its
+    template, or, for a type whose template has none (four numbers alone), its shape."""
+    if any(is_content_word(term) for term in matched):
+        return True
+    template = conn.execute("select term from type_template where type_id = ?", (type_id,))
+    return not any(is_content_word(term) for (term,) in template)
+
+
+def pick_allowed(
+    pick: TypeMatch | None, best: TypeMatch | None, *, params: MatchParams = PARAMS
+) -> bool:
+    """Whether the question's own words allow a model's pick of type: the pick must be
+    matched on a content word (`score_types` found it), lean toward it by
+    `model_pick_evidence`, and not lose to another type the words alone would join."""
+    if pick is None or pick.evidence < params.model_pick_evidence:
+        return False
+    return not (
+        best is not None
+        and best.type_id != pick.type_id
+        and best.evidence >= params.join_evidence > pick.evidence
+    )
 
 
 def materialize(conn: sqlite3.Connection, type_id: str, *, params: MatchParams = PARAMS) -> None:
@@ -156,7 +192,15 @@ def materialize(conn: sqlite3.Connection, type_id: str, *, params: MatchParams =
         absent = max(-params.gain_cap - 1.0, math.log((1 - freq) / (1 - background)))
         if members == 1 and not shape:
             absent = 0.0  # unknown yet whether the word is the task's or the question's
-        weight = params.shape_weight if shape else params.number_weight if term.isdigit() else 1.0
+        weight = (
+            params.shape_weight
+            if shape
+            else params.number_weight
+            if term.isdigit()
+            else params.function_weight
+            if is_function_word(term)
+            else 1.0
+        )
         base += weight * absent
         template.append((term, type_id, freq, weight * (present - absent)))
     conn.execute("delete from type_template where type_id = ?", (type_id,))
@@ -271,6 +315,11 @@ def template_words(
         order = {w: i for i, w in reversed(list(enumerate(words_of(question))))}
         chosen.sort(key=lambda w: order.get(w, len(order)))
     return chosen[:limit]
+
+
+def names_a_kind(shared: list[str]) -> bool:
+    """Whether a type's shared words can name it: at least one of them a content word."""
+    return any(is_content_word(word) for word in shared)
 
 
 def template_name(question: str, shared: list[str], *, limit: int = 12) -> str:

@@ -146,6 +146,49 @@ def is_shape(term: str) -> bool:
     return term.startswith(SHAPE_PREFIX)
 
 
+# Closed-class words (articles, pronouns, prepositions, conjunctions, auxiliaries,
+# question words) of the languages the published runs write with spaces, folded as
+# `words` folds them (no accents). They hold a sentence together and say nothing about
+# what it asks: "what is the ... of" is in a capital, a gcd and a percentage alike, so
+# no task type may rest on them alone.
+FUNCTION_WORDS = frozenset(
+    " ".join(  # one string per language, so the lists read as text
+        (
+            # English
+            "a an the this that these those it its i me my you your he him his she her we us our "
+            "they them their what which who whom whose when where why how is are was were be been "
+            "being am do does did done have has had having of to in on at by for from with about "
+            "as into onto over under than then there here and or but if so not no nor also too "
+            "very can could will would shall should may might must any some each every all both "
+            "one per up down out off just only same such own other another more most much many "
+            "few s t",
+            # Spanish, French, German, Russian: the commonest of each
+            "el la los las un una unos unas de del al y o que en es son por para con se su sus "
+            "lo le les cual cuanto como es le la les un une des du de et ou "
+            "est sont que qui quoi quel quelle en dans sur pour par avec au aux ce cette ces il "
+            "elle der die das ein eine einen dem den des und oder ist sind was wie wer welche "
+            "im in zu mit von fur auf и в во не на что как это с со по к а из у за от",
+        )
+    ).split()
+)
+
+
+def is_function_word(term: str) -> bool:
+    """A closed-class word: it joins a sentence, it says nothing about the task."""
+    return term in FUNCTION_WORDS
+
+
+def is_content_word(term: str) -> bool:
+    """A word that can say what a question asks: no shape, no bare number, no function
+    word (and at least two characters, or one of a script written without spaces)."""
+    return (
+        not is_shape(term)
+        and not term.isdigit()
+        and term not in FUNCTION_WORDS
+        and (len(term) > 1 or not term.isascii())
+    )
+
+
 def question_terms(text: str) -> set[str]:
     """Every term of a question: its words and its shape (a fresh set the caller owns)."""
     return set(_question_terms(text))

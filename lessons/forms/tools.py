@@ -327,6 +327,8 @@ def make_tool(
         tree = ast.parse(code)
     except SyntaxError:
         return None
+    if _runs_code_held_as_text(tree):
+        return None
     rewriter = _Parameterise(question, code)
     tree = rewriter.visit(tree)
     if not rewriter.params:
@@ -341,6 +343,18 @@ def make_tool(
         outside_words(question, spans),
         [form_of(question, spans, [p.kind for p in rewriter.params])],
         shapes,
+    )
+
+
+def _runs_code_held_as_text(tree: ast.AST) -> bool:
+    """Whether a program runs other code held in a string (`exec`, `compile`): what that
+    code takes from the question is out of a parameter's reach (a recalled tool run
+    inside a check, say), so no tool is made of it."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("exec", "compile")
+        for node in ast.walk(tree)
     )
 
 

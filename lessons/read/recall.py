@@ -28,14 +28,14 @@ from lessons import prompts
 from lessons.forms.problems import core_input, same_question
 from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
 from lessons.forms.terms import question_terms
-from lessons.forms.toolbox import best_tools
+from lessons.forms.toolbox import StoredTool, best_tools
 from lessons.forms.tools import instantiate
 from lessons.read.candidates import ScoredNote, candidates_for, trust
 from lessons.read.difference import difference
 from lessons.read.kin import kin_candidates
 from lessons.read.render import Rendered, render_recall
 from lessons.storage.store import Notebook
-from lessons.values import excerpt
+from lessons.values import excerpt, trust_name
 
 log = logging.getLogger("conductor.notebook")
 
@@ -150,6 +150,21 @@ def narrow_with_model(
     return picked[:k] if picked else candidates[:k]
 
 
+def _fits_beside_a_tool(item: ScoredNote) -> bool:
+    """A note still worth showing beside a tool that answers the question as asked:
+    one of this question (no difference named), and no procedure (the tool is how)."""
+    return item.note["kind"] != "procedure" and not item.note.get("differs")
+
+
+def runnable(stored: StoredTool, note: dict[str, Any]) -> bool:
+    """Whether the meta model is told it can run a fitting tool as it is: its answer was
+    checked where it was made, or it passed nine in ten of at least three tests, and no
+    test says otherwise."""
+    checked = trust_name(note["verification"], note.get("outcome", "")) == "checked"
+    tested = stored.tests >= 3 and stored.pass_rate >= 0.9
+    return (checked and (not stored.tests or stored.pass_rate >= 0.9)) or tested
+
+
 def tool_candidate(
     book: Notebook, question: str, type_ids: list[str], *, exclude_question: bool
 ) -> ScoredNote | None:
@@ -164,6 +179,8 @@ def tool_candidate(
         note["text"] = stored.describe() + " Written out for this question:"
         note["code"] = program
         note["tool_pass_rate"] = stored.pass_rate
+        note["tool_tests"] = stored.tests
+        note["runnable"] = runnable(stored, note)
         relevance = max(0.5, stored.rank_score)
         return ScoredNote(note, relevance, 1.0 + stored.rank_score, None)
     return None
@@ -217,7 +234,12 @@ def recall(
         tool = tool_candidate(book, question, [], exclude_question=options.exclude_question)
     if tool is not None:  # the best-tested tool first; a plain copy of code is then noise
         candidates = [tool, *[c for c in candidates if c.note["kind"] != "code"]]
+    runs_it = tool is not None and tool.note["runnable"]
     shown = candidates[: options.k]
+    if runs_it:
+        # It answers the question as asked: other questions' answers and procedures
+        # would only lengthen every later turn; what fits this question stays.
+        shown = [c for c in candidates if c is tool or _fits_beside_a_tool(c)][: options.k]
     if model is not None and options.narrow and len(candidates) > 1:
         # A tool whose tests in the sandbox passed is measured evidence: the model's
         # narrowing picks among the rest and never drops or demotes it (a small model
@@ -231,12 +253,15 @@ def recall(
         row = book.read_one("select * from task_types where id = ?", (usable[0].type_id,))
         best = dict(row) if row else None
     procedure_note = any(s.note["kind"] == "procedure" for s in shown)
+    experience = best is not None and not runs_it
     rendered = render_recall(
         type_name=best["name"] if best else None,
         description=best["description"] if best else "",
-        suggestions=json.loads(best["suggestions"]) if best else [],
+        suggestions=json.loads(best["suggestions"]) if best and experience else [],
         # At most one procedure: the type's list only when no procedure note is shown.
-        procedure=json.loads(best["procedure"]) if best and not procedure_note else [],
+        procedure=json.loads(best["procedure"])
+        if best and experience and not procedure_note
+        else [],
         notes=[s.note for s in shown],
         budget_tokens=options.budget_tokens,
     )

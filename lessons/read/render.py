@@ -26,6 +26,16 @@ VERIFIED = {
 }
 
 
+# Said of a tool that fits the question as asked and whose answers were checked: the
+# meta model can run it at once, rather than have a program written again.
+RUNNABLE = (
+    "  YOU CAN RUN IT: this program fits your question as asked (every word and number "
+    "of it read) and its answers were checked before. Send it to Expert Python as it is, "
+    'in a ```python block followed by the line "Please run this code!" (it runs as '
+    "given, with no expert call), then check what it prints."
+)
+
+
 # Anthropic's tokenizer is not published; its counts run above cl100k's on most text,
 # so the budget keeps a margin.
 TOKEN_MARGIN = 1.2
@@ -53,7 +63,9 @@ class Rendered:
 
 def render_note(note: dict[str, Any], *, code_chars: int) -> str:
     counters = f"helped {note['helpful']}, hurt {note['harmful']}"
-    if "tool_pass_rate" in note:
+    if note.get("tool_tests") == 0:
+        counters = "not yet tested on other questions · " + counters
+    elif "tool_pass_rate" in note:
         counters = f"tested pass rate {note['tool_pass_rate']:.0%} · " + counters
     source = f"from run {note['source_run']}" if note.get("source_run") else "imported"
     trust = trust_name(note["verification"], note.get("outcome", ""))
@@ -70,15 +82,17 @@ def render_note(note: dict[str, Any], *, code_chars: int) -> str:
             f"  Made for a different question ({note['differs']}): its answer is not "
             "this question's answer."
         )
+    code = (note.get("code") or "").rstrip()
+    whole = len(code) <= code_chars
     lines = [
         head,
         warning,
+        RUNNABLE if note.get("runnable") and code and whole and not note.get("differs") else "",
         f"  key: {note['key']}" if note.get("key") else "",
         f"  {note['text']}",
     ]
-    code = (note.get("code") or "").rstrip()
     if code:
-        if len(code) > code_chars:
+        if not whole:
             code = code[:code_chars].rstrip() + "\n# ... (cut to fit the notebook budget)"
         lines.append("```python\n" + code + "\n```")
     return "\n".join(line for line in lines if line)

@@ -28,6 +28,7 @@ from lessons.values import (
     excerpt,
 )
 from lessons.write.asking import ask, echoes, is_placeholder
+from lessons.write.budget import OverBudget
 from lessons.write.verify import LEARNABLE_STATUSES, output_contains
 from record.fold import RunOutline
 
@@ -284,6 +285,8 @@ def reflect(
     prompt = reflection_prompt(run, verification)
     try:
         completion = ask(model, prompt, system=prompts.REFLECTION_SYSTEM, max_tokens=600)
+    except OverBudget as exc:  # not made: the run's learning budget is spent
+        return [], f"skipped: {exc}"
     except Exception as exc:  # a model failure is an observation about this reflection
         log.warning("reflection failed: %s", exc)
         return [], f"failed: {excerpt(str(exc), 160)}"

@@ -23,6 +23,7 @@ from lessons.forms.tasktypes import template_words
 from lessons.storage.store import Notebook, dumps, record_type_history
 from lessons.values import excerpt
 from lessons.write.asking import ask, is_placeholder
+from lessons.write.budget import OverBudget
 
 log = logging.getLogger("conductor.notebook")
 
@@ -174,6 +175,8 @@ def _induce_with_model(
     )
     try:
         reply = ask(model, prompt, system=prompts.INDUCTION_SYSTEM, max_tokens=900).text
+    except OverBudget:  # not made: the run's learning budget is spent
+        return None
     except Exception as exc:  # the deterministic lists stand in
         log.warning("induction by the model failed: %s", exc)
         return None

@@ -23,6 +23,8 @@ from lessons.forms.tasktypes import (
     add_question,
     create_type,
     describe_offline,
+    names_a_kind,
+    pick_allowed,
     score_types,
     shape_name,
     template_name,
@@ -35,6 +37,7 @@ from lessons.storage.notes import Provenance, add_note, record_recall_feedback
 from lessons.storage.store import Notebook
 from lessons.values import NoteDraft
 from lessons.write.agreement import upgrade_runs
+from lessons.write.budget import BudgetedModel, LearningBudget
 from lessons.write.induction import induce_if_due
 from lessons.write.prepare import (
     LearnOptions,
@@ -133,7 +136,10 @@ def write_prepared(
     result = book.write(write)
     if result is None:
         return None
-    online = model_can_reflect(model)
+    online = model_can_reflect(model) and not prepared.idle
+    if online and model is not None and prepared.budget:
+        # Induction draws on what the run's learning budget has left.
+        model = BudgetedModel(model, LearningBudget.from_dict(prepared.budget))
     induced = induce_if_due(
         book, result["type_id"], every=options.induction_every, model=model if online else None
     )
@@ -152,6 +158,7 @@ def write_prepared(
         tools=result["tools"],
         tool_testing=prepared.tool_testing,
         usage=Usage.from_dict(prepared.usage) if prepared.usage else Usage(),
+        budget={k: prepared.budget[k] for k in ("calls", "tokens") if k in prepared.budget},
     )
 
 
@@ -164,15 +171,17 @@ def _place(conn: sqlite3.Connection, run: PreparedRun, params: MatchParams) -> s
     """
     terms = set(run.terms)
     choice = TypeChoice(**run.choice) if run.choice else TypeChoice()
-    candidates = score_types(conn, terms, limit=3, params=params)
+    candidates = score_types(conn, terms, limit=5, params=params)
     fresh = [c for c in candidates if c.type_id not in run.rejected_types]
+    best = candidates[0] if candidates else None
+
+    def allowed(pick_id: str | None) -> bool:
+        # The model's pick stands only where the question's own words allow it.
+        pick = next((c for c in candidates if c.type_id == pick_id), None)
+        return pick_allowed(pick, best, params=params)
+
     type_id: str | None = None
-    if (
-        choice.type_id
-        and conn.execute(
-            "select 1 from task_types where id = ? and retired = 0", (choice.type_id,)
-        ).fetchone()
-    ):
+    if choice.type_id and allowed(choice.type_id):
         type_id = str(choice.type_id)
     elif fresh and fresh[0].evidence >= params.join_evidence:
         type_id = fresh[0].type_id
@@ -182,7 +191,7 @@ def _place(conn: sqlite3.Connection, run: PreparedRun, params: MatchParams) -> s
             "order by created_at limit 1",
             (choice.name,),
         ).fetchone()
-        type_id = row[0] if row else None
+        type_id = row[0] if row and allowed(row[0]) else None
     if type_id is None:
         # New kind of question: start from the experience of the most similar type.
         parent = None
@@ -213,7 +222,7 @@ def _name_by_shared_words(conn: sqlite3.Connection, type_id: str, question: str)
     if row is None or not row[0].startswith("new kind:") or row[1] < 2:
         return
     shared = template_words(conn, type_id, limit=5, question=question)
-    if len(shared) >= 2:
+    if len(shared) >= 2 and names_a_kind(shared):
         name = template_name(question, shared)
         conn.execute("update task_types set name = ? where id = ?", (name, type_id))
         # The first question's notes were keyed by its form alone; they take the name
@@ -230,6 +239,8 @@ def _write_notes(
     verification = run.checked
     members = conn.execute("select members from task_types where id = ?", (type_id,)).fetchone()
     shared = template_words(conn, type_id, question=run.question) if members[0] >= 2 else []
+    if not names_a_kind(shared):
+        shared = []  # "what is the of" names no kind: the question's form does
     # A one-question type cannot yet tell its kind's words from the question's own.
     key = template_name(run.question, shared) if shared else shape_name(run.question)
     source = Provenance(

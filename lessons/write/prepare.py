@@ -18,7 +18,7 @@ from conductor_kernel.events import Event
 from conductor_kernel.interfaces import ChatModel, Sandbox, TaskScoring
 from lessons import prompts
 from lessons.forms.problems import core_input
-from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
+from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, pick_allowed, score_types
 from lessons.forms.terms import question_terms
 from lessons.forms.toolbox import best_tools, run_tool, tool_draft
 from lessons.forms.tools import Tool
@@ -28,6 +28,7 @@ from lessons.storage.store import Notebook
 from lessons.values import NO_SCORING, NoteDraft, Verification, excerpt
 from lessons.write.agreement import agreeing_runs, answers_agree, cited_notes, shown_its_own_answer
 from lessons.write.asking import ask, echoes, is_placeholder
+from lessons.write.budget import BudgetedModel, LearningBudget, OverBudget, idle_reason
 from lessons.write.distill import distill_run, reflect
 from lessons.write.verify import LEARNABLE_STATUSES, verify_run
 from record.fold import RunOutline, outline
@@ -69,6 +70,9 @@ class LearnOptions:
     """How much testing the run's new tools may take (lessons/forms/tooltests.py)."""
     semantic: bool = field(default_factory=lambda: semantic_wanted())
     """Write example notes' question vectors (the optional semantic index)."""
+    model_share: float | None = 1.0
+    """Learning's model calls and tokens per run, as a share of the run's own (1.0:
+    never more than the run used); None: unbounded (lessons/write/budget.py)."""
 
 
 @dataclass
@@ -109,6 +113,10 @@ class PreparedRun:
     # Tests of its tools made while learning, by tool hash (lessons/forms/tooltests.py).
     tool_tests: dict[str, dict[str, Any]] = field(default_factory=dict)
     tool_testing: str = ""  # what the testing did: tested / skipped / stopped, and why
+    # What learning's model calls may still spend for this run (a `LearningBudget`;
+    # empty: unbounded), and why it makes none, if it makes none.
+    budget: dict[str, int] = field(default_factory=dict)
+    idle: str = ""
 
     @property
     def checked(self) -> Verification:
@@ -153,6 +161,14 @@ def prepare_run(
     drafts.extend(draft for draft, _tool in tools)
     online = model_can_reflect(model)
     reflection = "skipped: no model" if model is None else "skipped: offline model"
+    idle = idle_reason(run, verification) if online else ""
+    budget = None
+    if idle:
+        online, reflection = False, f"skipped: {idle}"
+    elif online and options.model_share is not None:
+        assert model is not None
+        budget = LearningBudget.for_run(run, options.model_share)
+        model = BudgetedModel(model, budget)
     if online and options.reflect:
         assert model is not None
         extra, reflection = reflect(model, run, verification)
@@ -165,9 +181,12 @@ def prepare_run(
         assert model is not None
         with book.reading() as conn:
             candidates = score_types(conn, terms, limit=5, params=options.params)
-        choice = choose_type(model, run.question, _descriptions(book, candidates))
+        # Offered: the types the question's words allow the model to pick.
+        best = candidates[0] if candidates else None
+        offered = [m for m in candidates if pick_allowed(m, best, params=options.params)]
+        choice = choose_type(model, run.question, _descriptions(book, offered))
         if choice.declined:
-            rejected = [match.type_id for match in candidates]
+            rejected = [match.type_id for match in offered]
     tool_tests, tool_testing = _test_tools(book, run, tools, terms, choice, options)
     agreeing = (
         agreeing_runs(book, run) if book is not None and verification.level == "independent" else []
@@ -193,6 +212,8 @@ def prepare_run(
         reflection=reflection,
         tool_tests=tool_tests,
         tool_testing=tool_testing,
+        budget=budget.to_dict() if budget is not None else {},
+        idle=idle,
     )
 
 
@@ -209,6 +230,8 @@ def choose_type(
     prompt += "\n" + prompts.TYPE_NAME
     try:
         reply = ask(model, prompt, system=prompts.TYPE_SYSTEM, max_tokens=200).text
+    except OverBudget:  # not made: the run's learning budget is spent
+        return TypeChoice()
     except Exception as exc:  # the lexical choice stands in
         log.warning("task type choice by the model failed: %s", exc)
         return TypeChoice()

@@ -46,7 +46,8 @@ SLOW_PROGRAM = (
     "time.sleep(4)\nprint(6 * 7)\n```\nPlease run this code!"
 )
 # What every call costs: each call that returned must show in the run's usage.
-CALL_USAGE = Usage(input_tokens=100, output_tokens=10, cost_usd=0.001, calls=1)
+# Tokens of a real call of this size: learning's calls are bounded by the run's own.
+CALL_USAGE = Usage(input_tokens=2_000, output_tokens=200, cost_usd=0.001, calls=1)
 
 
 def reach(stage: str) -> None:

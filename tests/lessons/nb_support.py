@@ -17,7 +17,7 @@ from conductor_kernel.events import (
     RunStarted,
     SandboxExec,
 )
-from conductor_kernel.interfaces import ExecResult
+from conductor_kernel.interfaces import ExecResult, Usage
 from lessons.values import Verification
 from lessons.write.verify import verify_run
 from record.fold import outline
@@ -45,6 +45,7 @@ def run_events(
     task: str = "",
     instructions: tuple[str, ...] = (),
     meta: tuple[str, ...] = (),
+    spent: Usage | None = None,
 ) -> list[Event]:
     """The events of a finished run: optional code run, expert calls, recall, answer."""
     events: list[Event] = [RunStarted(run_id=run_id, question=question, target=target, task=task)]
@@ -72,12 +73,16 @@ def run_events(
         events.append(MetaTurnFinished(run_id=run_id, round=i, text=text))
     if answer is not None:
         events.append(FinalAnswer(run_id=run_id, answer=answer, round=3))
+    calls = len(experts) + (code is not None)
     events.append(
         RunFinished(
             run_id=run_id,
             status=status or ("answered" if answer is not None else "limit"),
             final_answer=answer,
             rounds=3,
+            expert_calls=calls,
+            # What a run of three rounds spends: learning's calls are bounded by it.
+            usage=spent or Usage(input_tokens=9_000, output_tokens=1_500, calls=3 + calls),
         )
     )
     return events

@@ -191,6 +191,8 @@ def test_the_printed_recall_names_each_note_so_it_can_be_shown(
     assert named, line
     kinds = {r["id"]: r["kind"] for r in open_notebook(notebook).read("select id, kind from notes")}
     assert all(kinds.get(nid) == kind for nid, kind in named.items())
-    # Without a task the demo's answer has no independent evidence: no program is kept
-    # as trusted, only the worked example, labelled unverified.
-    assert "code" not in named.values() and "example" in named.values()
+    # The first puzzle's answer was checked (a question that parses as Game of 24 is
+    # judged by its scorer), so its program is a tool the second puzzle can run as it
+    # is: shown first, and no other puzzle's answer beside it; no bare code note.
+    assert "code" not in named.values() and "tool" in named.values()
+    assert "example" not in named.values()

@@ -1,6 +1,7 @@
 """The write path with a real model client: the openai SDK against the local wire server.
 
-The model places the question in a task type (overruling the lexical match both ways)
+The model places the question in a task type (its `none` overrules a lexical match; its
+pick stands only among the types the question's own words allow)
 and reflects into keyed insights; a model that fails costs only what it was asked for.
 """
 
@@ -11,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nb_support import sort_run
+from nb_support import run_events, sort_run
 
 from conductor.session.notebook_hooks import open_notebook
 from equipment.wire_server import Fault, WireServer
 from experts.openai_model import OpenAIModel
+from lessons.forms.tasktypes import pick_allowed, score_types
+from lessons.forms.terms import question_terms
 from lessons.storage.store import Notebook
 from lessons.write.learn import learn_from_run
 
@@ -74,15 +77,37 @@ def test_the_models_none_overrules_a_lexical_match(online) -> None:
     assert written.task_type == types(book)[1]["id"]
 
 
-def test_the_models_pick_joins_the_question_to_that_type(online) -> None:
+def test_the_models_pick_decides_among_the_types_the_words_allow(online) -> None:
+    book, model, replies = online
+    learn_from_run(book, sort_run("r1", ["pear", "apple"]), model=model)
+    replies.kind = "KIND: none\nDESCRIPTION: Order numbers.\nNAME: number sorting"
+    numbers = "Sort the following numbers in ascending order: List: 3 1 2"
+    learn_from_run(book, run_events("r2", numbers, "1 2 3", target="1 2 3", code="print(1)"),
+                   model=model)  # fmt: skip
+    assert len(types(book)) == 2
+    # Both types are plausible by its words: the model's pick decides between them.
+    events = sort_run("r3", ["kiwi", "fig"])
+    events[0].question = "Sort the following words by length: List: kiwi fig"
+    with book.reading() as conn:
+        found = score_types(conn, question_terms(events[0].question))
+    allowed = [m for m in found if pick_allowed(m, found[0])]
+    assert len(allowed) == 2
+    replies.kind = "KIND: 2\nDESCRIPTION: Put things in order.\nNAME: sorting"
+    written = learn_from_run(book, events, model=model)
+    assert written is not None and written.task_type == allowed[1].type_id
+
+
+def test_the_models_pick_never_joins_a_type_the_words_do_not_support(online) -> None:
     book, model, replies = online
     learn_from_run(book, sort_run("r1", ["pear", "apple"]), model=model)
     replies.kind = "KIND: 1\nDESCRIPTION: Put words in dictionary order.\nNAME: word sorting"
     events = sort_run("r2", ["kiwi", "fig"])
     events[0].question = "Alphabetize: kiwi fig"  # no words in common with the type
     written = learn_from_run(book, events, model=model)
-    (kind,) = types(book)
-    assert written is not None and written.task_type == kind["id"] and kind["members"] == 2
+    first, second = types(book)
+    assert written is not None and written.task_type == second["id"] and first["members"] == 1
+    # Nor by the name it gives: a type of that name the words do not support stays apart.
+    assert second["name"] == "word sorting" == first["name"]
 
 
 def test_a_failing_model_costs_only_its_own_part(tmp_path: Path) -> None:

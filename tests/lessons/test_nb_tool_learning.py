@@ -398,6 +398,6 @@ def test_the_models_narrowing_never_hides_or_demotes_a_tool_whose_tests_passed(
     narrowed = recall(book, question, model=model)
     assert narrowed.shown and narrowed.shown[0].note["id"] == tool.note_id
     lexical = recall(book, question)
-    assert len(lexical.shown) > 1  # so the model had others to drop or reorder
+    assert len(lexical.candidates) > 1  # so the model had others to drop or reorder
     if reply == "USE: none":
         assert [s.note["id"] for s in narrowed.shown] == [tool.note_id]

@@ -15,6 +15,7 @@ from conductor_kernel.events import Event, NotesWritten, RunFinished, RunStarted
 from conductor_kernel.interfaces import Completion, Message, Usage
 from conductor_kernel.limits.run_config import RunConfig
 from experts.scripted import ScriptedModel
+from lessons.write.learn import LearnOptions
 from record.migrations import DatabaseError, Migrations, open_database
 from record.reader import read_transcript
 from transcripts.index import RunIndex
@@ -211,10 +212,12 @@ def test_learning_calls_are_counted_in_their_own_event_and_in_runs_db(tmp_path: 
 
     model = Priced([ANSWER])
     hooks = NotebookHooks.open(tmp_path / "notebook.db", model=model)
+    hooks.learn_options = LearnOptions(model_share=None)  # learning's calls unbounded
     index = RunIndex(tmp_path / "runs.db")
     run = Session(model, config=RunConfig(python=False), runs_path=tmp_path / "runs", index=index)
     hooks.attach(run, recall=False)
-    events = list(run.solve("What is 6 times 7?"))
+    # A target: the run's answer is checked, so there is something to learn from.
+    events = list(run.solve("What is 6 times 7?", target="42"))
     finished = next(e for e in events if isinstance(e, RunFinished))
     notes = next(e for e in events if isinstance(e, NotesWritten))
     assert finished.usage.calls == 1  # the meta turn alone
@@ -342,6 +345,7 @@ def test_a_batch_items_usage_includes_its_learning(tmp_path: Path) -> None:
     from conductor.tasks.files import TaskItem
 
     hooks = NotebookHooks.open(tmp_path / "notebook.db", model=None)
+    hooks.learn_options = LearnOptions(model_share=None)  # learning's calls unbounded
     models: list[Priced] = []
 
     def make(item: TaskItem) -> Session:

@@ -91,7 +91,8 @@ def test_the_report_shows_the_notebook_before_and_after_the_batch(
     args = [str(tasks), *BATCH_FLAGS, "--no-python", "--notebook", str(notebook), "--json"]
     code, out, _ = run_cli(args, capsys)
     assert code == 0
-    state = json.loads(out)["notebook"]
+    report = json.loads(out)
+    state = report["notebook"]
     assert state["path"] == str(notebook) and state["learn"] is True
     assert state["before"]["runs_learned"] == 0 and state["before"]["notes"] == 0
     # Each item's run was distilled (its answer matched the target: an example note).
@@ -99,6 +100,15 @@ def test_the_report_shows_the_notebook_before_and_after_the_batch(
     assert state["after"]["by_kind"].get("example") == 3
     markdown = (batch_folder(isolated_home) / "report.md").read_text()
     assert "- before: notes: 0," in markdown and "runs_learned: 3" in markdown
+    # Learning's own calls, beside the runs': each run had a check (its target), so it
+    # learned with the model, and never with more calls than the run made itself.
+    learning = report["learning"]
+    runs_calls = report["tokens"]["model_calls"] - learning["model_calls"]
+    assert 1 <= learning["model_calls"] <= runs_calls and learning["tokens"] > 0
+    assert report["runs_cost_usd"] + learning["cost_usd"] == pytest.approx(report["cost_usd"])
+    assert f"learning ${learning['cost_usd']:.4f} in {learning['model_calls']} model calls" in (
+        markdown
+    )
 
 
 @pytest.mark.slow
