@@ -15,9 +15,9 @@ workers.
 from __future__ import annotations
 
 import time
-from time import time as wall_clock  # for the report; the gate's waits use monotonic
 from collections import deque
 from collections.abc import Callable
+from time import time as wall_clock  # for the report; the gate's waits use monotonic
 from typing import Any
 
 from conductor_kernel.interfaces import Completion
