@@ -43,7 +43,8 @@ MIN_TEST_SECONDS = 1.0
 @dataclass
 class ToolBudget:
     questions: int = LEARNING_TESTS
-    seconds: float = LEARNING_TEST_SECONDS
+    # Read when a budget is made, so a test on a loaded machine can widen it.
+    seconds: float = field(default_factory=lambda: LEARNING_TEST_SECONDS)
     stop: Callable[[], bool] | None = None
     """True once the run's session is cancelled: no further test starts."""
     clock: Callable[[], float] = time.monotonic
