@@ -33,6 +33,12 @@ from pathlib import Path
 
 RAY = str(Path(sys.executable).parent / "ray")
 READY = "block forever"
+NODE_ATTEMPTS = 3  # starts of one worker node before the cluster gives up
+
+
+class NodeDidNotStart(RuntimeError):
+    """A `ray start` process ended, or never said it was up, within its time."""
+
 
 # Node death is noticed after health_check_failure_threshold missed checks.
 HEALTH = {
@@ -74,6 +80,20 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def _end_group(node: subprocess.Popen[bytes]) -> None:
+    """Stop one node process and everything it started."""
+    tree = [node.pid, *descendants(node.pid)]
+    if node.poll() is None:
+        node.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            node.wait(timeout=15)
+    for pid in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        node.wait(timeout=10)
+
+
 class LocalCluster:
     def __init__(
         self, *, cpus: int = 1, env: dict[str, str] | None = None, token: str | None = None
@@ -102,9 +122,18 @@ class LocalCluster:
         return self
 
     def add_node(self) -> subprocess.Popen[bytes]:
-        return self._node(["--address", self.address])
+        # On a loaded machine a worker node's raylet can time out registering with the
+        # head ("timed out during startup"); a node that did so is started again.
+        for attempt in range(NODE_ATTEMPTS):
+            try:
+                return self._node(["--address", self.address], stop_on_failure=False)
+            except NodeDidNotStart:
+                if attempt == NODE_ATTEMPTS - 1:
+                    self.stop()
+                    raise
+        raise AssertionError("unreachable")
 
-    def _node(self, role: list[str]) -> subprocess.Popen[bytes]:
+    def _node(self, role: list[str], *, stop_on_failure: bool = True) -> subprocess.Popen[bytes]:
         n = len(self.nodes)
         log = self.root / f"node{n}.log"
         # The head on 127.0.0.1 (which Ray turns into this machine's address, where a
@@ -118,14 +147,16 @@ class LocalCluster:
             node = subprocess.Popen(
                 command, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        self.nodes.append(node)
         deadline = time.monotonic() + 360
         while READY not in log.read_text(errors="replace"):
             if node.poll() is not None or time.monotonic() > deadline:
                 text = log.read_text(errors="replace")[-3000:]
-                self.stop()
-                raise RuntimeError(f"ray node {n} did not start:\n{text}")
+                _end_group(node)
+                if stop_on_failure:
+                    self.stop()
+                raise NodeDidNotStart(f"ray node {n} did not start:\n{text}")
             time.sleep(0.2)
+        self.nodes.append(node)
         return node
 
     def usage(self) -> dict[int, tuple[float, float]]:
@@ -155,16 +186,7 @@ class LocalCluster:
 
     def stop(self) -> None:
         for node in reversed(self.nodes):
-            tree = [node.pid, *descendants(node.pid)]
-            if node.poll() is None:
-                node.send_signal(signal.SIGTERM)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    node.wait(timeout=15)
-            for pid in tree:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                node.wait(timeout=10)
+            _end_group(node)
         self.nodes = []
         shutil.rmtree(self.root, ignore_errors=True)
 
