@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from tui.app import ConductorApp
 
 SPEC_HINT = "openai:qwen2.5 · anthropic:claude-sonnet-4-6 · demo · auto"
-URL_HINT = "OpenAI-compatible server (optional), e.g. http://127.0.0.1:8080/v1"
+URL_HINT = "server URL (optional): http://127.0.0.1:8080/v1"
 
 
 class ModelSpecError(ValueError):
