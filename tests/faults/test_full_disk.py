@@ -7,7 +7,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,41 +71,66 @@ def _fill(disk: Path) -> Path:
     return filler
 
 
+FULL = re.compile(r"the disk (holding it )?is full")
+
+
+def _command(home: Path, *args: str) -> tuple[int, str]:
+    """One conductor command in a process of its own, as a user runs them: its exit
+    code and everything it printed, checked for a traceback."""
+    done = subprocess.run(
+        [sys.executable, "-m", "conductor.cli", *args],
+        env={**os.environ, "CONDUCTOR_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text, text[-3000:]
+    return done.returncode, text
+
+
+def _listed_in(home: Path) -> dict[str, dict[str, object]]:
+    code, text = _command(home, "runs", "list", "--json", "--limit", "1000")
+    assert code == 0, text
+    rows = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    return {str(row["run_id"]): row for row in rows}
+
+
 @pytest.mark.slow
 def test_a_full_disk_is_a_message_and_its_cut_runs_are_ended_and_indexed_next_time(
-    small_disk: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    caplog: pytest.LogCaptureFixture,
+    small_disk: Path, isolated_home: Path, tmp_path: Path
 ) -> None:
+    # Each command is a process of its own, as at a shell: runs.db's write-ahead log is
+    # folded back when a process ends, not while one process goes on issuing commands.
     home = small_disk / "home"
-    monkeypatch.setenv("CONDUCTOR_HOME", str(home))
-    assert main(["solve", "Sort these words: pear apple fig", *OFFLINE]) == 0
-    before = _listed(capsys)
+    assert _command(home, "solve", "Sort these words: pear apple fig", *OFFLINE)[0] == 0
+    before = _listed_in(home)
     assert len(before) == 1
     filler = _fill(small_disk)
     for words in ("kiwi lime", "plum date"):
-        assert main(["solve", f"Sort these words: {words}", *OFFLINE]) in (0, 2)
-        assert "disk is full" in _no_traceback(capsys, caplog)
+        code, text = _command(home, "solve", f"Sort these words: {words}", *OFFLINE)
+        assert code in (0, 2) and FULL.search(text), text
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"input": f"Sort these words: {w}"}) + "\n" for w in "ab"))
     flags = ["--scorer", "exact", "--model", "demo", "--no-python", "--no-recall", "--no-learn"]
-    assert main(["batch", str(tasks), *flags]) == 2
-    assert "disk is full" in _no_traceback(capsys, caplog)
+    code, text = _command(home, "batch", str(tasks), *flags)
+    assert code == 2 and FULL.search(text), text
 
     filler.unlink()  # room again: the next command ends and indexes what was cut
-    assert main(["solve", "Sort these words: fig date", *OFFLINE]) == 0
-    _no_traceback(capsys, caplog)
-    listed = _listed(capsys)
+    code, text = _command(home, "solve", "Sort these words: fig date", *OFFLINE)
+    assert code == 0, text
+    listed = _listed_in(home)
     assert _transcripts(home) <= set(listed), "every transcript on disk is indexed"
     assert set(before) <= set(listed)
-    cut = [run for run in listed.values() if run["status"] == "error"]
-    assert len(cut) == 2
+    # A command that meets the full disk before its run starts records nothing; a run
+    # the disk cut short is ended `error` (disk full). Either way nothing is "answered"
+    # that was not, and the run after the disk has room again is.
+    assert listed[max(listed, key=lambda r: float(listed[r]["started_at"]))]["status"] == "answered"
+    cut = [run for run in listed.values() if run["status"] != "answered"]
+    assert all(run["status"] == "error" for run in cut), cut
     for run in cut:
-        capsys.readouterr()
-        assert main(["runs", "show", str(run["run_id"])]) == 0
-        assert "disk full" in " ".join(capsys.readouterr().out.split())
+        code, text = _command(home, "runs", "show", str(run["run_id"]))
+        assert code == 0 and "disk full" in " ".join(text.split()), text
 
 
 def test_a_transcript_the_disk_cut_is_said_once_and_ended_next_time(
