@@ -289,16 +289,25 @@ def test_a_stop_signal_during_warm_up_returns_with_every_item_interrupted(
     plan = plan_for(tmp_path, 5)
     runner = BatchRunner(plan, setup.make_session, concurrency=4, cells=setup.cells)
 
+    # The signal goes only while the run is on (its handler installed): one sent after
+    # would reach whatever this test process runs next as a KeyboardInterrupt.
+    ended, sending = threading.Event(), threading.Lock()
+
     def signal_once_both_cells_hang() -> None:
-        deadline = time.monotonic() + 60
-        while boxes.hanging < 2 and time.monotonic() < deadline:
+        while boxes.hanging < 2 and not ended.is_set():
             time.sleep(0.01)
-        os.kill(os.getpid(), getattr(signal, stop))
+        with sending:
+            if not ended.is_set():
+                os.kill(os.getpid(), getattr(signal, stop))
 
     threading.Thread(target=signal_once_both_cells_hang, daemon=True).start()
     try:
         with interrupts.installed():
-            outcome = runner.run()
+            try:
+                outcome = runner.run()
+            finally:
+                with sending:
+                    ended.set()
         assert boxes.hanging == 2 and not boxes.release.is_set()  # still hanging now
         assert outcome.user_interrupt and left == ["left"] and setup.cells.abandoned
         records = plan.results.read()
