@@ -1,7 +1,8 @@
 """Benchmark: is the notebook useful? Figures that can fail, each beside trivial baselines
 measured in the same run, then recall latency.
 
-- verified: over every published run (../shared, both transcript folders), targets
+- verified: over every published run (../shared: with and without Python, and the five
+  baseline methods' runs), targets
   withheld: the share of runs labelled verified that the task scorer accepts (target
   >= 0.95) and the share of right answers that get the label (>= 0.5), beside the base
   rate and the label the notebook used to give (a program printed it / two replies
@@ -130,6 +131,7 @@ def main() -> int:
             ("tools", lambda: f.tool_accuracy(data, workdir, sandbox)),
             ("kin", lambda: f.kin(data, workdir)),
             ("kin-semantic", lambda: f.kin(data, workdir, semantic=True)),
+            ("kin-transcripts", lambda: f.kin_transcripts(data, workdir)),
             ("paraphrase", lambda: f.paraphrase(data, workdir)),
             ("paraphrase-semantic", lambda: f.paraphrase(data, workdir, semantic=True)),
             ("near", lambda: f.near_miss(data, workdir)),
@@ -199,6 +201,18 @@ def print_verified(result: dict[str, Any]) -> None:
             f"{share(c.get('checked_right', 0) + c.get('corroborated_right', 0), c['right']):.3f}",
         )  # fmt: skip
     console.print(trust)
+    by_folder = _table(
+        "Trust names by the method that made the runs",
+        ["runs of", "runs", "base rate", "checked", "precision", "corroborated", "precision"],
+    )
+    for name, c in result.get("per_folder", {}).items():
+        by_folder.add_row(
+            name, str(c["runs"]), f"{share(c['right'], c['runs']):.3f}",
+            str(c.get("checked", 0)), f"{share(c.get('checked_right', 0), c.get('checked', 0)):.3f}",
+            str(c.get("corroborated", 0)),
+            f"{share(c.get('corroborated_right', 0), c.get('corroborated', 0)):.3f}",
+        )  # fmt: skip
+    console.print(by_folder)
 
 
 def print_tools(result: dict[str, Any]) -> None:
@@ -231,6 +245,23 @@ def print_kin(result: dict[str, Any], title: str = "Translated kin") -> None:
         table.add_row(
             name, str(n), f"{share(c['first'], n):.3f}", f"{share(c['bm25'], n):.3f}",
             f"{share(c['shape'], n):.3f}", f"{share(c['random'], n):.3f}",
+        )  # fmt: skip
+    console.print(table)
+
+
+def print_kin_transcripts(result: dict[str, Any]) -> None:
+    table = _table(
+        "Kin learned from published runs (MGSM, every method), asked in the other languages",
+        ["learned", "runs", "questions", "same first", "other first", "of it unmarked",
+         "nothing", "bm25 first"],
+    )  # fmt: skip
+    for name, c in result.items():
+        n = c["questions"]
+        table.add_row(
+            name, str(c["runs_learned"]), str(n), f"{share(c.get('first', 0), n):.3f}",
+            f"{share(c.get('other_first', 0), n):.3f}",
+            f"{share(c.get('other_first_unmarked', 0), n):.3f}",
+            f"{share(c.get('nothing', 0), n):.3f}", f"{share(c.get('bm25', 0), n):.3f}",
         )  # fmt: skip
     console.print(table)
 
@@ -316,6 +347,7 @@ PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "tools": print_tools,
     "kin": print_kin,
     "kin-semantic": lambda r: print_kin(r, "Translated kin, semantic index on"),
+    "kin-transcripts": print_kin_transcripts,
     "paraphrase": lambda r: print_kin(r, "English paraphrases"),
     "paraphrase-semantic": lambda r: print_kin(r, "English paraphrases, semantic index on"),
     "near": print_near,

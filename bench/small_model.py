@@ -46,6 +46,8 @@ ALIAS = "qwen2.5-coder-1.5b-instruct"
 VARIANTS: dict[str, tuple[list[str], list[str]]] = {
     "plain": ([], []),
     "jinja": ([], ["--jinja"]),  # the GGUF's own chat template, read by the server
+    # An answer before any expert was consulted is sent back once, asking for a check.
+    "check": (["--check-before-answer"], []),
 }
 
 
@@ -55,11 +57,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(binary: str, gguf: Path, extra: list[str], log: Path) -> tuple[subprocess.Popen, str]:
+def serve(
+    binary: str, gguf: Path, extra: list[str], log: Path, parallel: int
+) -> tuple[subprocess.Popen, str]:
     port = free_port()
     cmd = [
         binary, "-m", str(gguf), "--alias", ALIAS, "--host", "127.0.0.1",
-        "--port", str(port), "-c", "8192", "-np", "1", "-t", "2",
+        "--port", str(port), "-c", str(8192 * parallel), "-np", str(parallel), "-t", "2",
         "--temp", "0", "--seed", "1", "--no-webui", *extra,
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT)
@@ -84,7 +88,7 @@ def run_batch(
     cmd = [
         str(REPO / ".venv/bin/conductor"), "batch", *map(str, files), "--methods", methods,
         "--model", f"openai:{ALIAS}@{url}", "--no-recall", "--no-learn",
-        "--sandbox", args.sandbox, "--concurrency", "1", "--limit", str(args.limit),
+        "--sandbox", args.sandbox, "--concurrency", str(args.parallel), "--limit", str(args.limit),
         "--max-rounds", str(args.max_rounds), "--meta-max-tokens", str(args.max_tokens),
         "--expert-max-tokens", str(args.max_tokens), "--max-wall", str(args.max_wall),
         "--json", *extra,
@@ -126,6 +130,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=768)
     parser.add_argument("--max-wall", type=int, default=900)
     parser.add_argument("--sandbox", default="auto")
+    # Slots on the server and items at once: on 2 CPU cores, 2 slots gave 1.2x the
+    # tokens per second of one (measured: 15.5 against 18.8 tok/s with 4).
+    parser.add_argument("--parallel", type=int, default=1)
     args = parser.parse_args()
     binary = os.environ.get("CONDUCTOR_LLAMA_SERVER") or shutil.which("llama-server")
     if not binary:
@@ -133,6 +140,7 @@ def main() -> None:
     if not args.gguf.is_file():
         raise SystemExit(f"no model at {args.gguf}")
     work = Path(tempfile.mkdtemp(prefix="small-model-"))
+    print(f"work folder: {work}", file=sys.stderr, flush=True)
     files = []
     for task in args.tasks.split(","):
         src = TASKS_DIR / f"{task}.jsonl"
@@ -142,7 +150,9 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for variant in args.variants.split(","):
         batch_flags, server_flags = VARIANTS[variant]
-        server, url = serve(binary, args.gguf, server_flags, work / f"llama-{variant}.log")
+        server, url = serve(
+            binary, args.gguf, server_flags, work / f"llama-{variant}.log", args.parallel
+        )
         try:
             t0 = time.monotonic()
             out = run_batch(files, args.methods, url, batch_flags, work / variant, args)

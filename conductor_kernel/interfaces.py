@@ -275,7 +275,8 @@ class Sandbox(Protocol):
     stay usable; the run's cancel calls it (conductor_kernel/run/expert_call.py).
     """
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult: ...
 

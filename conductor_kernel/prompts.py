@@ -71,6 +71,14 @@ NUDGE = (
     '>> FINAL ANSWER:\n"""\n[final answer]\n"""'
 )
 
+CHECK_FIRST = (
+    "Your final answer was not accepted yet: no expert has looked at this question. "
+    "Before answering, consult one expert to check the answer you have in mind (give "
+    'the expert the whole question and your candidate in """triple quotes"""; Expert '
+    "Python can test it with a program). Then give your final answer as\n"
+    '>> FINAL ANSWER:\n"""\n[final answer]\n"""'
+)
+
 EMPTY_INSTRUCTION = (
     "Your call to {name} had an empty instruction, so it was not sent. Write the "
     "instruction between the triple quotes."

@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from conductor.methods import BASELINES, PUBLISHED_FOLDERS
 from conductor.scoring.task_scoring import BuiltinTaskScoring
 from conductor.session.notebook_hooks import open_notebook
 from conductor.tasks.files import TaskItem, read_task_file
@@ -32,7 +33,13 @@ from lessons.values import trust_name
 from lessons.write.learn import LearnOptions, learn_from_run
 from lessons.write.verify import independent_derivations, output_contains
 from record.fold import outline
-from record.published import PublishedRecord, example_events, published_events, read_published
+from record.published import (
+    PublishedRecord,
+    example_events,
+    published_events,
+    read_published,
+    without_calls,
+)
 
 
 def _load_variants() -> Any:
@@ -91,13 +98,18 @@ def _old_rule(events: list[Event], answer: str | None) -> bool:
 
 
 def _events(folder: str, task: str, i: int, record: PublishedRecord) -> list[Event]:
-    return published_events(record, run_id=f"{folder}:{task}:{i}")
+    """A published run's events; a baseline's as its harness ran it (no expert calls:
+    an "Expert X:" in a multi-persona reply dispatched nothing)."""
+    method = PUBLISHED_FOLDERS.get(Path(folder).name, "")
+    if method in BASELINES:
+        record = without_calls(record)
+    return published_events(record, run_id=f"{folder}:{task}:{i}", method=method)
 
 
 def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, Any]:
     """Two folds by question: learn one with targets, label the other without."""
     runs = []
-    for folder in ("with-python", "without-python"):
+    for folder in published_folders(data):
         for path in sorted((data / "transcripts" / folder).glob("*.jsonl")):
             for i, record in enumerate(_records(path)):
                 runs.append((folder, path.stem, i, record))
@@ -126,6 +138,7 @@ def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, An
                     levels[row["verification"]] += 1
         book.close()
     per_task: dict[str, Counter[str]] = {}
+    per_folder: dict[str, Counter[str]] = {}
     for folder, task, i, record in runs:
         events = _events(folder, task, i, record)
         finished = outline(events).finished
@@ -146,11 +159,22 @@ def verified(data: Path, workdir: Path, sandbox: Sandbox | None) -> dict[str, An
         trust = trusts.get(f"{folder}:{task}:{i}", "unverified")
         c[trust] += 1
         c[trust + "_right"] += right
+        by_folder = per_folder.setdefault(folder, Counter())
+        by_folder.update({"runs": 1, "right": right, trust: 1, trust + "_right": right})
     total: Counter[str] = Counter()
     for c in per_task.values():
         total.update(c)
     return {"per_task": {k: dict(v) for k, v in per_task.items()}, "total": dict(total),
+            "per_folder": {k: dict(v) for k, v in per_folder.items()},
             "levels": dict(levels), "sandbox": sandbox.name if sandbox else None}  # fmt: skip
+
+
+def published_folders(data: Path) -> list[str]:
+    """Every folder of published runs: meta-prompting with and without Python, and each
+    baseline method's (transcripts/baselines/METHOD)."""
+    root = data / "transcripts"
+    baselines = sorted(p.name for p in (root / "baselines").glob("*") if p.is_dir())
+    return ["with-python", "without-python", *(f"baselines/{name}" for name in baselines)]
 
 
 # -- tool accuracy ------------------------------------------------------------------------
@@ -241,6 +265,52 @@ def kin(data: Path, workdir: Path, *, semantic: bool = False) -> dict[str, Any]:
     return _same_problem_first(
         [(a, b, questions[a], questions[b]) for a, b in pairs], workdir, semantic
     )
+
+
+def kin_transcripts(data: Path, workdir: Path) -> dict[str, Any]:
+    """Kin learned from real runs, not task files: every published run of MGSM in one
+    language (meta-prompting with and without Python and the five baselines, about
+    seven runs a problem, right and wrong), learned with targets and without; then each
+    problem asked in every other language (the task files' questions). Counts the same
+    problem's note first, another problem's note first (and of those, how many were not
+    marked as another question), and nothing shown, beside bm25 over past questions."""
+    folders = published_folders(data)
+    out: dict[str, Any] = {}
+    for learned in ("ES", "FR"):
+        runs = []
+        for folder in folders:
+            path = data / "transcripts" / folder / f"MGSM_{learned}.jsonl"
+            if path.is_file():
+                runs += [(folder, i, r) for i, r in enumerate(_records(path))]
+        for targets in (True, False):
+            name = f"kinrun-{learned}-{'targets' if targets else 'none'}"
+            book = open_notebook(workdir / f"{name}.db")
+            problem_of: dict[str, int] = {}
+            options = LearnOptions(use_target=targets)
+            for folder, i, record in runs:
+                events = _events(folder, f"MGSM_{learned}", i, record)
+                problem_of[events[0].run_id] = i
+                learn_from_run(book, events, options=options)
+            c: Counter[str] = Counter()
+            for asked in MGSM:
+                if asked == learned:
+                    continue
+                for i, item in enumerate(_mgsm(data, asked)):
+                    c["questions"] += 1
+                    shown = recall(book, item.input, options=RecallOptions(k=3)).shown
+                    first = shown[0].note if shown else None
+                    if first is None:
+                        c["nothing"] += 1
+                    elif problem_of.get(first["source_run"] or "") == i:
+                        c["first"] += 1
+                    else:
+                        c["other_first"] += 1
+                        c["other_first_unmarked"] += not first.get("differs")
+                    top = _bm25_top(book, item.input)
+                    c["bm25"] += top is not None and problem_of.get(top) == i
+            out[name] = dict(c) | {"runs_learned": len(runs)}
+            book.close()
+    return out
 
 
 def paraphrase(data: Path, workdir: Path, *, semantic: bool = False) -> dict[str, Any]:

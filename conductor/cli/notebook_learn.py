@@ -47,7 +47,9 @@ def _ours(path: Path) -> bool:
 
 def runs_of(path: Path, limit: int | None) -> Iterator[list[Event]]:
     """Each run of the file as its events, in the file's order."""
-    from record.published import published_events, read_published
+    from conductor.methods import BASELINES
+    from conductor.replay.baselines import method_of_path
+    from record.published import published_events, read_published, run_id_for, without_calls
     from record.reader import iter_events
 
     if _ours(path):
@@ -56,8 +58,15 @@ def runs_of(path: Path, limit: int | None) -> Iterator[list[Event]]:
             runs.setdefault(event.run_id, []).append(event)
         yield from list(runs.values())[:limit]
         return
-    for i, record in enumerate(read_published(path, limit=limit).records):
-        yield published_events(record, source_file=str(path), run_id=f"{path.stem}-{i}")
+    # A baseline's harness dispatched nothing: an "Expert X:" in its text (multi-persona
+    # writes them) is no expert call, and two such lines are no corroboration.
+    method = method_of_path(path) or ""
+    for record in read_published(path, limit=limit).records:
+        if method in BASELINES:
+            record = without_calls(record)
+        # The method in the id: the same task's runs of two folders never share one.
+        run_id = run_id_for(record, method) if method else None
+        yield published_events(record, source_file=str(path), run_id=run_id, method=method)
 
 
 def withheld(events: list[Event]) -> list[Event]:

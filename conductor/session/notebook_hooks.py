@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from conductor.session.fresh_sandbox import FreshSandbox
 from conductor_kernel.events import Event, Recall
 from conductor_kernel.interfaces import ChatModel, Sandbox
 from conductor_kernel.limits.ledger import UsageLedger
@@ -68,15 +69,20 @@ class NotebookHooks:
             return self.model  # an offline model makes no paid calls for the notebook
         return ledger.metered(self.model, purpose)
 
-    def recall(self, question: str, *, ledger: UsageLedger | None = None) -> Recall:
+    def recall(
+        self, question: str, *, ledger: UsageLedger | None = None, sandbox: Sandbox | None = None
+    ) -> Recall:
         """The `Recall` event for a question (with no notes when nothing is relevant).
 
-        The narrowing call's usage goes on `ledger`. A notebook that cannot be read
-        costs the run its notes, not the run itself.
+        The narrowing call's usage goes on `ledger`. A fitting tool's answer is checked
+        in `sandbox` (a fresh one, never the run's) before it is offered. A notebook
+        that cannot be read costs the run its notes, not the run itself.
         """
         model = self._model(ledger, "recall") if model_can_reflect(self.model) else None
         try:
-            result = recall(self.book, question, model=model, options=self.recall_options)
+            result = recall(
+                self.book, question, model=model, options=self.recall_options, sandbox=sandbox
+            )
         except sqlite3.Error as exc:
             log.warning("the notebook %s could not be read for recall: %s", self.book.path, exc)
             return Recall(task_type=None, notes=[], rendered="", tokens=0)
@@ -117,9 +123,20 @@ class NotebookHooks:
 
     def attach(self, session: Session, *, recall: bool = True, learn: bool = True) -> None:
         if recall:
-            session.recall = self.recall
+            opener = session.fresh_sandbox
+
+            def recall_checked(question: str, *, ledger: UsageLedger | None = None) -> Recall:
+                # Started only if a fitting tool's answer is checked; closed at once.
+                checks = FreshSandbox(opener) if opener is not None else None
+                try:
+                    return self.recall(question, ledger=ledger, sandbox=checks)
+                finally:
+                    if checks is not None:
+                        checks.close()
+
+            session.recall = recall_checked
             if session.conductor is not None:
-                session.conductor.recall = self.recall
+                session.conductor.recall = recall_checked
         if learn:
             session.after_run.append(self.after_run)
 

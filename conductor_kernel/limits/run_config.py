@@ -97,6 +97,12 @@ class RunConfig(BaseModel):
         description="A turn with calls and an answer: `calls_first` runs the calls (as the "
         "paper), `answer` takes the answer.",
     )  # fmt: skip
+    check_before_answer: bool = setting(
+        False, flag="--check-before-answer",
+        description="Send a final answer given before any expert was consulted back once, "
+        "asking for one check first (for small models that answer in round 1 alone; "
+        "measured in docs/methods.md).",
+    )  # fmt: skip
     prompt_cache: bool = setting(
         True, flag="--prompt-cache",
         description="Ask the provider to cache the growing meta history.",

@@ -57,6 +57,8 @@ class RunState:
     expert_calls: int = 0
     sandbox_runs: int = 0
     answer: str | None = None
+    # The run's answer was sent back once for a check (RunConfig.check_before_answer).
+    check_asked: bool = False
 
     @property
     def usage(self) -> Usage:

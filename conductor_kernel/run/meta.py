@@ -59,6 +59,10 @@ class MetaPrompting:
     def _act(self, run: RunContext, turn: Turn) -> Generator[Event, None, str | None]:
         parsed = parse_turn(turn.text)
         if parsed.has_answer and (not parsed.calls or run.config.calls_and_answer == "answer"):
+            if _check_first(run, turn):
+                run.state.check_asked = True
+                yield run.note(turn, "answer_before_check", prompts.CHECK_FIRST)
+                return prompts.CHECK_FIRST
             yield run.answer(turn, parsed.final_answer or "")
             return None
         if parsed.calls:
@@ -73,6 +77,18 @@ class MetaPrompting:
         nudge = nudge_with_reasons(prompts.NUDGE, turn.text)
         yield run.note(turn, "no_call_or_answer", nudge)
         return nudge
+
+
+def _check_first(run: RunContext, turn: Turn) -> bool:
+    """Whether an answer is sent back for a check (`check_before_answer`): only once a
+    run, only when no expert was consulted, and never in the last round."""
+    state = run.state
+    return (
+        run.config.check_before_answer
+        and not state.check_asked
+        and state.expert_calls == 0
+        and turn.round < run.config.max_rounds
+    )
 
 
 def _dispatch(run: RunContext, parsed: ParsedTurn, turn: Turn) -> Generator[Event, None, str]:

@@ -10,7 +10,9 @@
 4. Each note's *relevance* is its type's match, refined by the particulars it shares;
    its *score* weighs relevance by trust: how it was verified and how often it helped
    or hurt. Notes under the relevance threshold are never shown.
-5. The best-tested tool that applies comes first (lessons/forms/toolbox.py).
+5. The best-tested tool that applies comes first (lessons/forms/toolbox.py); given a
+   sandbox, its answer to the question is checked first where a checker can judge it
+   (lessons/read/tool_check.py), and a tool whose answer fails is not shown.
 6. With a real model, the model may narrow the candidates to those it judges helpful.
 7. Rendered under a token budget (lessons/read/render.py).
 """
@@ -23,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from conductor_kernel.interfaces import ChatModel, Message
+from conductor_kernel.interfaces import ChatModel, Message, Sandbox
 from lessons import prompts
 from lessons.forms.problems import core_input, same_question
 from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
@@ -34,6 +36,7 @@ from lessons.read.candidates import ScoredNote, candidates_for, trust
 from lessons.read.difference import difference
 from lessons.read.kin import kin_candidates
 from lessons.read.render import Rendered, render_recall
+from lessons.read.tool_check import check_tool_here
 from lessons.storage.store import Notebook
 from lessons.values import excerpt, trust_name
 
@@ -157,18 +160,29 @@ def _fits_beside_a_tool(item: ScoredNote) -> bool:
 
 
 def runnable(stored: StoredTool, note: dict[str, Any]) -> bool:
-    """Whether the meta model is told it can run a fitting tool as it is: its answer was
-    checked where it was made, or it passed nine in ten of at least three tests, and no
-    test says otherwise."""
+    """Whether the meta model is told it can run a fitting tool as it is: its answer to
+    this question passed the check, or its answer was checked where it was made, or it
+    passed nine in ten of at least three tests, and no test says otherwise."""
+    if note.get("checked_answer") is not None:
+        return True
     checked = trust_name(note["verification"], note.get("outcome", "")) == "checked"
     tested = stored.tests >= 3 and stored.pass_rate >= 0.9
     return (checked and (not stored.tests or stored.pass_rate >= 0.9)) or tested
 
 
 def tool_candidate(
-    book: Notebook, question: str, type_ids: list[str], *, exclude_question: bool
+    book: Notebook,
+    question: str,
+    type_ids: list[str],
+    *,
+    exclude_question: bool,
+    sandbox: Sandbox | None = None,
 ) -> ScoredNote | None:
-    """The best-tested tool that applies to the question, written out for it."""
+    """The best-tested tool that applies to the question, written out for it.
+
+    With a sandbox, a tool whose answer to this question a checker can judge is run on
+    it first (lessons/read/tool_check.py): one that fails is passed over, one that
+    passes carries its checked answer."""
     for stored in best_tools(book, question, type_ids, exclude_question=exclude_question):
         program = instantiate(stored.tool, question, scoring=book.scoring)
         # By its whole id: find_note also takes a prefix (LIKE), which scans every note.
@@ -176,6 +190,13 @@ def tool_candidate(
         if program is None or row is None:
             continue
         note = dict(row)
+        if sandbox is not None:
+            check = check_tool_here(stored, question, sandbox, scoring=book.scoring)
+            if check.verdict is False:
+                log.info("recall: tool %s passed over: %s", stored.note_id, check.why)
+                continue
+            if check.verdict:
+                note["checked_answer"] = check.answer
         note["text"] = stored.describe() + " Written out for this question:"
         note["code"] = program
         note["tool_pass_rate"] = stored.pass_rate
@@ -192,7 +213,10 @@ def recall(
     *,
     model: ChatModel | None = None,
     options: RecallOptions | None = None,
+    sandbox: Sandbox | None = None,
 ) -> RecallResult:
+    """What the notebook holds for `question`; `sandbox` (a fresh one, never a run's)
+    lets a fitting tool's answer be checked on the question before it is offered."""
     options = options or RecallOptions()
     params = options.params
     terms = question_terms(question)
@@ -231,7 +255,9 @@ def recall(
     tool = None
     if options.tools:
         # Tools are matched by what they can read, not by type (lessons/forms/tools.py).
-        tool = tool_candidate(book, question, [], exclude_question=options.exclude_question)
+        tool = tool_candidate(
+            book, question, [], exclude_question=options.exclude_question, sandbox=sandbox
+        )
     if tool is not None:  # the best-tested tool first; a plain copy of code is then noise
         candidates = [tool, *[c for c in candidates if c.note["kind"] != "code"]]
     runs_it = tool is not None and tool.note["runnable"]

@@ -36,6 +36,14 @@ RUNNABLE = (
 )
 
 
+# Said of a tool whose answer to this very question passed the task's check in a fresh
+# sandbox before recall showed it (lessons/read/tool_check.py).
+CHECKED_HERE = (
+    "  CHECKED ON YOUR QUESTION: run on this question in a fresh sandbox, it printed "
+    "{answer} and the task's own check accepts that answer."
+)
+
+
 # Anthropic's tokenizer is not published; its counts run above cl100k's on most text,
 # so the budget keeps a margin.
 TOKEN_MARGIN = 1.2
@@ -84,10 +92,14 @@ def render_note(note: dict[str, Any], *, code_chars: int) -> str:
         )
     code = (note.get("code") or "").rstrip()
     whole = len(code) <= code_chars
+    checked_here = ""
+    if note.get("checked_answer") is not None and not note.get("differs"):
+        checked_here = CHECKED_HERE.format(answer=excerpt(str(note["checked_answer"]), 400))
     lines = [
         head,
         warning,
         RUNNABLE if note.get("runnable") and code and whole and not note.get("differs") else "",
+        checked_here,
         f"  key: {note['key']}" if note.get("key") else "",
         f"  {note['text']}",
     ]
