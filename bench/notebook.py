@@ -29,6 +29,10 @@ measured in the same run, then recall latency.
 - demo-ab (bench/support/nb_demo_ab.py): the demo model on generated Game of 24 puzzles
   of one kind, learning on against learning off (the baseline): rounds and tokens of the
   first puzzle and of the later ones, with the same accuracy.
+- kin-transcripts: MGSM kin learned from every published run of one language (targets
+  known and withheld), asked in the other languages, beside bm25.
+- latency-real: recall p50/p99 on a notebook learned from every published run, beside
+  a bm25 query over each question's rarest terms in the same process.
 - latency (bench/support/nb_latency.py): a synthetic notebook at each size; recall p50/p99
   beside one plain FTS5 query, lexical and with the semantic index, wall and CPU time.
 
@@ -132,6 +136,7 @@ def main() -> int:
             ("kin", lambda: f.kin(data, workdir)),
             ("kin-semantic", lambda: f.kin(data, workdir, semantic=True)),
             ("kin-transcripts", lambda: f.kin_transcripts(data, workdir)),
+            ("latency-real", lambda: support_module("nb_latency").latency_real(data, workdir)),
             ("paraphrase", lambda: f.paraphrase(data, workdir)),
             ("paraphrase-semantic", lambda: f.paraphrase(data, workdir, semantic=True)),
             ("near", lambda: f.near_miss(data, workdir)),
@@ -266,6 +271,21 @@ def print_kin_transcripts(result: dict[str, Any]) -> None:
     console.print(table)
 
 
+def print_latency_real(result: dict[str, Any]) -> None:
+    table = _table(
+        "Recall on a notebook learned from every published run (task files' questions)",
+        ["runs", "notes", "question chars p50", "recall p50 ms", "p99", "cpu p50",
+         "rarest-terms bm25 p50 ms", "p99"],
+    )  # fmt: skip
+    r = result
+    table.add_row(
+        str(r["runs_learned"]), str(r["notes"]), f"{r['question_chars_p50']:.0f}",
+        f"{r['recall_p50_ms']:.2f}", f"{r['recall_p99_ms']:.2f}", f"{r['recall_cpu_p50_ms']:.2f}",
+        f"{r['rarest_bm25_p50_ms']:.2f}", f"{r['rarest_bm25_p99_ms']:.2f}",
+    )  # fmt: skip
+    console.print(table)
+
+
 def print_near(result: dict[str, Any]) -> None:
     table = _table(
         "Near-miss tasks: the old task's tool, code or pitfall shown",
@@ -348,6 +368,7 @@ PRINTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "kin": print_kin,
     "kin-semantic": lambda r: print_kin(r, "Translated kin, semantic index on"),
     "kin-transcripts": print_kin_transcripts,
+    "latency-real": print_latency_real,
     "paraphrase": lambda r: print_kin(r, "English paraphrases"),
     "paraphrase-semantic": lambda r: print_kin(r, "English paraphrases, semantic index on"),
     "near": print_near,

@@ -166,3 +166,78 @@ LATENCY_COLUMNS = [
     "notes", "p50", "p99", "cpu p50", "FTS p50", "ratio", "insert notes/s",
     "sem. p50", "sem. p99", "sem. cpu p50", "embed p50", "embed cpu p50",
 ]  # fmt: skip
+
+
+def latency_real(data: Path, workdir: Path, queries: int = 300) -> dict[str, Any]:
+    """Recall on a notebook learned from real transcripts: every published run (all
+    tasks, meta-prompting with and without Python and the five baselines, targets
+    known), asked the task files' questions (long MGSM word problems among them), in a
+    fixed sample. Beside it, in the same process, one bm25 query over each question's
+    eight rarest known terms (the baseline a plain full-text search gives)."""
+    import random
+
+    from conductor.methods import BASELINES, PUBLISHED_FOLDERS
+    from record.published import published_events, read_published, without_calls
+
+    book = open_notebook(workdir / "latency-real.db")
+    root = data / "transcripts"
+    folders = [
+        root / "with-python",
+        root / "without-python",
+        *sorted((root / "baselines").glob("*")),
+    ]
+    learned = 0
+    t0 = time.perf_counter()
+    for folder in folders:
+        method = PUBLISHED_FOLDERS.get(folder.name, "")
+        for path in sorted(folder.glob("*.jsonl")):
+            for i, record in enumerate(read_published(path).records):
+                if method in BASELINES:
+                    record = without_calls(record)
+                run_id = f"{folder.name}:{path.stem}:{i}"
+                learn_from_run(book, published_events(record, run_id=run_id, method=method))
+                learned += 1
+    learn_s = time.perf_counter() - t0
+    questions = []
+    for path in sorted((data / "tasks").glob("*.jsonl")):
+        from conductor.tasks.files import read_task_file
+
+        questions += [item.input for item in read_task_file(path).items]
+    sample = random.Random(3).sample(questions, min(queries, len(questions)))
+    for q in sample[:20]:
+        recall(book, q)  # warm the page cache
+    ours, ours_cpu = timed(lambda q: recall(book, q), sample)
+    rarest, _ = timed(lambda q: rarest_bm25(book, q), sample)
+    notes = book.read_one("select count(*) as n from notes")
+    book.close()
+    return {
+        "runs_learned": learned,
+        "notes": notes["n"] if notes else 0,
+        "learn_runs_per_s": learned / learn_s,
+        "question_chars_p50": statistics.median(len(q) for q in sample),
+        "recall_p50_ms": statistics.median(ours),
+        "recall_p99_ms": pct(ours, 0.99),
+        "recall_cpu_p50_ms": statistics.median(ours_cpu),
+        "rarest_bm25_p50_ms": statistics.median(rarest),
+        "rarest_bm25_p99_ms": pct(rarest, 0.99),
+    }
+
+
+def rarest_bm25(book: Notebook, question: str, rarest: int = 8) -> None:
+    """One bm25 query over the question's `rarest` rarest known terms."""
+    from lessons.forms.terms import is_shape
+
+    terms = [t for t in question_terms(question) if not is_shape(t)]
+    if not terms:
+        return
+    marks = ",".join("?" * len(terms))
+    df = {r["term"]: r["df"] for r in book.read(
+        f"select term, df from term_df where term in ({marks})", terms
+    )}  # fmt: skip
+    known = sorted((t for t in terms if df.get(t)), key=lambda t: (df[t], t))[:rarest]
+    if known:
+        book.read(
+            "select n.id from notes_fts join notes n on n.seq = notes_fts.rowid "
+            "where notes_fts match ? order by notes_fts.rank limit 5",
+            (fts_query(known),),
+        )

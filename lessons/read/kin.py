@@ -22,8 +22,10 @@ SEMANTIC_FLOOR = 0.6
 SEMANTIC_NEAREST = 10
 KIN_SEARCHED = 6  # the rarest terms searched for (numbers and words alike)
 _NUMBER_TOKEN = re.compile(r"(?<!\S)num_\S+")
-KIN_POOL = 30  # notes compared with the question
+KIN_POOL = 30  # questions whose notes are compared with the question
+KIN_BATCHES = 12  # batches of KIN_POOL postings read at most
 KIN_POSTINGS = 400  # the newest notes read per searched term
+SMALL_NUMBER = 10  # numbers up to this one are as often spelled as written in digits
 
 
 def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> list[ScoredNote]:
@@ -61,17 +63,25 @@ def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> 
         have_numbers = numbers_of[note["id"]]
         shared_numbers = numbers & have_numbers
         shared_words = len(words & have)
-        # Two shared features, or one quantity that hardly any learned problem has.
+        # Two shared features, or one quantity that hardly any learned problem has; and
+        # more than small numbers alone (half the problems hold a 2 and a 3).
         rare_one = any(weight[t] >= weight_rare for t in shared_numbers)
         if len(shared_numbers) + shared_words < KIN_MIN_SHARED and not rare_one:
             continue
-        # Weighted Jaccard: a rare quantity shared says more than a common one.
+        if shared_words == 0 and all(_small(t) for t in shared_numbers):
+            continue
+        # Weighted Jaccard: a rare quantity shared says more than a common one. A small
+        # whole number missing on one side is no difference: translations spell them
+        # ("tres", "cuatro") or write them as numerals ("一半", half), so digits for
+        # them appear in one language and not in another.
+        unsure = {t for t in numbers ^ have_numbers if _small(t)}
         jaccard = sum(weight[t] for t in shared_numbers) / max(
-            1e-9, sum(weight[t] for t in numbers | have_numbers)
+            1e-9, sum(weight[t] for t in (numbers | have_numbers) - unsure)
         )
         strength = jaccard + 0.5 * shared_words / max(1, min(len(words), 8))
         if strength >= KIN_MIN_JACCARD or note["id"] in found:
             strengths[note["seq"]] = strength
+
     if strengths:  # whole rows only for the few that can be kin, in the pool's order
         marks = ",".join("?" * len(strengths))
         whole = {r["seq"]: dict(r) for r in book.read(
@@ -104,20 +114,30 @@ def _pool(book: Notebook, searched: list[str], rarity: dict[str, float]) -> list
             weight[seq] = weight.get(seq, 0.0) + adds
     ranked = sorted(weight, key=lambda seq: (-weight[seq], -seq))
     rows: list[dict[str, Any]] = []
-    # Other kinds of note carry their question's terms too: read on until the pool has
-    # KIN_POOL examples (each note read is a seek in `notes`, hence the batches).
-    for start in range(0, len(ranked), KIN_POOL):
+    problems: set[str] = set()
+    # Other kinds of note carry their question's terms too, and one problem run by
+    # several methods has an example from each: read on until the pool holds KIN_POOL
+    # questions (each note read is a seek in `notes`, hence the batches).
+    for start in range(0, min(len(ranked), KIN_POOL * KIN_BATCHES), KIN_POOL):
         batch = ranked[start : start + KIN_POOL]
         marks = ",".join("?" * len(batch))
-        rows += [dict(r) for r in book.read(
-            f"select seq, id, terms from notes where seq in ({marks}) "
-            "and retired = 0 and kind = 'example'",
+        found = [dict(r) for r in book.read(
+            f"select seq, id, terms, question_hash from notes where seq in ({marks}) "
+            "and retired = 0 and kind in ('example', 'pitfall')",
             batch,
         )]  # fmt: skip
-        if len(rows) >= KIN_POOL:
+        rows += found
+        problems |= {r["question_hash"] or str(r["seq"]) for r in found}
+        if len(problems) >= KIN_POOL:
             break
     rows.sort(key=lambda r: (-weight[r["seq"]], -r["seq"]))
-    return rows[:KIN_POOL]
+    return rows
+
+
+def _small(token: str) -> bool:
+    """Whether a `num_` token is a whole number from 0 to 10 (often spelled out)."""
+    text = token[4:]
+    return text.isdigit() and int(text) <= SMALL_NUMBER
 
 
 def _number_weights(book: Notebook, number_tokens: set[str], total: int) -> dict[str, float]:

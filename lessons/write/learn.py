@@ -169,6 +169,17 @@ def _place(conn: sqlite3.Connection, run: PreparedRun, params: MatchParams) -> s
     created since that matches by terms, or by the name the model gave, is joined rather
     than made twice; the candidates the model turned down are not joined.
     """
+    # A question asked again (another run of the same text) joins the type its first run
+    # was placed in and is not counted again: rarity counts questions, not runs, so a
+    # problem run seven times (the published runs of every method) keeps its quantities
+    # as rare as they are.
+    again = conn.execute(
+        "select d.type_id from distilled_runs d join task_types t on t.id = d.type_id "
+        "where d.question_hash = ? and t.retired = 0 order by d.rowid limit 1",
+        (question_hash(run.question),),
+    ).fetchone()
+    if again is not None:
+        return str(again[0])
     terms = set(run.terms)
     choice = TypeChoice(**run.choice) if run.choice else TypeChoice()
     candidates = score_types(conn, terms, limit=5, params=params)
