@@ -150,7 +150,15 @@ def run_ablation(plan: AblationPlan, *, progress: Callable[[str], None] = print)
         "notebook": str(plan.notebook),
         "learn_items": [i.id for i in learn_split],
         "test_items": [i.id for i in test_split],
-        "learn": learned.to_dict() | {"learning_calls_usage": _usage(learning_usage)},
+        "learn": learned.to_dict()
+        | {
+            "learning_calls_usage": _usage(learning_usage),
+            # What learning costs an item beside what running it costs.
+            "run_tokens_per_item": _per_item(learned.to_dict()["tokens"], len(learn_split)),
+            "learning_tokens_per_item": _per_item(
+                learning_usage.input_tokens + learning_usage.output_tokens, len(learn_split)
+            ),
+        },
         "arms": {name: arm.to_dict() for name, arm in arms.items()},
         "paired": paired_change(on.correct, off.correct),
     }
@@ -164,6 +172,10 @@ def _usage(usage: Usage) -> dict[str, Any]:
         "cost_usd": round(usage.cost_usd, 6),
         "calls": usage.calls,
     }
+
+
+def _per_item(tokens: int, items: int) -> float:
+    return round(tokens / items, 1) if items else 0.0
 
 
 def _estimated(usage: dict[str, Any]) -> str:
@@ -191,6 +203,8 @@ def render(report: dict[str, Any]) -> str:
             f"(${learn['learning_calls_usage']['cost_usd']:.4f}) in "
             f"{learn['learning_calls_usage']['calls']} learning calls"
             + _estimated(learn["learning_calls_usage"]),
+            f"  per learned item: {learn.get('run_tokens_per_item', 0):,.0f} tokens to run it, "
+            f"{learn.get('learning_tokens_per_item', 0):,.0f} to learn from it",
         ]
     )
 

@@ -63,18 +63,16 @@ def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> 
         have_numbers = numbers_of[note["id"]]
         shared_numbers = numbers & have_numbers
         shared_words = len(words & have)
-        # Two shared features, or one quantity that hardly any learned problem has; and
-        # more than small numbers alone (half the problems hold a 2 and a 3).
+        # Two shared features, or one quantity that hardly any learned problem has.
         rare_one = any(weight[t] >= weight_rare for t in shared_numbers)
         if len(shared_numbers) + shared_words < KIN_MIN_SHARED and not rare_one:
             continue
-        if shared_words == 0 and all(_small(t) for t in shared_numbers):
-            continue
-        # Weighted Jaccard: a rare quantity shared says more than a common one. A small
-        # whole number missing on one side is no difference: translations spell them
-        # ("tres", "cuatro") or write them as numerals ("一半", half), so digits for
-        # them appear in one language and not in another.
-        unsure = {t for t in numbers ^ have_numbers if _small(t)}
+        # Weighted Jaccard: a rare quantity shared says more than a common one. Once a
+        # larger quantity is shared, a small whole number missing on one side is no
+        # difference: translations spell them ("tres", "cuatro") or write them as
+        # numerals ("一半", half), so their digits appear in one language only.
+        anchored = any(not _small(t) for t in shared_numbers)
+        unsure = {t for t in numbers ^ have_numbers if _small(t)} if anchored else set()
         jaccard = sum(weight[t] for t in shared_numbers) / max(
             1e-9, sum(weight[t] for t in (numbers | have_numbers) - unsure)
         )

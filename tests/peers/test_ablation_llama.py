@@ -75,6 +75,10 @@ def test_the_ab_harness_runs_against_smollm2_and_its_report_adds_up(
     calls = report["learn"]["learning_calls_usage"]
     assert calls["calls"] >= len(learn) and calls["tokens"] >= 0 and calls["cost_usd"] >= 0
     assert calls["estimated_tokens"] >= 0  # a learning call stopped part-way is estimated
+    # Learning's tokens per item beside the run's, as the report prints them.
+    per = len(learn)
+    assert report["learn"]["run_tokens_per_item"] == round(report["learn"]["tokens"] / per, 1)
+    assert report["learn"]["learning_tokens_per_item"] == round(calls["tokens"] / per, 1)
 
     # The report agrees with the recorded runs: one transcript per run, and their
     # tokens are the arms' and the learning split's.
