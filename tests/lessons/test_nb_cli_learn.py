@@ -71,3 +71,35 @@ def test_a_missing_file_is_a_clear_error(
     code = main(["notebook", "learn", str(tmp_path / "nope.jsonl"), "--notebook",
                  str(tmp_path / "x.db")])  # fmt: skip
     assert code != 0 and "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_baselines_runs_are_learned_as_its_harness_ran_them(
+    shared_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A multi-persona reply writes "Expert X:" lines the harness never dispatched: they
+    are not expert calls, so they never corroborate. The same task's runs of two
+    folders keep apart (one run id each)."""
+    root = shared_dir / "transcripts"
+    baseline = root / "baselines" / "MultiPersona" / "MGSM_ES.jsonl"
+    meta = root / "with-python" / "MGSM_ES.jsonl"
+    alone = tmp_path / "alone.db"
+    _learn(capsys, str(baseline), "--limit", "6", "--without-targets", "--notebook", str(alone))
+    book = Notebook(alone)
+    try:
+        rows = book.read("select run_id, verification from distilled_runs")
+    finally:
+        book.close()
+    # Its harness dispatched nothing and each question ran once: nothing corroborates.
+    assert len(rows) == 6 and all(r["verification"] != "independent" for r in rows)
+    assert all(r["run_id"].startswith("published-multipersona-") for r in rows)
+    both = tmp_path / "both.db"
+    summary = _learn(capsys, str(baseline), str(meta), "--limit", "6", "--without-targets",
+                     "--notebook", str(both))  # fmt: skip
+    assert summary["runs"] == 12  # six of each file, none taken for another's
+    book = Notebook(both)
+    try:
+        ids = book.read_column("select run_id from distilled_runs")
+    finally:
+        book.close()
+    assert len(set(ids)) == 12
