@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from conductor_kernel.interfaces import (
     CallRole,
@@ -39,6 +39,18 @@ LEARNING_PURPOSES = ("reflection", "type_choice", "induction", "learning")
 
 # What a metered model tells after each call that returned: its completion.
 Meter = Callable[[Completion], None]
+
+
+@runtime_checkable
+class Admission(Protocol):
+    """A meter that is also asked before each call: it returns the reply limit the call
+    may have (lowered to fit what is left) or raises to refuse the call, which is then
+    not made. The learning budget is one (lessons/write/budget.py)."""
+
+    def admit(
+        self, messages: list[Message], *, system: str | None, max_tokens: int | None
+    ) -> int | None: ...
+
 
 # The attribute of an exception that holds what its failed call spent (a `Usage`).
 _SPENT = "conductor_spent_usage"
@@ -178,6 +190,9 @@ class MeteredModel:
         role: CallRole = "meta",
         max_tokens: int | None = None,
     ) -> Completion:
+        for meter in self.meters:
+            if isinstance(meter, Admission):
+                max_tokens = meter.admit(messages, system=system, max_tokens=max_tokens)
         try:
             completion = self.inner.complete(
                 messages,

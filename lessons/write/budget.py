@@ -6,17 +6,18 @@ the run itself, making each item 4-20 times slower (issue 25). So learning's cal
 calls, nor more tokens, than the run itself used. A call is made only when its prompt
 and its longest reply fit in what is left (its reply limit is lowered to fit, down to
 `MIN_REPLY_TOKENS`); otherwise it is refused with `OverBudget`, and the offline path
-(the lexical type, no reflection) stands in. A run with nothing to learn from (no
+(the lexical type, no reflection) stands in. The budget is a meter with admission on
+the one metered model (`MeteredModel(model, budget)`), not a wrapper of its own. A run with nothing to learn from (no
 expert call, no program, no check of its answer) makes no learning call at all.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from conductor_kernel.interfaces import CallRole, ChatModel, Completion, Message, TextCallback
+from conductor_kernel.interfaces import Completion, Message
 from conductor_kernel.text.tokens import estimate_tokens
 from lessons.values import Verification
 from record.fold import RunOutline
@@ -25,6 +26,10 @@ from record.fold import RunOutline
 TOKEN_MARGIN = 1.2
 # A reply limit under this says too little to be worth a call.
 MIN_REPLY_TOKENS = 64
+
+
+# What a budget is, as data (it crosses Ray from a worker's learning to the driver).
+_COUNTS = ("calls", "tokens", "used_calls", "used_tokens")
 
 
 class OverBudget(Exception):
@@ -40,6 +45,9 @@ class LearningBudget:
     tokens: int
     used_calls: int = 0
     used_tokens: int = 0
+    # The prompt and reply limit of the call admitted last: what it is charged when
+    # the server reports no usage.
+    _admitted: tuple[int, int] = field(default=(0, 0), repr=False, compare=False)
 
     @classmethod
     def for_run(cls, run: RunOutline, share: float = 1.0) -> LearningBudget:
@@ -53,10 +61,29 @@ class LearningBudget:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LearningBudget:
-        return cls(**{k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__})
+        calls, tokens, used_calls, used_tokens = (int(data.get(k, 0)) for k in _COUNTS)
+        return cls(calls, tokens, used_calls, used_tokens)
 
     def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+        return {k: getattr(self, k) for k in _COUNTS}
+
+    # A meter with admission (conductor_kernel/limits/ledger.py): `MeteredModel(model,
+    # budget)` asks `admit` before each call and hands the budget each completion.
+    def admit(self, messages: list[Message], *, system: str | None, max_tokens: int | None) -> int:
+        """The reply limit a call may have; `OverBudget` when it may not be made."""
+        text = (system or "") + "".join(m.content for m in messages)
+        prompt = math.ceil(estimate_tokens(text) * TOKEN_MARGIN)
+        room = self.reply_room(prompt, max_tokens or 1024)
+        if room <= 0:
+            raise OverBudget(
+                f"learning's budget for this run is spent ({self.describe()}, "
+                f"{self.used_calls} calls and {self.used_tokens:,} tokens used)"
+            )
+        self._admitted = (prompt, room)
+        return room
+
+    def __call__(self, completion: Completion) -> None:
+        self.charge(completion, *self._admitted)
 
     def reply_room(self, prompt_tokens: int, max_tokens: int) -> int:
         """The reply limit a call of this prompt may have (0: it may not be made)."""
@@ -85,44 +112,3 @@ def idle_reason(run: RunOutline, verification: Verification) -> str:
     if verification.level != "none":
         return ""
     return "nothing to learn from (no expert call, no program, no check)"
-
-
-class BudgetedModel:
-    """A `ChatModel` whose calls draw on a `LearningBudget`; one that would pass it is
-    refused before it is made (`OverBudget`)."""
-
-    def __init__(self, model: ChatModel, budget: LearningBudget) -> None:
-        self.inner = model
-        self.budget = budget
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.inner, attr)
-
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        system: str | None = None,
-        on_text: TextCallback | None = None,
-        cache: bool = False,
-        role: CallRole = "meta",
-        max_tokens: int | None = None,
-    ) -> Completion:
-        text = (system or "") + "".join(m.content for m in messages)
-        prompt = math.ceil(estimate_tokens(text) * TOKEN_MARGIN)
-        wanted = max_tokens or 1024
-        room = self.budget.reply_room(prompt, wanted)
-        if room <= 0:
-            raise OverBudget(
-                f"learning's budget for this run is spent ({self.budget.describe()}, "
-                f"{self.budget.used_calls} calls and {self.budget.used_tokens:,} tokens used)"
-            )
-        completion = self.inner.complete(
-            messages, system=system, on_text=on_text, cache=cache, role=role, max_tokens=room
-        )
-        self.budget.charge(completion, prompt, room)
-        return completion

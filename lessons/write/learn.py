@@ -17,6 +17,7 @@ from typing import Any
 
 from conductor_kernel.events import Event, NotesWritten
 from conductor_kernel.interfaces import ChatModel, Usage
+from conductor_kernel.limits.ledger import MeteredModel
 from lessons.forms.problems import question_hash
 from lessons.forms.tasktypes import (
     MatchParams,
@@ -37,7 +38,7 @@ from lessons.storage.notes import Provenance, add_note, record_recall_feedback
 from lessons.storage.store import Notebook
 from lessons.values import NoteDraft
 from lessons.write.agreement import upgrade_runs
-from lessons.write.budget import BudgetedModel, LearningBudget
+from lessons.write.budget import LearningBudget
 from lessons.write.induction import induce_if_due
 from lessons.write.prepare import (
     LearnOptions,
@@ -139,7 +140,7 @@ def write_prepared(
     online = model_can_reflect(model) and not prepared.idle
     if online and model is not None and prepared.budget:
         # Induction draws on what the run's learning budget has left.
-        model = BudgetedModel(model, LearningBudget.from_dict(prepared.budget))
+        model = MeteredModel(model, LearningBudget.from_dict(prepared.budget))
     induced = induce_if_due(
         book, result["type_id"], every=options.induction_every, model=model if online else None
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import ChatModel, Sandbox, TaskScoring
+from conductor_kernel.limits.ledger import MeteredModel
 from lessons import prompts
 from lessons.forms.problems import core_input
 from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, pick_allowed, score_types
@@ -28,7 +29,7 @@ from lessons.storage.store import Notebook
 from lessons.values import NO_SCORING, NoteDraft, Verification, excerpt
 from lessons.write.agreement import agreeing_runs, answers_agree, cited_notes, shown_its_own_answer
 from lessons.write.asking import ask, echoes, is_placeholder
-from lessons.write.budget import BudgetedModel, LearningBudget, OverBudget, idle_reason
+from lessons.write.budget import LearningBudget, OverBudget, idle_reason
 from lessons.write.distill import distill_run, reflect
 from lessons.write.verify import LEARNABLE_STATUSES, verify_run
 from record.fold import RunOutline, outline
@@ -168,7 +169,7 @@ def prepare_run(
     elif online and options.model_share is not None:
         assert model is not None
         budget = LearningBudget.for_run(run, options.model_share)
-        model = BudgetedModel(model, budget)
+        model = MeteredModel(model, budget)
     if online and options.reflect:
         assert model is not None
         extra, reflection = reflect(model, run, verification)

@@ -146,3 +146,46 @@ def test_the_product_defines_one_metered_model() -> None:
         if isinstance(node, ast.ClassDef) and "metered" in node.name.lower()
     ]
     assert found == ["conductor_kernel/limits/ledger.py:MeteredModel"]
+
+
+class Allowance:
+    """A meter with admission: at most `calls` calls, each reply limited to `cap`."""
+
+    def __init__(self, calls: int, cap: int) -> None:
+        self.left, self.cap, self.told = calls, cap, 0
+
+    def admit(self, messages: list[Message], *, system: str | None, max_tokens: int | None) -> int:
+        if self.left <= 0:
+            raise RuntimeError("over the allowance")
+        self.left -= 1
+        return min(max_tokens or self.cap, self.cap)
+
+    def __call__(self, completion: Completion) -> None:
+        self.told += 1
+
+
+@settings(max_examples=50, deadline=None)
+@given(calls=st.integers(0, 4), asked=st.integers(1, 6), wanted=st.integers(1, 500))
+def test_a_meter_with_admission_limits_and_refuses_calls_before_they_are_made(
+    calls: int, asked: int, wanted: int
+) -> None:
+    seen: list[int | None] = []
+
+    class Recorder(Counted):
+        def complete(self, messages: list[Message], **kw: Any) -> Completion:
+            seen.append(kw.get("max_tokens"))
+            return super().complete(messages, **kw)
+
+    inner, allowance, ledger = Recorder(), Allowance(calls, 100), UsageLedger()
+    model = ledger.metered(MeteredModel(inner, allowance), "learning")  # the stack keeps it
+    made = refused = 0
+    for _ in range(asked):
+        try:
+            model.complete([Message("user", "q")], max_tokens=wanted)
+            made += 1
+        except RuntimeError:
+            refused += 1
+    assert made == min(calls, asked) == inner.calls == allowance.told
+    assert refused == asked - made
+    assert seen == [min(wanted, 100)] * made  # lowered to fit, never raised
+    assert ledger.total().calls == made  # a refused call is not made, so not counted
