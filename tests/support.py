@@ -78,3 +78,19 @@ def schema_shape(conn: sqlite3.Connection) -> dict[str, Any]:
 def _index_expression(conn: sqlite3.Connection, index: str) -> str:
     (sql,) = conn.execute("select sql from sqlite_master where name = ?", (index,)).fetchone()
     return "".join(sql.lower().replace("[", "").replace("]", "").split())
+
+
+def modules_imported_by(*args: str) -> set[str]:
+    """The modules `python -m conductor.cli ARGS` imports (by `-X importtime`): what a
+    fast-start test measures instead of seconds, which measure the machine's load."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "conductor.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}

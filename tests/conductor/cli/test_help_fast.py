@@ -14,6 +14,7 @@ import pytest
 
 from conductor.cli import build_parser
 from conductor.cli.lazy_parser import LazyParser
+from support import modules_imported_by
 
 HEAVY = {
     "pydantic",
@@ -35,20 +36,9 @@ HEAVY = {
 }
 
 
-def imported_by(*args: str) -> set[str]:
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "conductor.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-
-
 @pytest.mark.parametrize("args", [("--help",), ("-h",), ()])
 def test_the_command_list_imports_nothing_heavy(args: tuple[str, ...]) -> None:
-    modules = imported_by(*args)
+    modules = modules_imported_by(*args)
     assert "conductor.cli.solve" in modules  # the commands were registered
     assert not HEAVY & modules, sorted(HEAVY & modules)
 

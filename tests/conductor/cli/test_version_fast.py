@@ -6,20 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-
-def imported_by(*args: str) -> set[str]:
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "conductor.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+from support import modules_imported_by
 
 
 def test_version_imports_no_command_module() -> None:
-    modules = imported_by("--version")
+    modules = modules_imported_by("--version")
     assert "conductor.cli" in modules
     heavy = {"pydantic", "conductor.config", "conductor.cli.batch", "experts", "rich"}
     assert not heavy & modules, sorted(heavy & modules)
