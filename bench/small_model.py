@@ -102,21 +102,61 @@ def run_batch(
     return json.loads(last)
 
 
-def protocol_use(folder: Path, method: str) -> dict[str, int]:
-    """Of a method's finished runs: how many consulted an expert, answered in round 1
-    with no expert, or ended without an answer."""
-    rows = [
+def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
+    """The table's rows from a comparison batch's results.jsonl, finished or not (an
+    interrupted benchmark is reported from what it recorded: `--from-results`). Per
+    method: how many runs consulted an expert at all, answered in round 1 without
+    consulting anyone, or ended without an answer."""
+    task = results.parent.name.split("-compare-")[0]
+    done = [
         json.loads(line)
-        for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()
+        for line in results.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
-    rows = [r for r in rows if r.get("final") and r.get("method") == method]
-    return {
-        "runs": len(rows),
-        "consulted": sum(1 for r in rows if r.get("expert_calls", 0) > 0),
-        "round1_alone": sum(1 for r in rows if r.get("rounds") == 1 and not r.get("expert_calls")),
-        "no_answer": sum(1 for r in rows if r.get("answer") is None),
-    }
+    done = [r for r in done if r.get("final")]
+    rows = []
+    for method in dict.fromkeys(r.get("method") for r in done):
+        mine = [r for r in done if r.get("method") == method]
+        scored = [r for r in mine if (r.get("score") or {}).get("scored")]
+        n = len(mine)
+        rows.append(
+            {
+                "variant": variant,
+                "task": task,
+                "method": method,
+                "correct": sum(1 for r in scored if r["score"].get("correct")),
+                "scored": len(scored),
+                "runs": n,
+                "consulted": sum(1 for r in mine if r.get("expert_calls", 0) > 0),
+                "round1_alone": sum(
+                    1 for r in mine if r.get("rounds") == 1 and not r.get("expert_calls")
+                ),
+                "no_answer": sum(1 for r in mine if r.get("answer") is None),
+                "rounds_mean": round(sum(r.get("rounds", 0) for r in mine) / max(1, n), 2),
+                "model_calls": sum(r["usage"].get("calls", 0) for r in mine),
+                "tokens_in": sum(r["usage"].get("input_tokens", 0) for r in mine),
+                "tokens_out": sum(r["usage"].get("output_tokens", 0) for r in mine),
+                "item_s_mean": sum(r.get("duration_s", 0.0) for r in mine) / max(1, n),
+            }
+        )
+    return rows
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    head = (
+        f"{'variant':<9} {'task':<25} {'method':<15} {'acc':>6} {'consulted':>9} "
+        f"{'r1 alone':>8} {'no ans':>6} {'rounds':>6} {'calls':>5} {'tok in':>7} "
+        f"{'tok out':>7} {'s/item':>7}"
+    )
+    print(head)
+    for r in rows:
+        print(
+            f"{r['variant']:<9} {r['task']:<25} {r['method']:<15} "
+            f"{r['correct']:>2}/{r['scored']:<3} {r['consulted']:>4}/{r['runs']:<4} "
+            f"{r['round1_alone']:>8} {r['no_answer']:>6} {r['rounds_mean']:>6} "
+            f"{r['model_calls']:>5} {r['tokens_in']:>7} {r['tokens_out']:>7} "
+            f"{r['item_s_mean']:>7.0f}"
+        )
 
 
 def main() -> None:
@@ -133,7 +173,21 @@ def main() -> None:
     # Slots on the server and items at once: on 2 CPU cores, 2 slots gave 1.2x the
     # tokens per second of one (measured: 15.5 against 18.8 tok/s with 4).
     parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument(
+        "--from-results",
+        nargs="+",
+        metavar="VARIANT=RESULTS.JSONL",
+        help="report what comparison batches recorded (finished or not) and exit",
+    )
     args = parser.parse_args()
+    if args.from_results:
+        rows = []
+        for given in args.from_results:
+            variant, _, path = given.partition("=")
+            rows += rows_from_results(variant, Path(path))
+        print_rows(rows)
+        print(json.dumps({"model": args.gguf.name, "rows": rows}))
+        return
     binary = os.environ.get("CONDUCTOR_LLAMA_SERVER") or shutil.which("llama-server")
     if not binary:
         raise SystemExit("no llama-server: `source .ci/setup.d/20-model-peers.sh` first")
@@ -162,36 +216,9 @@ def main() -> None:
             server.wait(timeout=30)
         reports = out.get("comparisons") or ([out] if "by_method" in out else [])
         for report in reports:
-            for method, fig in report["by_method"].items():
-                use = protocol_use(Path(report["folder"]), method)
-                rows.append(
-                    {
-                        "variant": variant,
-                        "task": report["task"],
-                        "method": method,
-                        "correct": fig["accuracy"]["correct"],
-                        "scored": fig["accuracy"]["scored"],
-                        **use,
-                        "rounds_mean": fig["rounds"]["mean"],
-                        "model_calls": fig["tokens"]["model_calls"],
-                        "tokens_in": fig["tokens"]["input"],
-                        "tokens_out": fig["tokens"]["output"],
-                        "item_s_mean": fig["item_seconds"]["mean"],
-                    }
-                )
+            rows += rows_from_results(variant, Path(report["folder"]) / "results.jsonl")
         print(f"variant {variant}: {wall:.0f} s", file=sys.stderr, flush=True)
-    head = (
-        f"{'variant':<9} {'task':<25} {'method':<15} {'acc':>6} {'consulted':>9} "
-        f"{'r1 alone':>8} {'no ans':>6} {'rounds':>6} {'calls':>5} {'s/item':>7}"
-    )
-    print(head)
-    for r in rows:
-        print(
-            f"{r['variant']:<9} {r['task']:<25} {r['method']:<15} "
-            f"{r['correct']:>2}/{r['scored']:<3} {r['consulted']:>4}/{r['runs']:<4} "
-            f"{r['round1_alone']:>8} {r['no_answer']:>6} {r['rounds_mean']:>6} "
-            f"{r['model_calls']:>5} {r['item_s_mean']:>7.0f}"
-        )
+    print_rows(rows)
     print(json.dumps({"model": args.gguf.name, "limit": args.limit, "rows": rows}))
 
 
