@@ -49,8 +49,11 @@ def ascii_digits(text: str) -> str:
 
     def cjk(match: re.Match[str]) -> str:
         run = match.group()
-        if len(run) == 1 and run in "十千百万":
-            return run  # a lone unit word is more often a word than a number
+        if len(run) == 1:
+            # A lone numeral is more often part of a word than a quantity: 一共 (in
+            # all), 一半 (half), 第一 (first), 十分 (very); and a small count is spelled
+            # in the languages it is asked in next, so it carries nothing across.
+            return run
         value = _cjk_value(run)
         return f" {value} " if value is not None else run
 

@@ -23,6 +23,9 @@ def test_numbers_are_read_in_any_script_and_grouping() -> None:
     assert problem_numbers("珍妮特的鸭子每天下十六个蛋, 三百五十元") == ["16", "350"]
     assert problem_numbers("It costs $2.50, or 1 000 in all") == ["2.5", "1000"]
     assert problem_numbers("8万ドルで家を購入") == ["80000"]
+    # A lone numeral is a word more often than a quantity: 一共 (in all), 一半 (half).
+    assert problem_numbers("制作一件袍子需要 2 匹布料和一半的白色布料。一共多少？") == ["2"]
+    assert problem_numbers("第三天跑了二十五公里") == ["25"]
 
 
 def test_the_same_question_with_or_without_a_task_description() -> None:
