@@ -102,6 +102,42 @@ def run_batch(
     return json.loads(last)
 
 
+def run_ablation(file: Path, url: str, home: Path, args: Any) -> dict[str, Any]:
+    """The notebook's A/B on one task file (`conductor batch --ablation`): learn from one
+    split, then run the other with recall on and off, the same items in the same order."""
+    cmd = [
+        str(REPO / ".venv/bin/conductor"), "batch", str(file), "--ablation", str(args.ablation),
+        "--model", f"openai:{ALIAS}@{url}", "--sandbox", args.sandbox,
+        "--limit", str(args.limit), "--max-rounds", str(args.max_rounds),
+        "--meta-max-tokens", str(args.max_tokens), "--expert-max-tokens", str(args.max_tokens),
+        "--max-wall", str(args.max_wall), "--json",
+    ]  # fmt: skip
+    env = dict(os.environ, CONDUCTOR_HOME=str(home), OPENAI_API_KEY="unused")
+    print("$", " ".join(cmd[1:]), file=sys.stderr, flush=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(proc.stderr[-3000:], file=sys.stderr)
+    last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}"
+    report = json.loads(last)
+    if not report:
+        return {"task": file.stem, "failed": True}
+    on, off, learn = report["arms"]["recall_on"], report["arms"]["recall_off"], report["learn"]
+    return {
+        "task": file.stem,
+        "learned_items": len(report["learn_items"]),
+        "tested_items": len(report["test_items"]),
+        "on_correct": on["correct"],
+        "off_correct": off["correct"],
+        "on_tokens": on["tokens"],
+        "off_tokens": off["tokens"],
+        "on_shown_notes": on["runs_shown_notes"],
+        "run_tokens_per_learned_item": learn.get("run_tokens_per_item"),
+        "learning_tokens_per_learned_item": learn.get("learning_tokens_per_item"),
+        "learning_calls": learn["learning_calls_usage"]["calls"],
+        "paired": report["paired"],
+    }
+
+
 def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
     """The table's rows from a comparison batch's results.jsonl, finished or not (an
     interrupted benchmark is reported from what it recorded: `--from-results`). Per
@@ -174,6 +210,13 @@ def main() -> None:
     # tokens per second of one (measured: 15.5 against 18.8 tok/s with 4).
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument(
+        "--ablation",
+        type=int,
+        metavar="SEED",
+        help="instead of comparing methods: the notebook's A/B (learning on against off) "
+        "on each task, meta-prompting, first --limit items",
+    )
+    parser.add_argument(
         "--from-results",
         nargs="+",
         metavar="VARIANT=RESULTS.JSONL",
@@ -202,6 +245,27 @@ def main() -> None:
             raise SystemExit(f"task file missing: {src}")
         files.append(src)
     rows: list[dict[str, Any]] = []
+    if args.ablation is not None:
+        server, url = serve(binary, args.gguf, [], work / "llama-ab.log", args.parallel)
+        try:
+            ab = [run_ablation(file, url, work / f"ab-{file.stem}", args) for file in files]
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        print(f"{'task':<25} {'learned':>7} {'tested':>6} {'on':>4} {'off':>4} "
+              f"{'tok on':>7} {'tok off':>7} {'run tok/item':>12} {'learn tok/item':>14}")  # fmt: skip
+        for r in ab:
+            if r.get("failed"):
+                print(f"{r['task']:<25} failed (see stderr)")
+                continue
+            print(
+                f"{r['task']:<25} {r['learned_items']:>7} {r['tested_items']:>6} "
+                f"{r['on_correct']:>4} {r['off_correct']:>4} {r['on_tokens']:>7} "
+                f"{r['off_tokens']:>7} {r['run_tokens_per_learned_item']:>12} "
+                f"{r['learning_tokens_per_learned_item']:>14}"
+            )
+        print(json.dumps({"model": args.gguf.name, "limit": args.limit, "ablation": ab}))
+        return
     for variant in args.variants.split(","):
         batch_flags, server_flags = VARIANTS[variant]
         server, url = serve(
