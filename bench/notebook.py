@@ -260,14 +260,11 @@ def print_kin_transcripts(result: dict[str, Any]) -> None:
         ["learned", "runs", "questions", "same first", "other first", "of it unmarked",
          "nothing", "bm25 first"],
     )  # fmt: skip
+    shares = ("first", "other_first", "other_first_unmarked", "nothing", "bm25")
     for name, c in result.items():
         n = c["questions"]
-        table.add_row(
-            name, str(c["runs_learned"]), str(n), f"{share(c.get('first', 0), n):.3f}",
-            f"{share(c.get('other_first', 0), n):.3f}",
-            f"{share(c.get('other_first_unmarked', 0), n):.3f}",
-            f"{share(c.get('nothing', 0), n):.3f}", f"{share(c.get('bm25', 0), n):.3f}",
-        )  # fmt: skip
+        cells = [f"{share(c.get(key, 0), n):.3f}" for key in shares]
+        table.add_row(name, str(c["runs_learned"]), str(n), *cells)
     console.print(table)
 
 

@@ -93,13 +93,18 @@ def run_batch(
         "--expert-max-tokens", str(args.max_tokens), "--max-wall", str(args.max_wall),
         "--json", *extra,
     ]  # fmt: skip
+    return conductor_json(cmd, home)
+
+
+def conductor_json(cmd: list[str], home: Path) -> dict[str, Any]:
+    """Run a `conductor ... --json` command in its own home; its last line, parsed."""
     env = dict(os.environ, CONDUCTOR_HOME=str(home), OPENAI_API_KEY="unused")
     print("$", " ".join(cmd[1:]), file=sys.stderr, flush=True)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         print(proc.stderr[-3000:], file=sys.stderr)
     last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}"
-    return json.loads(last)
+    return dict(json.loads(last))
 
 
 def run_ablation(file: Path, url: str, home: Path, args: Any) -> dict[str, Any]:
@@ -112,13 +117,7 @@ def run_ablation(file: Path, url: str, home: Path, args: Any) -> dict[str, Any]:
         "--meta-max-tokens", str(args.max_tokens), "--expert-max-tokens", str(args.max_tokens),
         "--max-wall", str(args.max_wall), "--json",
     ]  # fmt: skip
-    env = dict(os.environ, CONDUCTOR_HOME=str(home), OPENAI_API_KEY="unused")
-    print("$", " ".join(cmd[1:]), file=sys.stderr, flush=True)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(proc.stderr[-3000:], file=sys.stderr)
-    last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}"
-    report = json.loads(last)
+    report = conductor_json(cmd, home)
     if not report:
         return {"task": file.stem, "failed": True}
     on, off, learn = report["arms"]["recall_on"], report["arms"]["recall_off"], report["learn"]
