@@ -176,9 +176,10 @@ def test_what_the_loop_quotes_back_is_checked_against_the_record(sandbox) -> Non
     config.python_timeout_s = 60  # the paper's 3 s is for replays, not a loaded test machine
     events = list(Conductor(model, model, sandbox, config).run(question_of(rec)))
     names: dict[int, list[str]] = {}
-    for e in events:
-        if isinstance(e, ExpertCallStarted):
-            names.setdefault(e.round, []).append(e.name)
+    # By place in the turn: concurrent calls start in any order (the flake this had).
+    started = [e for e in events if isinstance(e, ExpertCallStarted)]
+    for e in sorted(started, key=lambda e: (e.round, e.index)):
+        names.setdefault(e.round, []).append(e.name)
     requests = model.meta_requests
     assert check_quotes(rec, requests, names).identical == 2
     # One character of an expert's reply lost on the way back is a difference.
