@@ -14,6 +14,7 @@ used. `openai:@URL` takes the first model the server lists.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +87,13 @@ def choose(spec: str = "auto") -> ModelChoice:
     )
 
 
+# A batch's threads each open their model: the SDKs' first imports (openai, httpx) run
+# one at a time, or two threads importing them at once can meet a half-initialised
+# module ("partially initialized module 'httpx' has no attribute 'Timeout'"), which
+# ended a batch item as an error on a loaded machine.
+_FIRST_IMPORT = threading.Lock()
+
+
 def get_model(spec: str = "auto", *, timeout: float | None = None) -> ChatModel:
     """The model a name means; `timeout` (seconds of silence per attempt) for providers."""
     choice = choose(spec)
@@ -96,7 +104,8 @@ def get_model(spec: str = "auto", *, timeout: float | None = None) -> ChatModel:
 
         return demo_model()
     if choice.provider == "anthropic":
-        from experts.anthropic_model import AnthropicModel
+        with _FIRST_IMPORT:
+            from experts.anthropic_model import AnthropicModel
 
         return AnthropicModel(
             choice.model or DEFAULT_ANTHROPIC_MODEL,
@@ -104,7 +113,8 @@ def get_model(spec: str = "auto", *, timeout: float | None = None) -> ChatModel:
             name=_name(spec),
             **options,
         )
-    from experts.openai_model import OpenAIModel
+    with _FIRST_IMPORT:
+        from experts.openai_model import OpenAIModel
 
     model = choice.model
     custom_url = choice.base_url or os.environ.get("OPENAI_BASE_URL")
