@@ -272,13 +272,14 @@ def print_latency_real(result: dict[str, Any]) -> None:
     table = _table(
         "Recall on a notebook learned from every published run (task files' questions)",
         ["runs", "notes", "question chars p50", "recall p50 ms", "p99", "cpu p50",
-         "rarest-terms bm25 p50 ms", "p99"],
+         "rarest-terms bm25 p50 ms", "p99", "cpu p50"],
     )  # fmt: skip
     r = result
     table.add_row(
         str(r["runs_learned"]), str(r["notes"]), f"{r['question_chars_p50']:.0f}",
         f"{r['recall_p50_ms']:.2f}", f"{r['recall_p99_ms']:.2f}", f"{r['recall_cpu_p50_ms']:.2f}",
         f"{r['rarest_bm25_p50_ms']:.2f}", f"{r['rarest_bm25_p99_ms']:.2f}",
+        f"{r['rarest_bm25_cpu_p50_ms']:.2f}",
     )  # fmt: skip
     console.print(table)
 

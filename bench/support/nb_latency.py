@@ -207,7 +207,7 @@ def latency_real(data: Path, workdir: Path, queries: int = 300) -> dict[str, Any
     for q in sample[:20]:
         recall(book, q)  # warm the page cache
     ours, ours_cpu = timed(lambda q: recall(book, q), sample)
-    rarest, _ = timed(lambda q: rarest_bm25(book, q), sample)
+    rarest, rarest_cpu = timed(lambda q: rarest_bm25(book, q), sample)
     notes = book.read_one("select count(*) as n from notes")
     book.close()
     return {
@@ -220,6 +220,8 @@ def latency_real(data: Path, workdir: Path, queries: int = 300) -> dict[str, Any
         "recall_cpu_p50_ms": statistics.median(ours_cpu),
         "rarest_bm25_p50_ms": statistics.median(rarest),
         "rarest_bm25_p99_ms": pct(rarest, 0.99),
+        "rarest_bm25_cpu_p50_ms": statistics.median(rarest_cpu),
+        "load": os.getloadavg(),
     }
 
 
