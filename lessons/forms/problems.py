@@ -10,6 +10,7 @@ never shows a note made from the question under test).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -41,11 +42,15 @@ def _cjk_value(run: str) -> int | None:
     return value if value > 0 else None
 
 
+# A decimal digit of any script other than 0-9 (`\d` is Unicode's Nd class).
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+
+
 def ascii_digits(text: str) -> str:
     """Every decimal digit of any script as 0-9; a CJK numeral run as its value."""
-    text = "".join(
-        str(unicodedata.digit(c)) if unicodedata.category(c) == "Nd" else c for c in text
-    )
+    # A scan in C, not a Python loop over every character: recall reads the numbers of
+    # every candidate's question, and published questions run to thousands of characters.
+    text = _OTHER_DIGIT.sub(lambda m: str(unicodedata.digit(m.group())), text)
 
     def cjk(match: re.Match[str]) -> str:
         run = match.group()
@@ -73,6 +78,12 @@ def _digit_unit(match: re.Match[str]) -> str:
 
 def problem_numbers(text: str) -> list[str]:
     """The problem's quantities as canonical strings (`1000`, `2.5`), in order."""
+    return list(_problem_numbers(text))
+
+
+# Recall compares the question with each candidate's: the same texts come back often.
+@functools.lru_cache(maxsize=4096)
+def _problem_numbers(text: str) -> tuple[str, ...]:
     text = _THOUSANDS.sub("", ascii_digits(text))
     out = []
     for raw in _NUMBER.findall(text):
@@ -80,7 +91,7 @@ def problem_numbers(text: str) -> list[str]:
         if "." in value:
             value = value.rstrip("0").rstrip(".")
         out.append(value.lstrip("0") or "0")
-    return out
+    return tuple(out)
 
 
 def number_terms(text: str) -> list[str]:
