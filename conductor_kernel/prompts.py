@@ -72,12 +72,21 @@ NUDGE = (
 )
 
 CHECK_FIRST = (
-    "Your final answer was not accepted yet: no expert has looked at this question. "
-    "Before answering, consult one expert to check the answer you have in mind (give "
-    'the expert the whole question and your candidate in """triple quotes"""; Expert '
-    "Python can test it with a program). Then give your final answer as\n"
+    "Your final answer was not accepted yet: no expert has checked it. Consult one "
+    "expert first. You can send this call as it is:\n\n"
+    'Expert Checker:\n"""\nQuestion:\n{question}\n\nProposed answer: {answer}\n\n'
+    "Check whether the proposed answer is correct and meets every requirement of the "
+    'question. Reply CORRECT or WRONG, then why.\n"""\n\n'
+    "Then give your final answer as\n"
     '>> FINAL ANSWER:\n"""\n[final answer]\n"""'
 )
+
+
+def check_first(question: str, answer: str) -> str:
+    """CHECK_FIRST for this question and candidate, a ready call a model can copy (small
+    models copy the calls they are shown)."""
+    return CHECK_FIRST.format(question=question.strip(), answer=answer.strip())
+
 
 EMPTY_INSTRUCTION = (
     "Your call to {name} had an empty instruction, so it was not sent. Write the "

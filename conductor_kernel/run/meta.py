@@ -61,8 +61,9 @@ class MetaPrompting:
         if parsed.has_answer and (not parsed.calls or run.config.calls_and_answer == "answer"):
             if _check_first(run, turn):
                 run.state.check_asked = True
-                yield run.note(turn, "answer_before_check", prompts.CHECK_FIRST)
-                return prompts.CHECK_FIRST
+                ask = prompts.check_first(run.question, parsed.final_answer or "")
+                yield run.note(turn, "answer_before_check", ask)
+                return ask
             yield run.answer(turn, parsed.final_answer or "")
             return None
         if parsed.calls:

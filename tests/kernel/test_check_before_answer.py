@@ -55,12 +55,17 @@ def test_an_answer_before_any_check_is_sent_back_once(
     model = ScriptedModel(texts, lambda name, instruction: "looks right")
     config = RunConfig(max_rounds=max_rounds, check_before_answer=check, last_round_notice=False)
     events = list(Conductor(model, config=config).run("What is 6*7?"))
-    finished = [e for e in events if isinstance(e, RunFinished)][0]
+    finished = next(e for e in events if isinstance(e, RunFinished))
     answer, asked = _expected(turns, max_rounds, check)
     assert finished.final_answer == answer, (turns, max_rounds, check)
-    sent_back = [e for e in events if isinstance(e, Observation) and e.reason == "answer_before_check"]
+    sent_back = [
+        e for e in events if isinstance(e, Observation) and e.reason == "answer_before_check"
+    ]
     assert len(sent_back) == int(asked)
     if asked:
-        assert sent_back[0].message == prompts.CHECK_FIRST
+        # The ready call names the question and the answer sent back.
+        first_answer = str(turns.index("answer"))
+        assert sent_back[0].message == prompts.check_first("What is 6*7?", first_answer)
+        assert 'Expert Checker:\n"""' in sent_back[0].message
     answers = [e for e in events if isinstance(e, FinalAnswer)]
     assert len(answers) == (answer is not None)
