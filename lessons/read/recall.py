@@ -159,6 +159,10 @@ def _fits_beside_a_tool(item: ScoredNote) -> bool:
     return item.note["kind"] != "procedure" and not item.note.get("differs")
 
 
+# Fitting tools run on the question before round 1, at most: each is a sandbox run.
+TOOLS_CHECKED = 3
+
+
 def runnable(stored: StoredTool, note: dict[str, Any]) -> bool:
     """Whether the meta model is told it can run a fitting tool as it is: its answer to
     this question passed the check, or its answer was checked where it was made, or it
@@ -183,6 +187,7 @@ def tool_candidate(
     With a sandbox, a tool whose answer to this question a checker can judge is run on
     it first (lessons/read/tool_check.py): one that fails is passed over, one that
     passes carries its checked answer."""
+    checks = 0
     for stored in best_tools(book, question, type_ids, exclude_question=exclude_question):
         program = instantiate(stored.tool, question, scoring=book.scoring)
         # By its whole id: find_note also takes a prefix (LIKE), which scans every note.
@@ -191,6 +196,9 @@ def tool_candidate(
             continue
         note = dict(row)
         if sandbox is not None:
+            if checks >= TOOLS_CHECKED:
+                return None  # the best few failed here: the rest are no better bets
+            checks += 1
             check = check_tool_here(stored, question, sandbox, scoring=book.scoring)
             if check.verdict is False:
                 log.info("recall: tool %s passed over: %s", stored.note_id, check.why)

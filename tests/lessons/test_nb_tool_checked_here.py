@@ -20,7 +20,7 @@ from conductor.scoring.game24 import check_expression
 from conductor.session import Session
 from conductor.session.notebook_hooks import NotebookHooks, open_notebook
 from conductor_kernel.interfaces import ExecResult
-from lessons.read.recall import RecallOptions, recall
+from lessons.read.recall import TOOLS_CHECKED, RecallOptions, recall
 from lessons.read.render import CHECKED_HERE
 from lessons.storage.store import Notebook
 from lessons.write.learn import learn_from_run
@@ -108,17 +108,29 @@ def test_without_a_sandbox_the_tool_is_shown_unchecked() -> None:
 def test_a_tool_that_prints_nothing_readable_is_passed_over() -> None:
     class Silent:
         name = "silent"
+        runs = 0
 
         def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult:
+            self.runs += 1
             return ExecResult(stdout="", stderr="Traceback: boom", exit_code=1)
 
         def close(self) -> None: ...
 
     with tempfile.TemporaryDirectory() as folder:
         book = _book(folder)
-        result = recall(book, _question(SOLVABLE), options=RecallOptions(), sandbox=Silent())
+        # More fitting tools, each from its own run: every one prints nothing here.
+        for i, numbers in enumerate(([2, 4, 5, 6], [1, 3, 4, 7], [3, 4, 5, 8], [1, 2, 3, 9])):
+            # The same search written another way each time: four more tools.
+            code = PARTIAL_SEARCH.format(numbers=numbers).replace(" - c - d", f" - c - d + {i} * 0")
+            answer = _partial_answer(numbers)
+            learn_from_run(book, run_events(f"more{i}", _question(numbers), answer, code=code))
+        assert len(book.read("select 1 from tools")) > TOOLS_CHECKED
+        silent = Silent()
+        result = recall(book, _question(SOLVABLE), options=RecallOptions(), sandbox=silent)
         book.close()
     assert not [s for s in result.shown if s.note["kind"] == "tool"]
+    # Only the best few are run before round 1: each check is a sandbox run.
+    assert silent.runs == TOOLS_CHECKED
 
 
 def test_a_sandbox_that_fails_leaves_the_tool_shown_as_unchecked() -> None:
