@@ -67,6 +67,7 @@ def induce(
             (type_id,),
         )
     ]
+    notes = [n for n in notes if _evidence_for_experience(n)]
     suggestions, procedure = deterministic_experience(notes)
     author = "deterministic"
     if model is not None:
@@ -123,6 +124,19 @@ def induce(
     return book.write(apply)
 
 
+RIGHT = ("correct", "verified")
+
+
+def _evidence_for_experience(note: dict[str, Any]) -> bool:
+    """Whether a note may shape its type's experience, which recall shows without a
+    trust label: what the runs did that was right, and what went wrong as it happened
+    (a failure the distiller recorded). A model's lesson from a run that was wrong or
+    unchecked has no evidence behind it ("use PEMDAS" from five wrong answers)."""
+    if note["kind"] == "pitfall" and note["author"] == "distill":
+        return True
+    return note["outcome"] in RIGHT
+
+
 def deterministic_experience(notes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """Suggestions and a procedure from ranked notes, with no model."""
     suggestions: list[str] = []
@@ -133,7 +147,7 @@ def deterministic_experience(notes: list[dict[str, Any]]) -> tuple[list[str], li
             suggestions.append(f"{note['text']} (note {note['id']})")
         elif note["kind"] == "pitfall" and note["author"] != "distill":
             suggestions.append(f"Avoid: {note['text']} (note {note['id']})")
-    code = [n for n in notes if n["kind"] == "code" and n["outcome"] != "wrong"]
+    code = [n for n in notes if n["kind"] == "code" and n["outcome"] in RIGHT]
     if code and len(suggestions) < MAX_ITEMS:
         best = code[0]
         suggestions.append(
@@ -145,10 +159,8 @@ def deterministic_experience(notes: list[dict[str, Any]]) -> tuple[list[str], li
     for note in wrong[: max(0, min(2, MAX_ITEMS - len(suggestions)))]:
         suggestions.append(f"A past mistake to avoid: {excerpt(note['text'], 220)}")
     procedure: list[str] = []
-    worked = [
-        n for n in notes if n["kind"] == "procedure" and n["outcome"] in ("correct", "verified")
-    ]
-    worked = worked or [n for n in notes if n["kind"] == "procedure"]
+    # Only a procedure that gave a right answer is offered as one that worked.
+    worked = [n for n in notes if n["kind"] == "procedure" and n["outcome"] in RIGHT]
     if worked:
         best = max(worked, key=lambda n: (n["support"], n["helpful"] - n["harmful"]))
         steps = re.split(r"\s*\d+\.\s+", best["text"].split(":", 1)[-1])
