@@ -24,7 +24,19 @@ from conductor.session.notebook_hooks import open_notebook
 from lessons.read.recall import RecallOptions, recall
 from lessons.write.learn import LearnOptions, learn_from_run
 
-SPELLED = ["cero", "uno", "dos", "tres", "cuatro", "cinco", "seis", "siete", "ocho", "nueve", "diez"]
+SPELLED = [
+    "cero",
+    "uno",
+    "dos",
+    "tres",
+    "cuatro",
+    "cinco",
+    "seis",
+    "siete",
+    "ocho",
+    "nueve",
+    "diez",
+]
 # Nouns of the learned language and the asked one: no word is shared, as between scripts.
 NOUNS = ["manzanas", "libros", "sillas", "perros", "barcos", "flores", "mesas", "gatos"]
 ASKED_NOUNS = ["pommes", "livres", "chaises", "chiens", "bateaux", "fleurs", "tables", "chats"]
@@ -33,9 +45,7 @@ ASKED_NOUNS = ["pommes", "livres", "chaises", "chiens", "bateaux", "fleurs", "ta
 @st.composite
 def problems(draw: st.DrawFn) -> list[dict]:
     count = draw(st.integers(3, 8))
-    bigs = draw(
-        st.lists(st.integers(11, 999), min_size=2 * count, max_size=2 * count, unique=True)
-    )
+    bigs = draw(st.lists(st.integers(11, 999), min_size=2 * count, max_size=2 * count, unique=True))
     out = []
     for i in range(count):
         out.append(
