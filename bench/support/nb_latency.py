@@ -27,7 +27,7 @@ from typing import Any
 from conductor.session.notebook_hooks import open_notebook
 from equipment.synthetic_notes import Synth
 from lessons.forms.problems import core_input
-from lessons.forms.terms import fts_query, question_terms
+from lessons.forms.terms import fts_query, is_shape, question_terms
 from lessons.read import semantic
 from lessons.read.recall import RecallOptions, recall
 from lessons.storage.store import Notebook
@@ -177,6 +177,7 @@ def latency_real(data: Path, workdir: Path, queries: int = 300) -> dict[str, Any
     import random
 
     from conductor.methods import BASELINES, PUBLISHED_FOLDERS
+    from conductor.tasks.files import read_task_file
     from record.published import published_events, read_published, without_calls
 
     book = open_notebook(workdir / "latency-real.db")
@@ -200,8 +201,6 @@ def latency_real(data: Path, workdir: Path, queries: int = 300) -> dict[str, Any
     learn_s = time.perf_counter() - t0
     questions = []
     for path in sorted((data / "tasks").glob("*.jsonl")):
-        from conductor.tasks.files import read_task_file
-
         questions += [item.input for item in read_task_file(path).items]
     sample = random.Random(3).sample(questions, min(queries, len(questions)))
     for q in sample[:20]:
@@ -227,8 +226,6 @@ def latency_real(data: Path, workdir: Path, queries: int = 300) -> dict[str, Any
 
 def rarest_bm25(book: Notebook, question: str, rarest: int = 8) -> None:
     """One bm25 query over the question's `rarest` rarest known terms."""
-    from lessons.forms.terms import is_shape
-
     terms = [t for t in question_terms(question) if not is_shape(t)]
     if not terms:
         return

@@ -79,7 +79,6 @@ def kin_candidates(book: Notebook, question: str, *, semantic: bool = False) -> 
         strength = jaccard + 0.5 * shared_words / max(1, min(len(words), 8))
         if strength >= KIN_MIN_JACCARD or note["id"] in found:
             strengths[note["seq"]] = strength
-
     if strengths:  # whole rows only for the few that can be kin, in the pool's order
         marks = ",".join("?" * len(strengths))
         whole = {r["seq"]: dict(r) for r in book.read(
