@@ -170,6 +170,13 @@ def test_only_a_loopback_address_serves_without_a_key(address: object) -> None:
 def test_serving_beyond_loopback_without_a_key_is_refused_before_binding(capsys) -> None:
     from conductor.cli import main
 
-    assert main(["serve", "--host", "0.0.0.0", "--model", "demo"]) == 2
+    assert main(["serve", "--host", "0.0.0.0", "--no-api-key", "--model", "demo"]) == 2
     assert "API key" in capsys.readouterr().err
     assert not loopback_only("example.com")  # a name may resolve anywhere
+
+
+def test_serving_on_every_address_needs_the_names_clients_use(capsys) -> None:
+    from conductor.cli import main
+
+    assert main(["serve", "--host", "0.0.0.0", "--model", "demo"]) == 2
+    assert "--allowed-host" in capsys.readouterr().err
