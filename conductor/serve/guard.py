@@ -94,7 +94,7 @@ class Guard:
         try:
             self._check_who(headers, origin, allowed)
             if allowed and scope["method"] == "OPTIONS":
-                await _preflight(send, str(origin))
+                await _preflight(send, str(origin), headers.get("access-control-request-headers"))
                 return
             self._check_key(headers)
             self._check_type(scope["method"], headers)
@@ -222,11 +222,13 @@ def _with_cors(send: Send, origin: str | None) -> Send:
     return sending
 
 
-async def _preflight(send: Send, origin: str) -> None:
+async def _preflight(send: Send, origin: str, asked: str | None) -> None:
+    """An allowed origin's preflight: the headers it asks for (MCP's are open-ended,
+    `Mcp-Param-*`), or those the servers read."""
     headers = [
         *_cors(origin),
         (b"access-control-allow-methods", b"GET, POST, DELETE, OPTIONS"),
-        (b"access-control-allow-headers", ALLOWED_HEADERS.encode()),
+        (b"access-control-allow-headers", (asked or ALLOWED_HEADERS).encode("latin-1")),
         (b"access-control-max-age", b"600"),
     ]
     await send({"type": "http.response.start", "status": 204, "headers": headers})

@@ -20,6 +20,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from experts import demo
+from support import REPO
 from transcripts.index import RunIndex
 
 pytestmark = pytest.mark.slow
@@ -34,6 +35,7 @@ def server_parameters() -> StdioServerParameters:
         if key.startswith(("CONDUCTOR_", "PATH", "HOME"))
     }
     env["CONDUCTOR_MODEL"] = "demo"
+    env["PYTHONPATH"] = str(REPO)  # this checkout's code, whatever the venv installed
     return StdioServerParameters(
         command=sys.executable, args=["-m", "conductor.cli", "mcp"], env=env
     )
