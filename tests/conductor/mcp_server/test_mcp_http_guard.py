@@ -64,3 +64,14 @@ def test_an_mcp_session_opens_only_for_what_the_operator_allowed(
         assert reply.status_code == 200, reply.text
         assert reply.headers["mcp-session-id"]
         assert "conductor" in reply.text  # the server's own initialize result
+
+
+def test_json_nested_100000_deep_is_a_json_400(mcp_clients: dict[bool, TestClient]) -> None:
+    headers = {
+        "host": "127.0.0.1:8000",
+        "authorization": f"Bearer {KEY}",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
+    reply = mcp_clients[False].post(PATH, content="[" * 100_000, headers=headers)
+    assert reply.status_code == 400 and reply.json()["error"]["message"]
