@@ -59,9 +59,9 @@ class Access:
 
 
 class Refused(Exception):
-    def __init__(self, status: int, message: str, code: str, *, close: bool = False) -> None:
+    def __init__(self, status: int, message: str, code: str) -> None:
         super().__init__(message)
-        self.status, self.message, self.code, self.close = status, message, code, close
+        self.status, self.message, self.code = status, message, code
 
 
 def host_name(host: str) -> str:
@@ -154,9 +154,7 @@ class Guard:
     async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
         """The whole body, refused past its size or its time."""
         limit = self.access.max_body_bytes
-        too_large = Refused(
-            413, f"the request body is over {limit:,} bytes", "body_too_large", close=True
-        )
+        too_large = Refused(413, f"the request body is over {limit:,} bytes", "body_too_large")
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise too_large
@@ -179,7 +177,6 @@ class Guard:
                 408,
                 f"the request body took over {self.access.body_timeout_s:g} s to arrive",
                 "body_timeout",
-                close=True,
             )
         return b"".join(parts)
 
@@ -243,8 +240,9 @@ async def _refuse(send: Send, refused: Refused, origin: str | None) -> None:
     ]
     if refused.status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
-    if refused.close:  # the body was not read to its end: the connection cannot go on
-        headers.append((b"connection", b"close"))
+    # The body may be unread, and a refused client could go on sending it for as long
+    # as it liked: the connection ends with the refusal.
+    headers.append((b"connection", b"close"))
     if origin is not None:
         headers += _cors(origin)
     await send({"type": "http.response.start", "status": refused.status, "headers": headers})
