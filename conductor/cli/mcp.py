@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from conductor.cli.http_flags import access_from, add_http_flags, limits_from
 from conductor.config.flags import add_setting_flags, settings_from_args
+
+KEY_VARIABLE = "CONDUCTOR_MCP_API_KEY"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,10 +15,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "mcp",
         help="serve the tools solve, recall, notebook_search, run_show over MCP (stdio)",
         description="A Model Context Protocol server for agents: over stdio by default, or "
-        "streamable HTTP on 127.0.0.1 with --http PORT. Needs the mcp extra: "
-        "pip install 'conductor[mcp]'.",
+        "streamable HTTP on 127.0.0.1 with --http PORT, where every request sends a key "
+        "(`Authorization: Bearer KEY`): $CONDUCTOR_MCP_API_KEY, or one made at start and "
+        "printed with the URL. Needs the mcp extra: pip install 'conductor[mcp]'.",
     )
     p.add_argument("--http", type=int, metavar="PORT", help="streamable HTTP on this port")
+    add_http_flags(p, key_variable=KEY_VARIABLE)  # what --http answers
     add_setting_flags(p)  # the settings every run `solve` starts is held to
     p.set_defaults(handler=run_mcp)
 
@@ -30,10 +35,12 @@ def run_mcp(args: argparse.Namespace) -> int:
             f"`conductor mcp` needs the mcp extra ({exc.name} is missing): "
             "pip install 'conductor[mcp]'"
         ) from None
+    if args.http is None:
+        create_server(settings_from_args(args)).run("stdio")
+        return 0
+    from conductor.mcp_server.http import HOST, serve_http
+
+    access, key_said = access_from(args, HOST)
     server = create_server(settings_from_args(args))
-    if args.http is not None:
-        # No key is asked for over HTTP: it is bound to this machine alone.
-        server.run("streamable-http", host="127.0.0.1", port=args.http)
-    else:
-        server.run("stdio")
+    serve_http(server, access, args.http, limits=limits_from(args), key_said=key_said)
     return 0

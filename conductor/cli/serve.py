@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import argparse
 
+from conductor.cli.http_flags import access_from, add_http_flags, limits_from
 from conductor.config.flags import add_setting_flags, settings_from_args
+from conductor.serve.conversation import MAX_QUESTION_CHARS
+from conductor.serve.limits import SERVED_MAX_COST_USD, SERVED_MAX_TOKENS
+
+KEY_VARIABLE = "CONDUCTOR_SERVE_API_KEY"
+# Said beside the run limits' own help: a served run is capped even where they are unset.
+SERVED_CAPS = {
+    "run.max_tokens": f"A served run: {SERVED_MAX_TOKENS} unless set.",
+    "run.max_cost_usd": f"A served run: {SERVED_MAX_COST_USD:g} unless set.",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,8 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "serve",
         help="serve conductor as an OpenAI-compatible chat model over HTTP",
         description="Each chat request becomes one recorded run; the model name "
-        "`conductor:METHOD@MODEL` chooses the method and the underlying model. "
-        "Needs the `serve` extra: pip install 'conductor[serve]'.",
+        "`conductor:METHOD@MODEL` chooses the method and the underlying model. Every "
+        "request sends a key (`Authorization: Bearer KEY`): $CONDUCTOR_SERVE_API_KEY, or "
+        "one made at start and printed with the URL. Needs the `serve` extra: "
+        "pip install 'conductor[serve]'.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
@@ -24,16 +36,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="an underlying model to offer (repeatable; default: the `model` setting)",
     )
     p.add_argument(
-        "--api-key-env",
-        default="CONDUCTOR_SERVE_API_KEY",
-        metavar="VARIABLE",
-        help="environment variable holding the key clients must send (required unless "
-        "bound to loopback only; default: CONDUCTOR_SERVE_API_KEY)",
-    )
-    p.add_argument(
         "--max-concurrent", type=int, default=4, metavar="N", help="runs at once (default: 4)"
     )
-    add_setting_flags(p)
+    p.add_argument(
+        "--max-question-chars",
+        type=int,
+        default=MAX_QUESTION_CHARS,
+        metavar="N",
+        help="a request's question (its messages, folded) in characters at most "
+        f"(default: {MAX_QUESTION_CHARS})",
+    )
+    add_http_flags(p, key_variable=KEY_VARIABLE)
+    add_setting_flags(p, notes=SERVED_CAPS)
     p.set_defaults(handler=run_serve)
 
 
@@ -42,21 +56,22 @@ def run_serve(args: argparse.Namespace) -> int:
 
     try:
         from conductor.serve.app import ServeOptions
-        from conductor.serve.server import key_from, serve
+        from conductor.serve.server import serve
     except ImportError as exc:
         raise UserFacingError(
             f"`conductor serve` needs the serve extra ({exc.name} is missing): "
             "pip install 'conductor[serve]'"
         ) from None
-    if args.max_concurrent < 1:
-        raise UserFacingError("--max-concurrent must be at least 1")
+    if args.max_concurrent < 1 or args.max_question_chars < 1:
+        raise UserFacingError("--max-concurrent and --max-question-chars must be at least 1")
+    access, key_said = access_from(args, args.host)
     settings = settings_from_args(args)
-    models = tuple(args.serve_model or [settings.model])
     options = ServeOptions(
         settings=settings,
-        models=models,
-        api_key=key_from(args.api_key_env),
+        models=tuple(args.serve_model or [settings.model]),
+        access=access,
+        max_question_chars=args.max_question_chars,
         max_concurrent=args.max_concurrent,
     )
-    serve(options, host=args.host, port=args.port)
+    serve(options, host=args.host, port=args.port, limits=limits_from(args), key_said=key_said)
     return 0

@@ -11,5 +11,9 @@ reasoning deltas; the usage is the whole run's.
 - `conversation.py`: a request's messages as the question of one run.
 - `runs.py`: a run in a worker thread, its events handed to the event loop.
 - `wire.py`: the OpenAI JSON shapes of replies, chunks and errors.
+- `body.py`: a request body as a JSON object, within a depth.
+- `guard.py`: whom a server answers (Host, Origin, content type, key, body size), an
+  ASGI middleware that `mcp --http` is served behind too.
+- `connections.py`: connections capped in number, and a deadline for their headers.
 - `app.py`: the HTTP application (starlette); `server.py`: binding it (uvicorn).
 """

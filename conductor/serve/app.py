@@ -11,7 +11,6 @@ the same way.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import json
 import logging
 import time
@@ -25,8 +24,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from conductor.serve import wire
-from conductor.serve.conversation import question_from
-from conductor.serve.limits import lowered, requested_limits
+from conductor.serve.body import json_object
+from conductor.serve.conversation import MAX_QUESTION_CHARS, question_from
+from conductor.serve.guard import Access, ASGIApp, Guard, log_refusal
+from conductor.serve.limits import capped, lowered, requested_limits
 from conductor.serve.names import ServedModel, UnknownServedModel, resolve, served_ids
 from conductor.serve.runs import ServedRun, SessionFactory, _End, default_factory
 from conductor_kernel.errors import UserFacingError
@@ -42,14 +43,17 @@ log = logging.getLogger("conductor.serve")
 class ServeOptions:
     settings: Settings  # the configured settings: every run's limits come from here
     models: tuple[str, ...]  # the underlying models offered (`model` setting specs)
-    api_key: str | None = None  # required of every request when set
+    access: Access = field(default_factory=Access)  # whom it answers: a fresh key by default
+    max_question_chars: int = MAX_QUESTION_CHARS
     max_concurrent: int = 4  # runs at once (learning included); more are told to retry
     quiet_s: float = 2.0  # seconds of silence before a keep-alive (and a disconnect check)
     factory: SessionFactory = default_factory
     runs: set[ServedRun] = field(default_factory=set)
 
 
-def create_app(options: ServeOptions) -> Starlette:
+def create_app(options: ServeOptions) -> ASGIApp:
+    """The application behind its guard (guard.py): nothing reaches a route unless the
+    guard let it through."""
     api = _Api(options)
 
     @contextlib.asynccontextmanager
@@ -57,13 +61,14 @@ def create_app(options: ServeOptions) -> Starlette:
         yield
         api.stop_all()
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/v1/models", api.models, methods=["GET"]),
             Route("/v1/chat/completions", api.chat, methods=["POST"]),
         ],
         lifespan=lifespan,
     )
+    return Guard(app, options.access)
 
 
 class _Api:
@@ -71,8 +76,6 @@ class _Api:
         self.options = options
 
     async def models(self, request: Request) -> Response:
-        if (denied := self._denied(request)) is not None:
-            return denied
         data = [
             {"id": served.id, "object": "model", "created": 0, "owned_by": "conductor"}
             for served in served_ids(self.options.models)
@@ -80,23 +83,18 @@ class _Api:
         return JSONResponse({"object": "list", "data": data})
 
     async def chat(self, request: Request) -> Response:
-        if (denied := self._denied(request)) is not None:
-            return denied
         try:
-            body = json.loads(await request.body())
-        except ValueError as exc:
-            return _refuse(400, f"the request body is not JSON: {exc}")
-        if not isinstance(body, dict):
-            return _refuse(400, "the request body must be a JSON object")
-        try:
+            body = json_object(await request.body())
             served = resolve(str(body.get("model", "")), self.options.models)
-            question = question_from(body.get("messages"))
+            question = question_from(body.get("messages"), self.options.max_question_chars)
             asked = requested_limits(body)
             if body.get("n", 1) != 1:
                 raise UserFacingError("`n` must be 1: a request is one run with one answer")
         except UnknownServedModel as exc:
+            log_refusal(request.scope, str(exc))
             return _refuse(404, str(exc), code="model_not_found")
         except UserFacingError as exc:
+            log_refusal(request.scope, str(exc))
             return _refuse(400, str(exc))
         self._forget_finished()
         if len(self.options.runs) >= self.options.max_concurrent:
@@ -108,7 +106,11 @@ class _Api:
             )
         base = self.options.settings
         settings = base.model_copy(
-            update={"model": served.model, "method": served.method, "run": lowered(base.run, asked)}
+            update={
+                "model": served.model,
+                "method": served.method,
+                "run": lowered(capped(base.run), asked),
+            }
         )
         run = ServedRun(
             question,
@@ -197,21 +199,6 @@ class _Api:
         finally:
             if not finished:
                 run.cancel()  # the client went away (or the server stops): stop the run
-
-    def _denied(self, request: Request) -> Response | None:
-        key = self.options.api_key
-        if not key:
-            return None
-        given = request.headers.get("authorization", "")
-        scheme, _, token = given.partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip(), key):
-            return None
-        return _refuse(
-            401,
-            "an API key is required: send it as `Authorization: Bearer KEY`",
-            kind="invalid_request_error",
-            code="invalid_api_key",
-        )
 
     def _forget_finished(self) -> None:
         self.options.runs -= {run for run in self.options.runs if run.finished.is_set()}

@@ -3,7 +3,9 @@
 A run answers one question, so the conversation is folded into it: the last user
 message is the question; system (or developer) messages come first as instructions,
 earlier turns as the conversation so far. Text parts of a multi-part content are joined;
-any other part (an image, audio) is refused rather than silently dropped.
+any other part (an image, audio) is refused rather than silently dropped. A question
+longer than the server takes is refused before any run starts: every character of it
+is sent to the models, round after round.
 """
 
 from __future__ import annotations
@@ -14,13 +16,24 @@ from conductor_kernel.errors import UserFacingError
 
 SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 INSTRUCTING = ("system", "developer")
+MAX_QUESTION_CHARS = 100_000
 
 
 class BadConversation(UserFacingError):
     """Messages that cannot become a question."""
 
 
-def question_from(messages: Any) -> str:
+def question_from(messages: Any, max_chars: int = MAX_QUESTION_CHARS) -> str:
+    question = _folded(messages)
+    if len(question) > max_chars:
+        raise BadConversation(
+            f"the question is {len(question):,} characters; this server takes at most "
+            f"{max_chars:,} (the operator sets it with --max-question-chars)"
+        )
+    return question
+
+
+def _folded(messages: Any) -> str:
     if not isinstance(messages, list) or not messages:
         raise BadConversation("`messages` must be a non-empty list of chat messages")
     turns = [(_role(m, i), _text(m, i)) for i, m in enumerate(messages)]

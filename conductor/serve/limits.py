@@ -5,15 +5,21 @@ which lower the run's whole token budget (a run spends tokens on the meta model 
 experts alike, all of them billed to this one reply), and a `conductor` object with any
 of `max_rounds`, `max_tokens`, `max_cost_usd`, `max_wall_s`. A value above the
 configured one is taken as the configured one: the operator's limits hold.
+
+A served run is asked for by someone other than the operator, so where the configuration
+sets no token or cost limit it has one anyway (`capped`), which the operator raises with
+`--max-tokens` and `--max-cost`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.limits.run_config import RunConfig
+
+if TYPE_CHECKING:  # the command line reads the caps below without loading pydantic
+    from conductor_kernel.limits.run_config import RunConfig
 
 # The run limits a request may lower, and whether each is a whole number.
 LOWERABLE: dict[str, bool] = {
@@ -22,6 +28,9 @@ LOWERABLE: dict[str, bool] = {
     "max_cost_usd": False,
     "max_wall_s": False,
 }
+
+SERVED_MAX_TOKENS = 500_000
+SERVED_MAX_COST_USD = 2.0
 
 
 class BadLimit(UserFacingError):
@@ -46,6 +55,16 @@ def requested_limits(body: dict[str, Any]) -> dict[str, float]:
             given = _checked(field, body[field], True)
             asked["max_tokens"] = min(given, asked.get("max_tokens", math.inf))
     return asked
+
+
+def capped(config: RunConfig) -> RunConfig:
+    """`config` with a token and a cost limit where it has none."""
+    update: dict[str, Any] = {}
+    if config.max_tokens is None:
+        update["max_tokens"] = SERVED_MAX_TOKENS
+    if config.max_cost_usd is None:
+        update["max_cost_usd"] = SERVED_MAX_COST_USD
+    return config.model_copy(update=update)
 
 
 def lowered(config: RunConfig, asked: dict[str, float]) -> RunConfig:

@@ -1,4 +1,5 @@
-"""A served app on a free loopback port, in this process, for the real `openai` SDK."""
+"""A served app on a free loopback port, in this process, for real clients (the `openai`
+SDK, a browser): `conductor serve`'s app, or any ASGI app such as MCP's."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 
@@ -15,9 +17,14 @@ from conductor.serve.app import ServeOptions, create_app
 @contextmanager
 def running(options: ServeOptions) -> Iterator[str]:
     """The server's base URL (`http://127.0.0.1:PORT/v1`) while it runs."""
-    config = uvicorn.Config(
-        create_app(options), host="127.0.0.1", port=0, log_level="warning", lifespan="on"
-    )
+    with running_app(create_app(options)) as origin:
+        yield f"{origin}/v1"
+
+
+@contextmanager
+def running_app(app: Any) -> Iterator[str]:
+    """`http://127.0.0.1:PORT` while `app` is served there."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="test-serve", daemon=True)
     thread.start()
@@ -28,7 +35,7 @@ def running(options: ServeOptions) -> Iterator[str]:
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}/v1"
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(60)

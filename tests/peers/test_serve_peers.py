@@ -16,6 +16,7 @@ from servers import LlamaServer, Peer, find_litellm, start_litellm
 
 from conductor.config import load_settings
 from conductor.serve.app import ServeOptions
+from conductor.serve.guard import Access
 from conductor.serve.wire import RUN_ID_HEADER
 from equipment.serve_server import running
 from experts import demo
@@ -25,12 +26,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("peers")]
 
 ROUTE = "conductor-meta"  # the name the proxy's clients ask for
 SERVED = "conductor:meta-no-python@demo"
+KEY = "peers-key"  # the key conductor serve asks of every request, LiteLLM's included
 
 
 @pytest.fixture
 def served_demo() -> Iterator[str]:
     settings = load_settings({"recall": False, "learn": False})
-    with running(ServeOptions(settings=settings, models=("demo",))) as url:
+    with running(ServeOptions(settings=settings, models=("demo",), access=Access(KEY))) as url:
         yield url
 
 
@@ -47,7 +49,7 @@ def proxy(served_demo: str, tmp_path: Path) -> Iterator[Peer]:
             "    litellm_params:",
             f"      model: openai/{SERVED}",
             f"      api_base: {served_demo}",
-            "      api_key: unused",
+            f"      api_key: {KEY}",
             "litellm_settings:",
             "  telemetry: false",
             "  num_retries: 0",
@@ -87,8 +89,8 @@ def test_smollm2_under_conductor_serve(llama: LlamaServer) -> None:
     settings = load_settings(
         {"recall": False, "learn": False, "run": {"meta_max_tokens": 48, "max_rounds": 2}}
     )
-    with running(ServeOptions(settings=settings, models=(model,))) as url:
-        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=300)
+    with running(ServeOptions(settings=settings, models=(model,), access=Access(KEY))) as url:
+        client = openai.OpenAI(base_url=url, api_key=KEY, max_retries=0, timeout=300)
         served = f"conductor:zero-shot-cot@{model}"
         assert served in {m.id for m in client.models.list()}
         raw = client.chat.completions.with_raw_response.create(

@@ -20,6 +20,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from experts import demo
+from support import REPO
 from transcripts.index import RunIndex
 
 pytestmark = pytest.mark.slow
@@ -34,6 +35,7 @@ def server_parameters() -> StdioServerParameters:
         if key.startswith(("CONDUCTOR_", "PATH", "HOME"))
     }
     env["CONDUCTOR_MODEL"] = "demo"
+    env["PYTHONPATH"] = str(REPO)  # this checkout's code, whatever the venv installed
     return StdioServerParameters(
         command=sys.executable, args=["-m", "conductor.cli", "mcp"], env=env
     )
@@ -149,11 +151,14 @@ def test_every_tool_over_streamable_http(isolated_home: Path) -> None:
     import time
 
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     parameters = server_parameters()
+    key = "mcp-test-key"  # every request over HTTP must send it
+    parameters.env = {**(parameters.env or {}), "CONDUCTOR_MCP_API_KEY": key}
     process = subprocess.Popen(
         [parameters.command, *parameters.args, "--http", str(port)],
         env=parameters.env,
@@ -172,7 +177,8 @@ def test_every_tool_over_streamable_http(isolated_home: Path) -> None:
 
         async def calls() -> tuple[list, dict, dict]:
             async with (
-                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as streams,
+                create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http,
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as streams,
                 ClientSession(streams[0], streams[1]) as session,
             ):
                 await session.initialize()

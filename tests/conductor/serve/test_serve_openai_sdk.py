@@ -1,7 +1,7 @@
 """`conductor serve` driven by the real `openai` SDK against the demo model: answers
 streamed and not, the whole run's usage, two requests at once, the run id in a header,
-every run recorded and listed by `conductor runs list`, a key required when set, and a
-client that goes away leaving its run `interrupted`."""
+every run recorded and listed by `conductor runs list`, the key required, and a client
+that goes away leaving its run `interrupted`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from conductor.cli import main
 from conductor.config import load_settings
 from conductor.serve.app import ServeOptions
+from conductor.serve.guard import Access
 from conductor.serve.wire import RUN_ID_HEADER
 from conductor_kernel.events import ExpertCallFinished, MetaTurnFinished
 from equipment.serve_server import running
@@ -27,10 +28,16 @@ from record.reader import iter_events
 
 MODEL = "conductor:meta-no-python@demo"
 QUIET = {"recall": False, "learn": False}
+KEY = "test-key"
 
 
 def options(**changes: object) -> ServeOptions:
-    base = {"settings": load_settings(QUIET), "models": ("demo",), "quiet_s": 0.2}
+    base = {
+        "settings": load_settings(QUIET),
+        "models": ("demo",),
+        "quiet_s": 0.2,
+        "access": Access(api_key=KEY),
+    }
     return ServeOptions(**{**base, **changes})  # type: ignore[arg-type]
 
 
@@ -40,7 +47,7 @@ def served() -> Iterator[str]:
         yield url
 
 
-def client(url: str, key: str = "unused") -> openai.OpenAI:
+def client(url: str, key: str = KEY) -> openai.OpenAI:
     return openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=60)
 
 
@@ -167,8 +174,8 @@ def test_an_unknown_model_is_refused_as_not_found(served: str) -> None:
     assert listed() == []  # nothing was started
 
 
-def test_a_set_key_is_required_of_every_request() -> None:
-    with running(options(api_key="s3cret")) as url:
+def test_the_key_is_required_of_every_request() -> None:
+    with running(options(access=Access(api_key="s3cret"))) as url:
         with pytest.raises(openai.AuthenticationError):
             client(url, "wrong").models.list()
         with pytest.raises(openai.AuthenticationError):
@@ -234,7 +241,7 @@ def test_a_client_leaving_a_stream_interrupts_its_run(slow_served: str) -> None:
 
 @pytest.mark.slow
 def test_a_client_leaving_before_a_plain_reply_interrupts_its_run(slow_served: str) -> None:
-    impatient = openai.OpenAI(base_url=slow_served, api_key="unused", max_retries=0, timeout=1.5)
+    impatient = openai.OpenAI(base_url=slow_served, api_key=KEY, max_retries=0, timeout=1.5)
     with pytest.raises(openai.APITimeoutError):
         impatient.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "Use 4 7 8 8 to make 24"}]

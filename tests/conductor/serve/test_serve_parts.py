@@ -1,18 +1,21 @@
-"""The served model ids, a request's limits and its conversation, over generated input."""
+"""The served model ids, a request's limits and its conversation, the origins and hosts
+an operator allows, and the connections the open-file limit holds, over generated input."""
 
 from __future__ import annotations
 
 import math
+import resource
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conductor.methods import METHODS
+from conductor.serve.connections import FILES_BESIDES, ConnectionLimits, fit_open_files
 from conductor.serve.conversation import BadConversation, question_from
 from conductor.serve.limits import LOWERABLE, BadLimit, lowered, requested_limits
 from conductor.serve.names import UnknownServedModel, resolve, served_ids
-from conductor.serve.server import check_binding, loopback_only
+from conductor.serve.server import access_for, check_binding, loopback_only
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.limits.run_config import RunConfig
 
@@ -170,6 +173,72 @@ def test_only_a_loopback_address_serves_without_a_key(address: object) -> None:
 def test_serving_beyond_loopback_without_a_key_is_refused_before_binding(capsys) -> None:
     from conductor.cli import main
 
-    assert main(["serve", "--host", "0.0.0.0", "--model", "demo"]) == 2
+    assert main(["serve", "--host", "0.0.0.0", "--no-api-key", "--model", "demo"]) == 2
     assert "API key" in capsys.readouterr().err
     assert not loopback_only("example.com")  # a name may resolve anywhere
+
+
+def test_serving_on_every_address_needs_the_names_clients_use(capsys) -> None:
+    from conductor.cli import main
+
+    assert main(["serve", "--host", "0.0.0.0", "--model", "demo"]) == 2
+    assert "--allowed-host" in capsys.readouterr().err
+
+
+@given(
+    st.integers(64, 10**6) | st.just(resource.RLIM_INFINITY),
+    st.integers(64, 10**6) | st.just(resource.RLIM_INFINITY),
+    st.integers(1, 10**5),
+)
+def test_connections_fit_the_open_file_limit_never_past_its_hard_limit(
+    soft: int, hard: int, connections: int
+) -> None:
+    if hard != resource.RLIM_INFINITY and (soft == resource.RLIM_INFINITY or soft > hard):
+        soft = hard
+    set_to: list[tuple[int, int]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(resource, "getrlimit", lambda _: (soft, hard))
+        patch.setattr(resource, "setrlimit", lambda _, limits: set_to.append(limits))
+        fitted = fit_open_files(ConnectionLimits(max_connections=connections))
+    now = set_to[-1][0] if set_to else soft
+    assert all(limit_hard == hard for _, limit_hard in set_to)  # the hard limit is kept
+    assert all(hard == resource.RLIM_INFINITY or new <= hard for new, _ in set_to)
+    assert 1 <= fitted.max_connections <= connections
+    if now == resource.RLIM_INFINITY or now - FILES_BESIDES >= connections:
+        assert fitted.max_connections == connections  # room enough: nothing taken
+    else:
+        assert fitted.max_connections == max(now - FILES_BESIDES, 1)
+
+
+good_origins = st.tuples(
+    st.sampled_from(["http", "https", "HTTP"]),
+    st.from_regex(r"[a-z0-9][a-z0-9.-]{0,20}", fullmatch=True),
+    st.one_of(st.just(""), st.integers(1, 65535).map(lambda p: f":{p}")),
+).map(lambda t: f"{t[0]}://{t[1]}{t[2]}")
+
+
+@given(good_origins, st.booleans())
+def test_an_allowed_origin_is_kept_as_a_browser_sends_it(origin: str, slash: bool) -> None:
+    access = access_for("127.0.0.1", "k", allowed_origins=[origin + ("/" if slash else "")])
+    assert access.origins == {origin.lower()}
+
+
+@given(
+    st.one_of(
+        good_origins.map(lambda o: o + "/path"),
+        st.from_regex(r"[a-z0-9.]{1,20}(:[0-9]{1,5})?", fullmatch=True),  # no scheme
+        st.sampled_from(["*", "null", "ftp://example.org", "http://", "file:///tmp"]),
+    )
+)
+def test_anything_but_an_origin_is_refused_as_one(value: str) -> None:
+    with pytest.raises(UserFacingError, match="--allowed-origin"):
+        access_for("127.0.0.1", "k", allowed_origins=[value])
+
+
+@given(st.sampled_from(["0.0.0.0", "::"]), st.lists(st.sampled_from(["a.example", "*"])))
+def test_every_address_serves_only_the_names_listed(host: str, listed: list[str]) -> None:
+    if not listed:
+        with pytest.raises(UserFacingError, match="--allowed-host"):
+            access_for(host, "k")
+        return
+    assert access_for(host, "k", allowed_hosts=listed).hosts == set(listed)
