@@ -50,8 +50,10 @@ def run_serve(args: argparse.Namespace) -> int:
         ) from None
     if args.max_concurrent < 1:
         raise UserFacingError("--max-concurrent must be at least 1")
+    from conductor.config.offered import offered_models
+
     settings = settings_from_args(args)
-    models = tuple(args.serve_model or [settings.model])
+    models = offered_models(args.serve_model, settings.model)
     options = ServeOptions(
         settings=settings,
         models=models,
