@@ -58,7 +58,9 @@ def test_one_call_past_the_bound_is_refused_while_the_others_run(bound: int) -> 
                         for _ in range(bound):
                             group.start_soon(one)
                         for _ in range(bound):  # every run is at its model, waiting
-                            assert await anyio.to_thread.run_sync(slow.arrived.acquire, True, GUARD_S)
+                            assert await anyio.to_thread.run_sync(
+                                slow.arrived.acquire, True, GUARD_S
+                            )
                         refused = await client.call_tool("solve", arguments)
                         assert len(wire.requests) == bound  # the refused call reached nothing
                         slow.release.set()

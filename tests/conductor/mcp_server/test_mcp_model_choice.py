@@ -94,9 +94,7 @@ def test_solve_never_reaches_a_host_of_the_callers_choosing(
 
 extra_arguments = st.fixed_dictionaries(
     {},
-    optional={
-        key: anywhere for key in ("expert_model", "base_url", "api_base", "url", "endpoint")
-    }
+    optional={key: anywhere for key in ("expert_model", "base_url", "api_base", "url", "endpoint")}
     | {"settings": st.fixed_dictionaries({"model": anywhere, "expert_model": anywhere})},
 )
 

@@ -80,9 +80,7 @@ def test_no_request_field_reaches_a_host_of_the_clients_choosing(
     listener: CountingListener, body: dict[str, Any]
 ) -> None:
     spy = Spy()
-    options = ServeOptions(
-        settings=load_settings(QUIET), models=OFFERED, quiet_s=0.2, factory=spy
-    )
+    options = ServeOptions(settings=load_settings(QUIET), models=OFFERED, quiet_s=0.2, factory=spy)
     with TestClient(create_app(options)) as client:
         response = client.post("/v1/chat/completions", json=body)
     assert listener.connections() == 0, (body, response.text)
