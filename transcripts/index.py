@@ -50,6 +50,7 @@ from record.correctness import Correctness
 from record.fold import RunOutline, outline, outline_file
 from record.fts import SearchSyntaxError
 from record.home import home_dir
+from record.id_prefix import encodable, prefix_condition
 from record.migrations import (
     DatabaseError,
     creation_lock,
@@ -478,11 +479,14 @@ class RunIndex:
             yield runs_table(self.db)
 
     def get(self, run_id: str) -> RunRecord | None:
-        """The run with this id, or the one run whose id starts with it."""
+        """The run with this id, else the one run whose id starts with it (`%` and `_`
+        are characters like any other); None when none or several do."""
+        if not encodable(run_id):
+            return None  # no stored id holds a lone surrogate
         with self._reading() as runs:
-            rows = list(
-                runs.rows_where("run_id = ? or run_id like ?", [run_id, run_id + "%"], limit=2)
-            )
+            rows = list(runs.rows_where("run_id = ?", [run_id], limit=1))
+            if not rows:
+                rows = list(runs.rows_where(*prefix_condition("run_id", run_id), limit=2))
         return as_record(rows[0]) if len(rows) == 1 else None
 
     def list(

@@ -117,7 +117,9 @@ def _scored(run: RunOutline) -> Correctness:
 def _warn(problem: Exception | None, kept: str) -> None:
     """Say on stderr that a file was cut short, as `score` and `replay` do."""
     if problem is not None:
-        print(f"warning: {problem}; audited the {kept}.", file=sys.stderr)
+        from conductor_kernel.text.display import visible_line
+
+        print(visible_line(f"warning: {problem}; audited the {kept}."), file=sys.stderr)
 
 
 def _read(path: str | Path) -> list[Event]:

@@ -67,6 +67,12 @@ def plain(text: str | None) -> Text:
     return Text(visible(text or ""))
 
 
+def ident(text: str | None) -> Text:
+    """An id, a kind or a run's name from the notebook (another's, after a merge or an
+    import), as a table cell or a line: control characters visible, never markup."""
+    return plain(one_line(text, 0))
+
+
 def table(*columns: tuple[str, bool]) -> Table:
     """A compact table; (header, keep whole) per column. Ids are what a user types next
     (`notebook show`, `runs show`), so they are never cut; free text wraps instead."""
@@ -97,7 +103,7 @@ def run_list(args: argparse.Namespace) -> int:
                 f"{len(json.loads(t['suggestions']))} tips, {len(json.loads(t['procedure']))} steps"
             )
             listing.add_row(
-                t["id"], plain(one_line(t["name"], 40)), str(t["members"]), str(t["runs"]),
+                ident(t["id"]), plain(one_line(t["name"], 40)), str(t["members"]), str(t["runs"]),
                 str(t["correct"]), str(t["wrong"]), sizes,
             )  # fmt: skip
         console().print(listing)
@@ -121,8 +127,9 @@ def run_list(args: argparse.Namespace) -> int:
                     ("+/-/uses", True), ("from run", True))  # fmt: skip
     for n in notes:
         listing.add_row(
-            n["id"], n["kind"], plain(one_line(n["key"], 36)), n["verification"],
-            f"{n['helpful']}/{n['harmful']}/{n['uses']}", n["source_run"] or "(imported)",
+            ident(n["id"]), ident(n["kind"]), plain(one_line(n["key"], 36)),
+            ident(n["verification"]), f"{n['helpful']}/{n['harmful']}/{n['uses']}",
+            ident(n["source_run"] or "(imported)"),
         )  # fmt: skip
     console().print(listing)
     if not notes:
@@ -159,13 +166,14 @@ def run_show(args: argparse.Namespace) -> int:
         style="bold",
     )
     out.print(
-        f"from run: {note['source_run'] or '(imported, no run)'}  task: {note['source_task'] or '-'}",
+        f"from run: {one_line(note['source_run'] or '(imported, no run)', 0)}  "
+        f"task: {one_line(note['source_task'] or '-', 0)}",
         markup=False,
     )
     out.print(f"question: {one_line(note['source_question'], 300)}", markup=False)
     out.print(f"answer: {one_line(note['answer'], 200)}", markup=False)
     out.print(
-        f"verified: {note['verification']} ({note['outcome']}) · confidence {note['confidence']:.2f}"
+        f"verified: {one_line(note['verification'], 0)} ({one_line(note['outcome'], 0)}) · confidence {note['confidence']:.2f}"
         f" · helpful {note['helpful']} harmful {note['harmful']} uses {note['uses']}"
         f" · support {note['support']}" + (" · RETIRED: " + one_line(note["retired_reason"], 300) if note["retired"] else ""),
         markup=False,
@@ -180,11 +188,15 @@ def run_show(args: argparse.Namespace) -> int:
         out.print(Syntax(visible(note["code"]), "python"))
     out.print(f"history ({len(history)}):")
     for h in history:
-        out.print(f"  {h.action:<20} run {h.run_id or '-'}", markup=False)
+        out.print(f"  {one_line(h.action, 0):<20} run {one_line(h.run_id or '-', 0)}", markup=False)
     if recalls:
         out.print(f"recalled in {len(recalls)} run(s) (latest first):")
         for r in recalls:
-            out.print(f"  run {r.run_id} rank {r.rank} score {r.score:.2f} → {r.outcome}")
+            out.print(
+                f"  run {one_line(r.run_id, 0)} rank {r.rank} score {r.score:.2f} "
+                f"→ {one_line(r.outcome, 0)}",
+                markup=False,
+            )
     return 0
 
 
@@ -207,5 +219,5 @@ def _show_type(book: Notebook, kind: TaskTypeRecord, as_json: bool) -> int:
         out.print(f"{title}:")
         for item in json.loads(items):
             out.print(plain(f"  - {item}"))
-    out.print(f"history: {', '.join(h.action for h in history)}")
+    out.print(f"history: {one_line(', '.join(h.action for h in history), 0)}", markup=False)
     return 0

@@ -82,7 +82,8 @@ def run_import(args: argparse.Namespace) -> int:
             str(report.answered),
             f"{report.correct} of {report.scored} scored",
             str(report.retry_defect_records),
-            report.run_ids[0] if report.run_ids else "-",
+            # Made from the file's name: shown as text, its controls visible.
+            Text(visible_line(report.run_ids[0]) if report.run_ids else "-"),
         )
     if not args.json:
         Console().print(table)

@@ -21,6 +21,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--http", type=int, metavar="PORT", help="streamable HTTP on this port")
     add_http_flags(p, key_variable=KEY_VARIABLE)  # what --http answers
+    p.add_argument(
+        "--serve-model",
+        action="append",
+        metavar="MODEL",
+        help="a model `solve` may be asked for (repeatable; default: the `model` setting); "
+        "a caller names one of these, never a spec of its own",
+    )
+    p.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=4,
+        metavar="N",
+        help="`solve` runs at once; more are refused (default: 4)",
+    )
     add_setting_flags(p)  # the settings every run `solve` starts is held to
     p.set_defaults(handler=run_mcp)
 
@@ -35,12 +49,21 @@ def run_mcp(args: argparse.Namespace) -> int:
             f"`conductor mcp` needs the mcp extra ({exc.name} is missing): "
             "pip install 'conductor[mcp]'"
         ) from None
+    from conductor.config.offered import offered_models
+
+    if args.max_concurrent < 1:
+        raise UserFacingError("--max-concurrent must be at least 1")
+    settings = settings_from_args(args)
+    server = create_server(
+        settings,
+        models=offered_models(args.serve_model, settings.model),
+        max_concurrent=args.max_concurrent,
+    )
     if args.http is None:
-        create_server(settings_from_args(args)).run("stdio")
+        server.run("stdio")
         return 0
     from conductor.mcp_server.http import HOST, serve_http
 
     access, key_said = access_from(args, HOST)
-    server = create_server(settings_from_args(args))
     serve_http(server, access, args.http, limits=limits_from(args), key_said=key_said)
     return 0

@@ -14,7 +14,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from conductor.cli.browse import console, one_line, open_book, run_list, run_show, table
+from conductor.cli.browse import (
+    console,
+    ident,
+    one_line,
+    open_book,
+    run_list,
+    run_show,
+    table,
+)
 from conductor.config.flags import add_setting_flags
 
 
@@ -106,7 +114,7 @@ def run_test_tools(args: argparse.Namespace) -> int:
         return 0
     listing = table(("tool", True), ("task", False), ("passed", True), ("reads", False))
     for t in ranked:
-        listing.add_row(t.note_id, t.task or "-", f"{t.passes}/{t.tests}",
+        listing.add_row(ident(t.note_id), ident(t.task or "-"), f"{t.passes}/{t.tests}",
                       ", ".join(p.kind for p in t.tool.params))  # fmt: skip
     console().print(listing if ranked else "no tools in this notebook yet")
     return 0
@@ -136,14 +144,15 @@ def run_search(args: argparse.Namespace) -> int:
         return 0
     for m in result.matches:
         out.print(
-            f"type {m.type_id} {one_line(m.name, 50)}: evidence {m.evidence:.1f}, relevance {m.relevance():.2f}",
+            f"type {one_line(m.type_id, 0)} {one_line(m.name, 50)}: evidence {m.evidence:.1f}, relevance {m.relevance():.2f}",
             markup=False,
         )
     for rank, s in enumerate(result.shown, 1):
         note = s.note
         out.print(
-            f"{rank}. {note['id']} {note['kind']} relevance {s.relevance:.2f} score {s.score:.2f} "
-            f"(from run {note['source_run'] or '-'}): {one_line(note['text'], 100)}", markup=False,
+            f"{rank}. {one_line(note['id'], 0)} {one_line(note['kind'], 0)} relevance {s.relevance:.2f} "
+            f"score {s.score:.2f} (from run {one_line(note['source_run'] or '-', 0)}): "
+            f"{one_line(note['text'], 100)}", markup=False,
         )  # fmt: skip
     return 0
 
@@ -161,11 +170,13 @@ def run_stats(args: argparse.Namespace) -> int:
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
         elif key == "size_bytes":
             key, value = "size", f"{value / 1e6:.1f} MB"
-        out.print(f"{key.replace('_', ' '):<16} {value}", markup=False)
+        # The counts' words (kinds, verifications) may come from a merged notebook.
+        out.print(f"{key.replace('_', ' '):<16} {one_line(str(value), 0)}", markup=False)
     return 0
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from conductor_kernel.text.display import visible_line
     from lessons.exchange.transfer import export_lines
 
     book = open_book(args, reader=True)
@@ -179,23 +190,27 @@ def run_export(args: argparse.Namespace) -> int:
         for line in export_lines(book):
             out.write(line + "\n")
             count += 1
-    print(f"exported {count} records from {book.path}", file=sys.stderr)
+    print(visible_line(f"exported {count} records from {book.path}"), file=sys.stderr)
     return 0
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from conductor_kernel.text.display import visible_line
     from lessons.exchange.transfer import import_file
 
     book = open_book(args, create=True)
     counts = import_file(book, Path(args.file))
     print(
-        f"imported into {book.path}: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
+        visible_line(
+            f"imported into {book.path}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+        ),
         file=sys.stderr,
     )
     return 0
 
 
 def run_merge(args: argparse.Namespace) -> int:
+    from conductor_kernel.text.display import visible_line
     from lessons.exchange.merge import merge_files
 
     for source, counts in merge_files(Path(args.target), [Path(s) for s in args.sources]):
@@ -203,8 +218,10 @@ def run_merge(args: argparse.Namespace) -> int:
             print(json.dumps({"target": args.target, "source": str(source), **counts}))
         else:
             print(
-                f"merged {source} into {args.target}: "
-                + ", ".join(f"{k} {v}" for k, v in counts.items())
+                visible_line(
+                    f"merged {source} into {args.target}: "
+                    + ", ".join(f"{k} {v}" for k, v in counts.items())
+                )
             )
     return 0
 
@@ -217,8 +234,9 @@ def run_retire(args: argparse.Namespace) -> int:
     changed = retire(book, args.id, reason=args.reason, restore=args.restore)
     note = lookup_note(book, args.id)
     state = "restored" if args.restore else "retired"
+    shown = one_line(note["id"] if note else args.id, 0)
     if changed:
-        print(f"{note['id'] if note else args.id} {state} (kept, with its history)")
+        print(f"{shown} {state} (kept, with its history)")
     else:
-        print(f"{note['id'] if note else args.id} was already {state}")
+        print(f"{shown} was already {state}")
     return 0

@@ -76,6 +76,7 @@ def withheld(events: list[Event]) -> list[Event]:
 
 def run_learn(args: argparse.Namespace) -> int:
     from conductor.cli.browse import console, open_book, table
+    from conductor_kernel.text.display import visible_line
     from lessons.values import TRUST_NAMES, trust_name
     from lessons.write.learn import learn_from_run
 
@@ -97,7 +98,8 @@ def run_learn(args: argparse.Namespace) -> int:
                     for note_id in written.note_ids:  # a note two runs support counts once
                         trusted[note_id] = trust_name(written.verification, written.outcome)
                 if runs % 50 == 0:
-                    print(f"learned from {runs} runs ({path.name})", file=sys.stderr, flush=True)
+                    shown = visible_line(path.name)
+                    print(f"learned from {runs} runs ({shown})", file=sys.stderr, flush=True)
     finally:
         book.close()
     notes = Counter(trusted.values())

@@ -144,6 +144,7 @@ def _replay_all(
     from conductor.methods import BASELINES
     from conductor.replay.baselines import replay_baseline_file
     from conductor.replay.runner import replay_file
+    from conductor_kernel.text.display import visible_line
 
     methods = {path: _method(args, path) for path in args.files}  # refuse a bad name first
     reports = []
@@ -153,7 +154,9 @@ def _replay_all(
         if not args.json:
             how = f"method {method}" if baseline else f"sandbox: {backend}"
             errors.print(
-                f"[dim]replaying {escape(path)} ({how})...[/]", highlight=False, soft_wrap=True
+                f"[dim]replaying {escape(visible_line(path))} ({how})...[/]",
+                highlight=False,
+                soft_wrap=True,
             )
         if baseline:
             report = replay_baseline_file(path, method, limit=args.limit, jobs=args.jobs)
@@ -162,8 +165,6 @@ def _replay_all(
             report.method = method
         if report.read_problem:
             from rich.text import Text
-
-            from conductor_kernel.text.display import visible_line
 
             warning = Text("warning: ", style="yellow").append(
                 f"{visible_line(report.read_problem)} "
@@ -178,6 +179,9 @@ def _replay_all(
 
 def summary_table(reports: list[FileReport]) -> object:
     from rich.table import Table
+    from rich.text import Text
+
+    from conductor_kernel.text.display import visible_line
 
     table = Table(
         title="Replay of published runs through our conductor",
@@ -196,7 +200,7 @@ def summary_table(reports: list[FileReport]) -> object:
         table.add_column(column, justify="left" if column == "file" else "right")
     for r in reports:
         table.add_row(
-            r.file.rsplit("/", 1)[-1].removesuffix(".jsonl"),
+            Text(visible_line(_task(r))),
             str(r.records),
             str(r.same_final_answer),
             str(r.same_expert_calls),
@@ -265,8 +269,10 @@ def _task(report: FileReport) -> str:
 
 def baseline_table(reports: list[FileReport]) -> object:
     from rich.table import Table
+    from rich.text import Text
 
     from conductor.methods import label
+    from conductor_kernel.text.display import visible_line
 
     table = Table(
         title="Replay of published baseline runs through our methods",
@@ -277,7 +283,7 @@ def baseline_table(reports: list[FileReport]) -> object:
     for r in reports:
         table.add_row(
             label(r.method),
-            _task(r),
+            Text(visible_line(_task(r))),
             str(r.records),
             f"{r.same_final_answer} ({_share(r.same_final_answer, r.records)})",
             str(r.same_rounds),

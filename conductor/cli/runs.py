@@ -366,9 +366,9 @@ def run_export(args: argparse.Namespace) -> int:
     if args.html:
         from conductor.export.html.run_page import run_html
 
-        out = Path(args.output or f"{run.run_id or transcript.path.stem}.html")
+        out = Path(args.output or f"{_file_name(run.run_id or transcript.path.stem)}.html")
         _write(out, run_html(run, notebook=args.notebook))
-        print(f"wrote {out}")
+        print(_wrote(out))
         return 0
     from conductor.export.markdown import to_markdown
 
@@ -389,13 +389,13 @@ def _export_inspect(args: argparse.Namespace) -> int:
     else:
         transcript = _read(args.run)
         samples, name = [run_sample(transcript.events)], transcript.events[0].run_id
-    out = Path(args.output or f"{name}.eval")
+    out = Path(args.output or f"{_file_name(name)}.eval")
     try:
         written = write_inspect_log(samples, out, task=name)
     except OSError as exc:
         raise UserFacingError(_cannot_write(exc, out)) from None
     for path in written:
-        print(f"wrote {path} ({len(samples)} runs; open it with `inspect view`)")
+        print(_wrote(path, f" ({len(samples)} runs; open it with `inspect view`)"))
     return 0
 
 
@@ -407,6 +407,20 @@ def _batch_folder(ref: str) -> Path | None:
         if (path / RESULTS_FILE).exists():
             return path
     return None
+
+
+def _file_name(run_id: str) -> str:
+    """A file name in this folder for a page named by a run id, which a transcript from
+    someone else sets (`../x`, a control character): only characters safe in a name."""
+    from conductor.batch.store import safe_name
+
+    return safe_name(run_id, 120)
+
+
+def _wrote(path: object, more: str = "") -> str:
+    from conductor_kernel.text.display import visible_line
+
+    return visible_line(f"wrote {path}{more}")
 
 
 def _write(out: Path, text: str) -> None:
@@ -439,9 +453,10 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.html or args.output:
         from conductor.export.html.diff_page import diff_html
 
-        out = Path(args.output or f"diff-{diff.left.run_id}-{diff.right.run_id}.html")
+        named = f"diff-{diff.left.run_id}-{diff.right.run_id}"
+        out = Path(args.output or f"{_file_name(named)}.html")
         _write(out, diff_html(diff))
-        print(f"wrote {out}")
+        print(_wrote(out))
         return 0
     from rich.console import Console
 
@@ -482,7 +497,7 @@ def run_batch_report(args: argparse.Namespace) -> int:
         raise UserFacingError(
             _cannot_write(exc, args.output or "the batch's html folder")
         ) from None
-    print(f"wrote {index} (and one page per run beside it)")
+    print(_wrote(index, " (and one page per run beside it)"))
     return 0
 
 

@@ -401,6 +401,9 @@ def _pct(value: float | None) -> str:
 def _print_table(tallies: list[FileScore], rule: str) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from conductor_kernel.text.display import visible_line
 
     table = Table(title="Accuracy (%)", caption=f"correct/accuracy reported by: {rule} rule")
     for column in ("file", "task", "n", "paper rule", "ours", "Δ", "no answer"):
@@ -408,8 +411,8 @@ def _print_table(tallies: list[FileScore], rule: str) -> None:
     for t in tallies:
         delta = (t.ours_correct - t.paper_correct) * 100.0 / t.n if t.n else 0.0
         table.add_row(
-            _short(t.file),
-            t.task,
+            Text(visible_line(_short(t.file))),
+            Text(visible_line(t.task)),
             str(t.n),
             f"{t.paper_correct} = {_pct(t.accuracy('paper'))}",
             f"{t.ours_correct} = {_pct(t.accuracy('ours'))}",
@@ -431,14 +434,18 @@ def _print_disagreements(tallies: list[FileScore]) -> None:
     from rich.console import Console
     from rich.markup import escape
 
+    from conductor_kernel.text.display import visible_line
+
     console = Console()
     for t in tallies:
         for d in t.disagreements:
             answer = "(none)" if d.answer is None else " ".join(d.answer.split())[:100]
             console.print(
-                f"{escape(_short(t.file))}:{d.item.line} ours={'✓' if d.ours else '✗'} "
-                f"paper={'✓' if d.paper else '✗'} target={escape(repr(d.item.target))} "
-                f"answer={escape(repr(answer))} [dim]({escape(d.detail)})[/]",
+                f"{escape(visible_line(_short(t.file)))}:{d.item.line} "
+                f"ours={'✓' if d.ours else '✗'} paper={'✓' if d.paper else '✗'} "
+                f"target={escape(visible_line(repr(d.item.target)))} "
+                f"answer={escape(visible_line(repr(answer)))} "
+                f"[dim]({escape(visible_line(d.detail))})[/]",
                 highlight=False,
                 soft_wrap=True,  # one line per item, so the list can be grepped
             )

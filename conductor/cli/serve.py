@@ -64,11 +64,13 @@ def run_serve(args: argparse.Namespace) -> int:
         ) from None
     if args.max_concurrent < 1 or args.max_question_chars < 1:
         raise UserFacingError("--max-concurrent and --max-question-chars must be at least 1")
+    from conductor.config.offered import offered_models
+
     access, key_said = access_from(args, args.host)
     settings = settings_from_args(args)
     options = ServeOptions(
         settings=settings,
-        models=tuple(args.serve_model or [settings.model]),
+        models=offered_models(args.serve_model, settings.model),
         access=access,
         max_question_chars=args.max_question_chars,
         max_concurrent=args.max_concurrent,

@@ -12,6 +12,7 @@ from mcp.types import ToolAnnotations
 
 from conductor.config import load_settings
 from conductor.mcp_server import tools
+from conductor.mcp_server.slots import DEFAULT_MAX_CONCURRENT, RunSlots
 from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
@@ -28,11 +29,19 @@ async def _off_loop(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         raise ToolError(str(exc)) from None
 
 
-def create_server(settings: Settings | None = None) -> MCPServer:
+def create_server(
+    settings: Settings | None = None,
+    *,
+    models: tuple[str, ...] | None = None,
+    max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+) -> MCPServer:
     """The server; `settings` (the configured ones by default) hold every run and name
-    the notebook read."""
+    the notebook read. `solve` runs one of `models` (the configured model alone by
+    default), at most `max_concurrent` at once."""
     settings = settings or load_settings()
     notebook = settings.notebook or None
+    offered = models or (settings.model,)
+    slots = RunSlots(max_concurrent)
     server = MCPServer(
         "conductor",
         instructions="Meta-prompting runs and the experience notebook they learn into.",
@@ -42,14 +51,22 @@ def create_server(settings: Settings | None = None) -> MCPServer:
         annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
         description="Solve a question with a conductor run (recorded, within the configured "
         "limits). method: meta, meta-no-python, standard, zero-shot-cot, expert-static, "
-        "expert-dynamic, multipersona; model: as the `model` setting. Returns the answer, "
-        "the run id and a short account of the run.",
+        f"expert-dynamic, multipersona; model: one of {', '.join(offered)} (default "
+        f"{offered[0]}). At most {max_concurrent} runs at once. Returns the answer, the run "
+        "id and a short account of the run.",
     )
     async def solve(
         question: str, method: str | None = None, model: str | None = None
     ) -> dict[str, Any]:
         return await _off_loop(
-            lambda: tools.solve(question, method=method, model=model, settings=settings)
+            lambda: tools.solve(
+                question,
+                method=method,
+                model=model,
+                settings=settings,
+                models=offered,
+                slots=slots,
+            )
         )
 
     @server.tool(

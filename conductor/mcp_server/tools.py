@@ -7,16 +7,20 @@ the configured limits (a tool call cannot raise them).
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conductor.config import load_settings
+from conductor.config.offered import offered
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import Event, FinalAnswer, RunFinished, RunStarted
 
 if TYPE_CHECKING:
     from conductor.config.settings import Settings
+    from conductor.mcp_server.slots import RunSlots
+    from conductor.session import Session
 
 
 def solve(
@@ -25,21 +29,41 @@ def solve(
     method: str | None = None,
     model: str | None = None,
     settings: Settings | None = None,
+    models: tuple[str, ...] | None = None,
+    slots: RunSlots | None = None,
 ) -> dict[str, Any]:
     """One run under `settings` (the configured ones by default; its limits hold); its
-    answer, id and a short account of what it did."""
+    answer, id and a short account of what it did. `model` names one of `models` (the
+    configured model alone by default), never a spec of the caller's own: a spec says
+    where the operator's key is sent. With `slots`, a run past their number is refused."""
     from conductor.methods import check_method
     from conductor.session import build_session
 
     if not question.strip():
         raise UserFacingError("the question is empty")
-    update: dict[str, Any] = {}
+    base = settings or load_settings()
+    update: dict[str, Any] = {"model": offered(model or None, models or (base.model,))}
     if method:
         update["method"] = check_method(method)
-    if model:
-        update["model"] = model
-    chosen = (settings or load_settings()).model_copy(update=update)
-    session = build_session(chosen)
+    chosen = base.model_copy(update=update)
+    with slots.held() if slots is not None else contextlib.nullcontext():
+        started, finished, answer, events = _run(build_session(chosen), question)
+    if finished is None or started is None:
+        raise UserFacingError("the run ended without being recorded as finished")
+    return {
+        "answer": answer,
+        "run_id": finished.run_id,
+        "status": finished.status,
+        "method": started.method,
+        "model": started.model,
+        "account": _account(finished, events),
+    }
+
+
+def _run(
+    session: Session, question: str
+) -> tuple[RunStarted | None, RunFinished | None, str | None, list[Event]]:
+    """The run's start, end, answer and every event, learning included."""
     started: RunStarted | None = None
     finished: RunFinished | None = None
     answer: str | None = None
@@ -56,16 +80,7 @@ def solve(
     finally:
         if session.sandbox is not None:
             session.sandbox.close()
-    if finished is None or started is None:
-        raise UserFacingError("the run ended without being recorded as finished")
-    return {
-        "answer": answer,
-        "run_id": finished.run_id,
-        "status": finished.status,
-        "method": started.method,
-        "model": started.model,
-        "account": _account(finished, events),
-    }
+    return started, finished, answer, events
 
 
 def _account(finished: RunFinished, events: list[Event]) -> str:

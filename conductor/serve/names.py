@@ -2,13 +2,15 @@
 
 Only the underlying models the operator served may be asked for: a client naming any
 other (a URL of its own, say) would make the server call a host of the client's
-choosing.
+choosing with the operator's key. The check is conductor/config/offered.py's, which
+`conductor mcp` uses too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conductor.config.offered import is_offered
 from conductor.methods import METHODS
 from conductor_kernel.errors import UserFacingError
 
@@ -43,7 +45,7 @@ def resolve(model_id: str, models: tuple[str, ...]) -> ServedModel:
     if not model_id.startswith(PREFIX) or method not in METHODS:
         raise UnknownServedModel(_unknown(model_id, models))
     model = model if sep else models[0]
-    if model not in models:
+    if not is_offered(model, models):
         raise UnknownServedModel(_unknown(model_id, models))
     return ServedModel(method, model)
 

@@ -190,7 +190,7 @@ def tool_candidate(
     checks = 0
     for stored in best_tools(book, question, type_ids, exclude_question=exclude_question):
         program = instantiate(stored.tool, question, scoring=book.scoring)
-        # By its whole id: find_note also takes a prefix (LIKE), which scans every note.
+        # By its whole id: find_note would take another note whose id starts with it.
         row = book.read_one("select * from notes where id = ?", (stored.note_id,))
         if program is None or row is None:
             continue

@@ -30,6 +30,7 @@ from conductor_kernel.interfaces import TaskScoring
 from lessons.storage.schema import TABLES, migrations
 from lessons.values import NO_SCORING
 from record.home import home_dir
+from record.id_prefix import encodable, prefix_condition
 from record.migrations import DatabaseError, open_database, write_transaction
 
 log = logging.getLogger("conductor.notebook")
@@ -264,22 +265,32 @@ class Notebook:
     # -- lookups used by several modules ------------------------------------------------
 
     def find_note(self, note_id: str) -> NoteRecord | None:
-        """A note by id or unique id prefix (as shown in listings)."""
-        rows = self.read(
-            "select * from notes where id = ? or id like ? limit 2", (note_id, note_id + "%")
-        )
-        exact = [r for r in rows if r["id"] == note_id]
-        if exact:
-            return note_record(exact[0])
+        """A note by id or unique id prefix (as shown in listings; `%` and `_` are
+        characters like any other)."""
+        rows = self._exactly("notes", "id", note_id) or self._by_prefix("notes", note_id)
         return note_record(rows[0]) if len(rows) == 1 else None
 
     def find_type(self, type_id: str) -> TaskTypeRecord | None:
-        """A task type by id, unique id prefix, or name."""
-        rows = self.read(
-            "select * from task_types where id = ? or id like ? or name = ? limit 2",
-            (type_id, type_id + "%", type_id),
+        """A task type by id, name, or unique id prefix, in that order."""
+        rows = (
+            self._exactly("task_types", "id", type_id)
+            or self._exactly("task_types", "name", type_id)
+            or self._by_prefix("task_types", type_id)
         )
         return task_type_record(rows[0]) if len(rows) == 1 else None
+
+    def _exactly(self, table: str, column: str, value: str) -> list[Row]:
+        """Up to two rows of `table` whose `column` is `value`."""
+        if not encodable(value):
+            return []  # nothing stored holds a lone surrogate
+        return self.read(f"select * from {table} where {column} = ? limit 2", (value,))
+
+    def _by_prefix(self, table: str, prefix: str) -> list[Row]:
+        """Up to two rows of `table` whose id starts with `prefix`, by the key's index."""
+        if not encodable(prefix):
+            return []
+        where, params = prefix_condition("id", prefix)
+        return self.read(f"select * from {table} where {where} limit 2", params)
 
     def questions_seen(self) -> int:
         row = self.read_one("select value from notebook_meta where key = 'questions'")
