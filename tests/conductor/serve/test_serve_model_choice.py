@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from conductor.config import load_settings
 from conductor.serve.app import ServeOptions, create_app
+from conductor.serve.guard import Access
 from conductor.serve.runs import default_factory
 from equipment.counting_listener import CountingListener
 from equipment.hostile_specs import model_ids_to, specs_to, urls_to
@@ -25,6 +26,9 @@ QUIET = {"recall": False, "learn": False}
 
 # One listener for the module: the port every generated spec and URL names.
 _LISTENER = CountingListener()
+
+KEY = "test-key"
+AUTHORIZED = {"Authorization": f"Bearer {KEY}"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -80,9 +84,15 @@ def test_no_request_field_reaches_a_host_of_the_clients_choosing(
     listener: CountingListener, body: dict[str, Any]
 ) -> None:
     spy = Spy()
-    options = ServeOptions(settings=load_settings(QUIET), models=OFFERED, quiet_s=0.2, factory=spy)
-    with TestClient(create_app(options)) as client:
-        response = client.post("/v1/chat/completions", json=body)
+    options = ServeOptions(
+        settings=load_settings(QUIET),
+        models=OFFERED,
+        quiet_s=0.2,
+        factory=spy,
+        access=Access(api_key=KEY),
+    )
+    with TestClient(create_app(options), base_url="http://127.0.0.1:8000") as client:
+        response = client.post("/v1/chat/completions", json=body, headers=AUTHORIZED)
     assert listener.connections() == 0, (body, response.text)
     if body["model"] != SERVED:
         assert response.status_code == 404, response.text
