@@ -23,6 +23,7 @@ from itertools import permutations
 
 from conductor_kernel.interfaces import CallRole, Completion, Message, TextCallback
 from conductor_kernel.prompts import PYTHON_SECTION
+from conductor_kernel.text.quoted import placeholder, split
 from experts.scripted import ScriptedModel
 
 DECLINED = "declined"
@@ -90,8 +91,13 @@ print(answer)
 print("check:", "equals 24 and uses each number once" if ok else "FAILED")
 """
 # How the notebook's recall marks a program that fits the question as asked and whose
-# answers were checked (lessons/read/render.py says it; experts may not import lessons).
-_RUNNABLE_MARK = "YOU CAN RUN IT:"
+# answers were checked, and labels a note's program (lessons/read/render.py says them;
+# experts may not import lessons). Each counts only where the renderer writes it: the
+# mark as a line of its own outside every quote, the label on a quote.
+_RUNNABLE_MARK = "  YOU CAN RUN IT:"
+_PROGRAM_LABELS = ("program from an earlier run", "program from another notebook")
+_NOTE_HEAD = re.compile(r"\[(n[0-9a-f]+)\] ")
+_PYTHON_BLOCK = re.compile(r"```python\n(.*)\n```", re.S)
 _RECALLED = "The notebook holds a checked program for exactly this puzzle"
 
 _WORDS_HEADER = "The words, one per line:\n"
@@ -293,7 +299,8 @@ def _meta(messages: list[Message]) -> str:
         return _declined("the question is empty. Type a question and press Enter.")
     understood = understand(question)
     turn = sum(1 for m in messages if m.role == "user")
-    python = _PYTHON_MARK in (messages[0].content if messages else "")
+    # The conductor's own instructions say whether Python is on, never a quoted note.
+    python = _PYTHON_MARK in split(messages[0].content if messages else "")[0]
     if isinstance(understood, Game24):
         return _game24_turn(turn, understood.numbers, messages, python)
     if isinstance(understood, Sorting):
@@ -305,16 +312,22 @@ def _meta(messages: list[Message]) -> str:
 
 def recalled_program(first: str) -> tuple[str, str] | None:
     """The note id and program the notebook's recall says can be run as it is on this
-    question, if it says so of one."""
-    recall = first.rsplit("Question:\n", 1)[0]
-    at = recall.find(_RUNNABLE_MARK)
-    if at < 0:
-        return None
-    note = re.findall(r"^\[(n[0-9a-f]+)\]", recall[:at], re.M)
-    code = re.search(r"```python\n(.*?)\n```", recall[at:], re.S)
-    if not note or code is None:
-        return None
-    return note[-1], code.group(1)
+    question, if it says so of one: read from the renderer's own lines only (a note's
+    quoted words may say anything) and from that note's quoted program."""
+    own, quoted = split(first.rsplit("Question:\n", 1)[0])
+    blocks = {placeholder(i): block for i, block in enumerate(quoted)}
+    note, runnable = None, False
+    for line in own.splitlines():
+        head = _NOTE_HEAD.match(line)
+        block = blocks.get(line)
+        if head:
+            note, runnable = head.group(1), False
+        elif note and line.startswith(_RUNNABLE_MARK):
+            runnable = True
+        elif note and runnable and block is not None and block.label in _PROGRAM_LABELS:
+            code = _PYTHON_BLOCK.fullmatch(block.body)
+            return (note, code.group(1)) if code else None
+    return None
 
 
 def _run_recalled(note: str, program: str, numbers: tuple[int, ...]) -> str:

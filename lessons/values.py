@@ -16,6 +16,10 @@ from conductor_kernel.interfaces import RecognisedTask, Sandbox, TaskJudge
 # -- a note before it is stored ----------------------------------------------------------
 
 
+# The kinds of note the notebook writes (lessons/write/distill.py); recall names no other.
+NOTE_KINDS = ("insight", "pitfall", "tool", "code", "procedure", "example")
+
+
 @dataclass
 class NoteDraft:
     kind: str

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conductor_kernel.interfaces import ChatModel, Message, Sandbox
+from conductor_kernel.text.quoted import inline
 from lessons import prompts
 from lessons.forms.problems import core_input, same_question
 from lessons.forms.tasktypes import PARAMS, MatchParams, TypeMatch, score_types
@@ -35,10 +36,10 @@ from lessons.forms.tools import instantiate
 from lessons.read.candidates import ScoredNote, candidates_for, trust
 from lessons.read.difference import difference
 from lessons.read.kin import kin_candidates
-from lessons.read.render import Rendered, render_recall
+from lessons.read.render import NOTE_WORDS, Rendered, render_recall
 from lessons.read.tool_check import check_tool_here
 from lessons.storage.store import Notebook
-from lessons.values import excerpt, trust_name
+from lessons.values import NOTE_KINDS, excerpt, trust_name
 
 log = logging.getLogger("conductor.notebook")
 
@@ -122,7 +123,8 @@ def narrow_with_model(
     model: ChatModel, question: str, candidates: list[ScoredNote], k: int
 ) -> list[ScoredNote]:
     listing = "\n".join(
-        f"{i}. ({c.note['kind']}) {excerpt(c.note['text'], 240)}"
+        f"{i}. ({c.note['kind'] if c.note['kind'] in NOTE_KINDS else 'note'}) "
+        + inline(NOTE_WORDS, excerpt(c.note["text"], 240))
         for i, c in enumerate(candidates, 1)
     )
     try:

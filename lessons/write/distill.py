@@ -22,6 +22,7 @@ from lessons import prompts
 from lessons.forms.problems import core_input
 from lessons.values import (
     EVIDENCE_WORDS,
+    NOTE_KINDS,
     NoteDraft,
     Verification,
     code_skeleton,
@@ -34,7 +35,7 @@ from record.fold import RunOutline
 
 log = logging.getLogger("conductor.notebook")
 
-KINDS = ("insight", "pitfall", "tool", "code", "procedure", "example")
+KINDS = NOTE_KINDS
 MAX_CODE_CHARS = 6000
 MAX_REFLECTION_NOTES = 4
 
