@@ -184,10 +184,14 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from lessons.exchange.transfer import import_file
+    from lessons.exchange.transfer import import_export, read_export
 
+    export = read_export(Path(args.file))  # checked whole before the notebook is opened
     book = open_book(args, create=True)
-    counts = import_file(book, Path(args.file))
+    try:
+        counts = import_export(book, export)
+    finally:
+        book.close()
     print(
         f"imported into {book.path}: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
         file=sys.stderr,
@@ -202,8 +206,9 @@ def run_merge(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"target": args.target, "source": str(source), **counts}))
         else:
+            # The paths as given, shown escaped (a file name may hold control characters).
             print(
-                f"merged {source} into {args.target}: "
+                f"merged {one_line(str(source), 500)} into {one_line(args.target, 500)}: "
                 + ", ".join(f"{k} {v}" for k, v in counts.items())
             )
     return 0

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from conductor_kernel.text.display import visible_line
 from conductor_kernel.text.tokens import estimate_tokens as tokenizer_count
 from lessons.values import EVIDENCE_WORDS, excerpt, trust_name
 
@@ -76,6 +77,8 @@ def render_note(note: dict[str, Any], *, code_chars: int) -> str:
     elif "tool_pass_rate" in note:
         counters = f"tested pass rate {note['tool_pass_rate']:.0%} · " + counters
     source = f"from run {note['source_run']}" if note.get("source_run") else "imported"
+    if note.get("origin"):  # another notebook brought it (schema m004): say which, escaped
+        source += f" · {excerpt(visible_line(note['origin']), 300)}"
     trust = trust_name(note["verification"], note.get("outcome", ""))
     evidence = VERIFIED.get(note["verification"], note["verification"])
     if trust == "rejected":  # a failure, whatever the level of its evidence
