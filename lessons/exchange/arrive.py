@@ -4,8 +4,8 @@ believed (merge and import both write through here, in the target's one transact
 Trust is earned here, never brought:
 - A note arrives as a new note of ours: a fresh id, its hashes and index terms computed
   from its own text, unverified (verification, outcome, confidence and the
-  helpful/harmful/uses/support counters are this notebook's defaults), and `origin`
-  saying where it came from. What the file said of it (its level, counters, hash, source
+  helpful/harmful/uses/support counters are this notebook's defaults), written by
+  "another notebook", and `origin` saying where it came from. What the file said of it (its level, counters, hash, source
   run, history) is kept in its history as a claim: the arrival row (`merged-from` or
   `imported`, with `claimed`), then one `claimed` row per event the file lists. It earns
   a level only as a note of ours does (lessons/write/agreement.py, a better-verified
@@ -36,6 +36,9 @@ from lessons.storage.notes import note_terms
 from lessons.storage.store import dumps, new_id, record_note_history, record_type_history
 from lessons.values import NoteDraft, code_skeleton
 
+# Who wrote a note that arrived: not this notebook's distiller, whatever the file says
+# (lessons/write/induction.py builds a type's experience from the distiller's pitfalls).
+AUTHOR = "another notebook"
 COUNTS = (
     "types_added", "types_matched", "notes_added", "notes_skipped", "runs_added",
     "runs_skipped",
@@ -141,7 +144,7 @@ class Arrival:
             "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (note_id, type_id, note.kind, note.key, note.text, note.code, note.answer,
              source_run, note.source_question, note.source_task, draft.content_hash,
-             draft.near_hash, note.retired, note.retired_reason, note.author,
+             draft.near_hash, note.retired, note.retired_reason, AUTHOR,
              note_terms(type_id, draft, note.source_question), note.created_at or now, now,
              question_hash(note.source_question), self.origin),
         )  # fmt: skip

@@ -20,10 +20,11 @@ from lessons.exchange.shape import (
     checked_text,
 )
 
-# What a note's row claims about its trust; kept, never believed.
+# What a note's row claims about its trust; kept, never believed. (Its author too: a
+# pitfall "by the distiller" would shape its type's experience, shown unlabelled.)
 NOTE_CLAIMS = (
     "verification", "outcome", "confidence", "helpful", "harmful", "uses", "support",
-    "content_hash", "near_hash", "source_run",
+    "content_hash", "near_hash", "source_run", "author",
 )  # fmt: skip
 TYPE_CLAIMS = (
     "suggestions", "procedure", "inherited_from", "experience_version", "runs", "correct",
@@ -73,7 +74,6 @@ class IncomingNote:
     source_task: str
     retired: int
     retired_reason: str | None
-    author: str
     created_at: float | None
     claimed: dict[str, Any]
     history: list[ClaimedEvent] = field(default_factory=list)
@@ -129,7 +129,6 @@ def incoming_note(row: dict[str, Any], history: list[dict[str, Any]], where: str
         source_task=checked_text(row["source_task"], f"{where}: source_task", limit=200),
         retired=checked_int(row["retired"], f"{where}: retired", high=1),
         retired_reason=row["retired_reason"],
-        author=checked_text(row["author"], f"{where}: author", limit=100),
         created_at=row["created_at"],
         claimed={k: row[k] for k in NOTE_CLAIMS},
         history=[claimed_event(h, f"{where}, history {n}") for n, h in enumerate(history, 1)],
