@@ -196,10 +196,14 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     from conductor_kernel.text.display import visible_line
-    from lessons.exchange.transfer import import_file
+    from lessons.exchange.transfer import import_export, read_export
 
+    export = read_export(Path(args.file))  # checked whole before the notebook is opened
     book = open_book(args, create=True)
-    counts = import_file(book, Path(args.file))
+    try:
+        counts = import_export(book, export)
+    finally:
+        book.close()
     print(
         visible_line(
             f"imported into {book.path}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
@@ -217,6 +221,7 @@ def run_merge(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"target": args.target, "source": str(source), **counts}))
         else:
+            # The paths as given, shown escaped (a file name may hold control characters).
             print(
                 visible_line(
                     f"merged {source} into {args.target}: "

@@ -224,11 +224,12 @@ def notes_listing(*, limit: int = LISTED, notebook: str | None = None) -> dict[s
 def note_show(ref: str, *, notebook: str | None = None) -> dict[str, Any]:
     """One note (id or unique id prefix) whole: its text, code, answer and where it came from."""
     from conductor.session.notebook_hooks import open_notebook
-    from lessons.storage.queries import lookup_note
+    from lessons.storage.queries import claimed_elsewhere, lookup_note
 
     book = open_notebook(_notebook(notebook), read_only=True)
     try:
         note = lookup_note(book, ref)
+        claims = claimed_elsewhere(book, note["id"]) if note is not None else []
     finally:
         book.close()
     if note is None:
@@ -240,10 +241,12 @@ def note_show(ref: str, *, notebook: str | None = None) -> dict[str, Any]:
         "code": note.get("code") or "",
         "answer": note.get("answer"),
         "source_question": note.get("source_question"),
+        "claimed_elsewhere": claims,
     }
 
 
 def _note_facts(note: Any) -> dict[str, Any]:
+    from conductor_kernel.text.display import visible_line
     from lessons.read.candidates import trust
 
     return {
@@ -253,6 +256,9 @@ def _note_facts(note: Any) -> dict[str, Any]:
         "verification": note.get("verification"),
         "trust": round(trust(note), 3),
         "source_run": note.get("source_run"),
+        # Where it came from: learned here, or brought by another notebook (its claims
+        # of trust are not this notebook's: note_show lists them apart).
+        "origin": visible_line(note.get("origin") or "") or "learned in this notebook",
     }
 
 

@@ -1,9 +1,12 @@
-"""Merging one notebook into another, keeping every source run.
+"""Merging other notebooks into one, every run they learned from kept.
 
-`conductor notebook merge A.db B.db`: `merge_notebooks` folds B into A. Task types are
-matched by id, name or their terms; notes by id, content or near-duplicate shape; the
-history rows of B's notes (each naming its run) are carried over. A note is kept once:
-a duplicate from the other notebook strengthens it and adds its runs to its provenance.
+`conductor notebook merge A.db B.db`: B is another file, so it is read defensively
+(lessons/exchange/foreign.py: a private copy, read-only, only our columns of our tables,
+nothing of its schema run) and checked whole before A is even opened; then its types,
+notes and runs arrive in A in one transaction (lessons/exchange/arrive.py): types matched
+by id, name or terms, notes added beside ours unverified with B's claims in their
+history, B's runs recorded as learned. A file that is not a notebook, or is of a newer
+version, or holds a value no notebook holds, is refused with one line, and A is as it was.
 
 (A Ray batch does not merge notebooks: its workers prepare each run with
 `lessons.write.prepare.prepare_run` and the driver writes it with
@@ -16,25 +19,22 @@ history says created, merged into or repeated it.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
-from conductor_kernel.errors import UserFacingError
-from lessons.exchange.transfer import TYPE_COLUMNS
-from lessons.forms.tasktypes import (
-    PARAMS,
-    add_question,
-    materialize,
-    score_types,
+from lessons.exchange.arrive import Arrival
+from lessons.exchange.foreign import Audit, ForeignNotebook, read_notebook_file
+from lessons.exchange.incoming import (
+    IncomingNote,
+    IncomingRun,
+    IncomingType,
+    incoming_note,
+    incoming_run,
+    incoming_type,
 )
-from lessons.forms.terms import question_terms
-from lessons.storage.notes import VERIFICATION_RANK, note_terms
-from lessons.storage.store import Notebook, record_note_history, record_type_history
-from lessons.values import NoteDraft
+from lessons.exchange.shape import ForeignFileError
+from lessons.storage.store import Notebook
 
 # History actions that mean "this run arrived at this note".
 SOURCE_ACTIONS = ("created", "merged", "duplicate-skipped")
@@ -71,233 +71,74 @@ def snapshot_bytes(path: Path) -> bytes:
         return copy.read_bytes()
 
 
-def merge_files(target: Path, sources: list[Path]) -> list[tuple[Path, dict[str, int]]]:
-    """`conductor notebook merge`: each source, read from a copy (so never changed, not
-    even migrated), folded into `target` in turn."""
-    done = []
+def merge_files(
+    target: Path, sources: list[Path], *, audit: Audit | None = None
+) -> list[tuple[Path, dict[str, int]]]:
+    """`conductor notebook merge`: every source read and checked first (none is ever
+    changed), then all folded into `target` in one transaction. `audit` is called on
+    every connection opened (the tests record each statement with it)."""
     for source in sources:
-        if not source.is_file():
-            raise UserFacingError(f"no notebook at {source}; name an existing notebook file")
         if source.resolve() == target.resolve():
-            raise UserFacingError(f"{source} is the target itself; name another notebook")
+            raise ForeignFileError(f"{source} is the target itself; name another notebook")
+    incoming = [_incoming(read_notebook_file(source, audit=audit)) for source in sources]
     book = Notebook(target)
     try:
-        for source in sources:
-            with tempfile.TemporaryDirectory(prefix="conductor-merge-") as tmp:
-                copy = Path(tmp) / "source.db"
-                copy.write_bytes(snapshot_bytes(source))
-                other = Notebook(copy)
-                try:
-                    done.append((source, merge_notebooks(book, other)))
-                finally:
-                    other.close()
+        if audit is not None:
+            audit(book.conn, target)
+
+        def write(conn: sqlite3.Connection) -> list[tuple[Path, dict[str, int]]]:
+            return [(source, _arrive(conn, source, *parts)) for source, parts in incoming]
+
+        try:
+            return book.write(write)
+        except sqlite3.IntegrityError as exc:  # a row no check foresaw: nothing was kept
+            raise ForeignFileError(
+                f"{target}: the merge was undone ({exc}); nothing of it was kept."
+            ) from None
     finally:
         book.close()
-    return done
 
 
-def merge_notebooks(target: Notebook, source: Notebook) -> dict[str, int]:
-    """Fold `source` into `target` in one transaction; returns what happened."""
-    with source.reading() as conn:
-        conn.row_factory = sqlite3.Row
-        try:
-            types = [dict(r) for r in conn.execute("select * from task_types order by created_at")]
-            notes = [dict(r) for r in conn.execute("select * from notes order by seq")]
-            history = [dict(r) for r in conn.execute("select * from note_history order by id")]
-            runs = [dict(r) for r in conn.execute("select * from distilled_runs order by at")]
-            type_terms = [tuple(r) for r in conn.execute("select * from type_terms")]
-        finally:
-            conn.row_factory = None
-    by_note: dict[str, list[dict[str, Any]]] = {}
-    for row in history:
-        by_note.setdefault(row["note_id"], []).append(row)
-    counts = dict.fromkeys(
-        ("types_added", "types_matched", "notes_added", "notes_merged", "runs_added"), 0
-    )
-    origin = str(source.path)
-
-    def write(conn: sqlite3.Connection) -> None:
-        mapping = {t["id"]: _match_type(conn, t, type_terms, origin, counts) for t in types}
-        copied = {t["id"] for t in types if t.get("_copied")}
-        for note in notes:
-            note["type_id"] = mapping.get(note["type_id"], note["type_id"])
-            _merge_note(conn, note, by_note.get(note["id"], []), origin, counts)
-        for run in runs:
-            if conn.execute(
-                "select 1 from distilled_runs where run_id = ?", (run["run_id"],)
-            ).fetchone():
-                continue
-            run["type_id"] = mapping.get(run["type_id"], run["type_id"])
-            columns = ", ".join(run)
-            conn.execute(
-                f"insert into distilled_runs ({columns}) values ({', '.join('?' * len(run))})",
-                tuple(run.values()),
-            )
-            counts["runs_added"] += 1
-            if run["type_id"] and run["type_id"] not in copied:  # a copy brought its counts
-                add_question(conn, run["type_id"], question_terms(run["question"]))
-
-    target.write(write)
-    return counts
+_Parts = tuple[list[IncomingType], list[IncomingNote], list[IncomingRun]]
 
 
-def _match_type(
-    conn: sqlite3.Connection,
-    row: dict[str, Any],
-    type_terms: list[tuple],
-    origin: str,
-    counts: dict[str, int],
-) -> str:
-    """The target's type for a source type: same id, same name, or the same terms;
-    else a copy of it (with its term counts, so it matches as it did at home)."""
-    if conn.execute("select 1 from task_types where id = ?", (row["id"],)).fetchone():
-        counts["types_matched"] += 1
-        return row["id"]
-    found = conn.execute(
-        "select id from task_types where lower(name) = lower(?) and retired = 0 limit 1",
-        (row["name"],),
-    ).fetchone()
-    terms = {term: count for type_id, term, count in type_terms if type_id == row["id"]}
-    if found is None and terms:
-        top = sorted(terms, key=lambda t: -terms[t])[:40]
-        best = score_types(conn, set(top), limit=1)
-        if best and best[0].evidence >= PARAMS.join_evidence:
-            found = (best[0].type_id,)
-    if found is not None:
-        counts["types_matched"] += 1
-        record_type_history(
-            conn, found[0], "merged-from", detail={"type": row["id"], "from": origin}
-        )
-        return found[0]
-    values = [row.get(c) for c in TYPE_COLUMNS]
-    conn.execute(
-        f"insert into task_types ({', '.join(TYPE_COLUMNS)}, members, updated_at) "
-        f"values ({', '.join('?' * len(TYPE_COLUMNS))}, ?, ?)",
-        (*values, int(row.get("members", 0)), time.time()),
-    )
-    conn.executemany(
-        "insert into type_terms (type_id, term, count) values (?, ?, ?)",
-        [(row["id"], t, c) for t, c in terms.items()],
-    )
-    conn.executemany(
-        "insert into term_df (term, df) values (?, ?) "
-        "on conflict(term) do update set df = df + excluded.df",
-        list(terms.items()),
-    )
-    conn.execute(
-        "update notebook_meta set value = value + ? where key = 'questions'",
-        (int(row.get("members", 0)),),
-    )
-    materialize(conn, row["id"])
-    record_type_history(conn, row["id"], "merged-from", detail={"from": origin})
-    row["_copied"] = True
-    counts["types_added"] += 1
-    return row["id"]
-
-
-def _merge_note(
-    conn: sqlite3.Connection,
-    note: dict[str, Any],
-    history: list[dict[str, Any]],
-    origin: str,
-    counts: dict[str, int],
-) -> None:
-    same = conn.execute("select id from notes where id = ?", (note["id"],)).fetchone()
-    if same is None:
-        same = conn.execute(
-            "select id from notes where content_hash = ? and type_id is ? limit 1",
-            (note["content_hash"], note["type_id"]),
-        ).fetchone()
-    if same is None:
-        same = conn.execute(
-            "select id from notes where type_id is ? and kind = ? and near_hash = ? "
-            "and retired = 0 order by seq limit 1",
-            (note["type_id"], note["kind"], note["near_hash"]),
-        ).fetchone()
-    if same is None:
-        _insert_copy(conn, note, history, origin)
-        counts["notes_added"] += 1
-        return
-    into = same[0]
-    new_rows = _new_history(conn, into, history)
-    runs = {r["run_id"] for r in new_rows if r["action"] in SOURCE_ACTIONS and r["run_id"]}
-    own = note["source_run"]
-    if own and own not in runs and own not in source_runs(conn, into):
-        # The other note's own run, when its history does not name it (older notes).
-        detail = json.dumps({"from_note": note["id"], "from": origin})
-        new_rows.append(
-            {"at": note["created_at"], "action": "merged", "run_id": own, "detail": detail}
-        )
-        runs.add(own)
-    added = {
-        a: sum(r["action"] == f"recalled-{a}" for r in new_rows) for a in ("helpful", "harmful")
-    }
-    uses = sum(r["action"].startswith("recalled-") for r in new_rows)
-    for row in new_rows:
-        conn.execute(
-            "insert into note_history (note_id, at, action, run_id, detail) values (?, ?, ?, ?, ?)",
-            (into, row["at"], row["action"], row["run_id"], row.get("detail") or "{}"),
-        )
-    current = conn.execute("select verification from notes where id = ?", (into,)).fetchone()
-    better = VERIFICATION_RANK.get(note["verification"], 0) > VERIFICATION_RANK.get(current[0], 0)
-    if better:
-        draft = NoteDraft(kind=note["kind"], text=note["text"], code=note["code"], key=note["key"])
-        conn.execute(
-            "update notes set text = ?, code = ?, verification = ?, outcome = ?, answer = ?, "
-            "content_hash = ?, terms = ? where id = ?",
-            (note["text"], note["code"], note["verification"], note["outcome"], note["answer"],
-             note["content_hash"], note_terms(note["type_id"], draft, note["source_question"]),
-             into),
-        )  # fmt: skip
-    conn.execute(
-        "update notes set support = support + ?, helpful = helpful + ?, harmful = harmful + ?, "
-        "uses = uses + ?, confidence = max(confidence, ?), updated_at = ? where id = ?",
-        (
-            len(runs),
-            added["helpful"],
-            added["harmful"],
-            uses,
-            note["confidence"],
-            time.time(),
-            into,
-        ),
-    )
-    if new_rows:
-        record_note_history(
-            conn, into, "merged-from", detail={"from_note": note["id"], "from": origin}
-        )
-        counts["notes_merged"] += 1
-
-
-def _new_history(
-    conn: sqlite3.Connection, note_id: str, history: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The source's history rows for a note that the target's note does not hold yet."""
-    have = {
-        (round(r[0], 6), r[1], r[2])
-        for r in conn.execute(
-            "select at, action, run_id from note_history where note_id = ?", (note_id,)
-        )
-    }
-    return [
-        dict(r)
-        for r in history
-        if (round(r["at"], 6), r["action"], r["run_id"]) not in have
-        and r["action"] not in ("merged-from", "imported")
+def _incoming(book: ForeignNotebook) -> tuple[Path, _Parts]:
+    """A foreign notebook's rows as checked values (lessons/exchange/incoming.py)."""
+    terms: dict[str, dict[str, int]] = {}
+    for row in book.type_terms:
+        if isinstance(row["type_id"], str) and isinstance(row["term"], str):
+            terms.setdefault(row["type_id"], {})[row["term"]] = row["count"]
+    history: dict[str, list[dict]] = {}
+    for row in sorted(book.history, key=lambda r: r["id"] or 0):
+        history.setdefault(str(row["note_id"]), []).append(row)
+    where = f"{book.path}, "
+    types = [
+        incoming_type(row, terms.get(str(row["id"]), {}), f"{where}task_types row {n}")
+        for n, row in enumerate(sorted(book.types, key=lambda r: r["created_at"] or 0), 1)
     ]
+    notes = [
+        incoming_note(row, history.get(str(row["id"]), []), f"{where}notes row {n}")
+        for n, row in enumerate(sorted(book.notes, key=lambda r: r["seq"] or 0), 1)
+    ]
+    runs = [
+        incoming_run(row, f"{where}distilled_runs row {n}")
+        for n, row in enumerate(sorted(book.runs, key=lambda r: r["at"] or 0), 1)
+    ]
+    return book.path, (types, notes, runs)
 
 
-def _insert_copy(
-    conn: sqlite3.Connection, note: dict[str, Any], history: list[dict[str, Any]], origin: str
-) -> None:
-    row = {k: v for k, v in note.items() if k != "seq"}
-    conn.execute(
-        f"insert into notes ({', '.join(row)}) values ({', '.join('?' * len(row))})",
-        tuple(row.values()),
-    )
-    for h in history:
-        conn.execute(
-            "insert into note_history (note_id, at, action, run_id, detail) values (?, ?, ?, ?, ?)",
-            (note["id"], h["at"], h["action"], h["run_id"], h.get("detail") or "{}"),
-        )
-    record_note_history(conn, note["id"], "merged-from", detail={"from": origin})
+def _arrive(
+    conn: sqlite3.Connection,
+    source: Path,
+    types: list[IncomingType],
+    notes: list[IncomingNote],
+    runs: list[IncomingRun],
+) -> dict[str, int]:
+    arrival = Arrival(conn, "merged", source.resolve())
+    for kind in types:
+        arrival.task_type(kind)
+    for note in notes:
+        arrival.note(note)
+    for run in runs:
+        arrival.run(run)
+    return arrival.counts

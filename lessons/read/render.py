@@ -48,7 +48,7 @@ PROGRAM = "program from an earlier run"
 FOREIGN_PROGRAM = "program from another notebook"
 PRINTED = "what the program printed"
 QUESTIONS_DIFFER = "words of the two questions"
-ORIGIN = "where the file says it came from"
+ORIGIN = "the name of the file it came from"
 RUN_ID = "run id as stored"
 TYPE_WORDS = "words of earlier questions and a model"
 LIST_WORDS = "a model's words, from earlier runs"
@@ -109,7 +109,11 @@ def _count(value: Any) -> int:
 def _source(note: dict[str, Any]) -> str:
     run = str(note.get("source_run") or "")
     if note.get("origin"):
-        return "imported from " + inline(ORIGIN, excerpt(str(note["origin"]), 200))
+        # Set by this notebook when another file brought the note ("merged from FILE",
+        # "imported from FILE", m004); the file's name is the file's words.
+        how, _, file = str(note["origin"]).partition(" from ")
+        how = how if how in ("merged", "imported") else "imported"
+        return f"{how} from another notebook " + inline(ORIGIN, excerpt(file, 200))
     if not run:
         return "imported"
     return f"from run {run}" if _RUN_ID.fullmatch(run) else "from run " + inline(RUN_ID, run)
@@ -126,7 +130,7 @@ def render_note(note: dict[str, Any], *, code_chars: int) -> str:
     elif isinstance(note.get("tool_pass_rate"), float | int):
         counters = f"tested pass rate {note['tool_pass_rate']:.0%} · " + counters
     source = _source(note)
-    foreign = source.startswith("imported")
+    foreign = source.startswith(("imported", "merged"))
     trust = trust_name(str(note.get("verification")), str(note.get("outcome", "")))
     evidence = VERIFIED.get(str(note.get("verification")), "not verified")
     if trust == "rejected":  # a failure, whatever the level of its evidence

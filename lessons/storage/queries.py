@@ -10,11 +10,13 @@ names the file and what to do, and search text SQLite cannot take raises
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from conductor_kernel.text.display import visible_line
 from lessons.forms.terms import content_terms, fts_query
 from lessons.storage.store import (
     REPAIR_HINT,
@@ -25,6 +27,7 @@ from lessons.storage.store import (
     note_record,
     task_type_record,
 )
+from lessons.values import trust_name
 from record.fts import SearchSyntaxError
 from record.migrations import is_busy, read_errors
 
@@ -186,6 +189,30 @@ def note_history(book: Notebook, note_id: str) -> list[HistoryEntry]:
         (note_id,),
     )
     return [HistoryEntry(**row) for row in rows]
+
+
+# The history rows another notebook's note arrives with (lessons/exchange/arrive.py).
+ARRIVALS = ("merged-from", "imported")
+
+
+def claimed_elsewhere(book: Notebook, note_id: str) -> list[str]:
+    """What other notebooks said of the note when they brought it, one sentence each,
+    escaped: claims, never this notebook's verification."""
+    out = []
+    for entry in note_history(book, note_id):
+        try:
+            detail = json.loads(entry.detail) if entry.action in ARRIVALS else {}
+        except ValueError:
+            continue
+        claimed = detail.get("claimed") if isinstance(detail, dict) else None
+        if not isinstance(claimed, dict):
+            continue
+        said = trust_name(str(claimed.get("verification")), str(claimed.get("outcome")))
+        out.append(visible_line(
+            f"said in {detail.get('from')} to be {said} ({claimed.get('verification')}), "
+            f"helped {claimed.get('helpful')}, hurt {claimed.get('harmful')}; not checked here"
+        ))  # fmt: skip
+    return out
 
 
 def type_history(book: Notebook, type_id: str) -> list[HistoryEntry]:

@@ -19,6 +19,11 @@ Tables:
 - `recalls`: which run was shown which note, at what rank and score, and the outcome.
 - `distilled_runs`: one row per run written into the notebook (so a run is learned once).
 - `notebook_meta`: small counters (questions distilled).
+
+A note or a run another notebook brought (`conductor notebook merge` or `import`) says so
+in `origin` ('' for what this notebook learned itself); what that file claimed of it is
+kept as a claim (a run's in `claimed`, a note's in its history), never in the columns
+this notebook's own checks fill (lessons/exchange/arrive.py).
 """
 
 from __future__ import annotations
@@ -287,3 +292,12 @@ def m002_tools_and_problems(db: sqlite_utils.Database) -> None:
 def m003_note_vectors(db: sqlite_utils.Database) -> None:
     """Sentence vectors of example notes (the optional semantic index, lessons/read/semantic.py)."""
     db.table("note_vectors").create({"note_id": str, "vec": bytes}, pk="note_id", not_null={"vec"})
+
+
+@migrations
+def m004_provenance(db: sqlite_utils.Database) -> None:
+    """Where a note or a learned run came from, when another notebook brought it, and
+    what that notebook claimed of a run's answer (JSON)."""
+    db.table("notes").add_column("origin", str, not_null_default="")
+    db.table("distilled_runs").add_column("origin", str, not_null_default="")
+    db.table("distilled_runs").add_column("claimed", str, not_null_default="{}")

@@ -127,6 +127,7 @@ class NoteRecord(TypedDict):
     created_at: float
     updated_at: float
     question_hash: str
+    origin: str  # '' when learned here, else e.g. "merged from FILE" (schema m004)
 
 
 class TaskTypeRecord(TypedDict):

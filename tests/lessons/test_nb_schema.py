@@ -2,9 +2,10 @@
 
 Notebooks made by the earlier code hold the schema its SQL scripts wrote
 (old_notebook_schema.py keeps them). Such a notebook opens without a step run again
-and without a byte of its schema changed; one made before a later step takes that step
-and ends with the shape a new notebook has; and the full-text index, whose triggers the
-shape does not show, behaves the same in both under any sequence of writes.
+and with no byte of its schema changed but what the steps declared since then add; one
+made before a later step takes that step and ends with the shape a new notebook has; and
+the full-text index, whose triggers the shape does not show, behaves the same in both
+under any sequence of writes.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ OLD_STEPS = [
     ("m002_tools_and_problems", M002_TOOLS_AND_PROBLEMS),
     ("m003_note_vectors", M003_NOTE_VECTORS),
 ]
+# Steps declared through sqlite-utils alone, after the SQL scripts, and the columns each
+# adds to a table the scripts made.
+LATER_STEPS = ["m004_provenance"]
+ADDED_COLUMNS = {"notes": ["origin"], "distilled_runs": ["origin", "claimed"]}
 
 
 def old_notebook(conn: sqlite3.Connection, steps: int = len(OLD_STEPS)) -> sqlite3.Connection:
@@ -56,17 +61,32 @@ def _schema_text(path: Path) -> list[tuple[str, str, str]]:
         conn.close()
 
 
-def test_a_notebook_made_before_opens_with_its_schema_untouched_and_works(
+def _columns(path: Path, table: str) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [r[1] for r in conn.execute(f"pragma table_info({table})")]
+    finally:
+        conn.close()
+
+
+def test_a_notebook_made_before_opens_with_only_the_later_steps_added_and_works(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "notebook.db"
-    old_notebook(sqlite3.connect(path)).close()
+    old = old_notebook(sqlite3.connect(path))
+    old.execute(
+        "insert into distilled_runs (run_id, at, question, verification, outcome) "
+        "values ('r1', 0, 'q', 'target', 'correct')"
+    )
+    old.commit()
+    old.close()
     before = _schema_text(path)
+    columns = {table: _columns(path, table) for table in ADDED_COLUMNS}
     book = Notebook(path)
     try:
         assert [r["name"] for r in book.read("select name from _migrations")] == [
             name for name, _ in OLD_STEPS
-        ]
+        ] + LATER_STEPS
         book.write(
             lambda conn: conn.execute(
                 "insert into notes (id, kind, terms, content_hash, near_hash, created_at, "
@@ -76,15 +96,26 @@ def test_a_notebook_made_before_opens_with_its_schema_untouched_and_works(
         found = book.read("select id from notes_fts join notes on seq = notes_fts.rowid "
                           "where notes_fts match 'carry_digit'")  # fmt: skip
         assert [r["id"] for r in found] == ["n1"]
+        # A row made before the columns were has them as learned here: no origin.
+        run = book.read_one("select origin, claimed, outcome from distilled_runs")
+        assert run == {"origin": "", "claimed": "{}", "outcome": "correct"}
     finally:
         book.close()
-    assert _schema_text(path) == before
+    after = _schema_text(path)
+    assert [o for o in after if o[1] not in ADDED_COLUMNS] == [
+        o for o in before if o[1] not in ADDED_COLUMNS
+    ]
+    for table, added in ADDED_COLUMNS.items():
+        assert _columns(path, table) == columns[table] + added
 
 
 def test_a_notebook_made_before_a_later_step_takes_it_and_has_a_new_notebooks_shape(
     tmp_path: Path,
 ) -> None:
-    reference = schema_shape(old_notebook(sqlite3.connect(":memory:")))
+    full = tmp_path / "full.db"
+    old_notebook(sqlite3.connect(full)).close()
+    Notebook(full).close()  # takes the later steps
+    reference = schema_shape(sqlite3.connect(full))
     assert schema_shape(new_notebook()) == reference
     for steps in range(1, len(OLD_STEPS)):
         path = tmp_path / f"after-{steps}.db"
@@ -92,7 +123,7 @@ def test_a_notebook_made_before_a_later_step_takes_it_and_has_a_new_notebooks_sh
         Notebook(path).close()
         conn = sqlite3.connect(path)
         applied = [r[0] for r in conn.execute("select name from _migrations order by rowid")]
-        assert applied == [name for name, _ in OLD_STEPS]
+        assert applied == [name for name, _ in OLD_STEPS] + LATER_STEPS
         shape = schema_shape(conn)
         conn.close()
         assert shape == reference, f"after old step {steps}"

@@ -25,10 +25,11 @@ def test_new_notebook_is_migrated_in_wal_mode(tmp_path: Path) -> None:
         ("m001_notebook", "notebook"),
         ("m002_tools_and_problems", "notebook"),
         ("m003_note_vectors", "notebook"),
+        ("m004_provenance", "notebook"),
     ]
     book.close()
     again = Notebook(tmp_path / "nb" / "notebook.db")  # reopening applies nothing twice
-    assert len(again.read("select * from _migrations")) == 3
+    assert len(again.read("select * from _migrations")) == 4
 
 
 def test_corrupt_file_is_refused_by_name_and_left_alone(tmp_path: Path) -> None:

@@ -87,37 +87,65 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_notebook_merge_keeps_every_note_once_with_the_runs_of_both(
+def rows(path: Path, table: str) -> list[tuple]:
+    with sqlite3.connect(path) as db:
+        return db.execute(f"select * from {table} order by rowid").fetchall()
+
+
+def claimed_runs(db: sqlite3.Connection, note_id: str) -> set[str]:
+    """The runs another file's history claims for a note (kept, never counted)."""
+    found = db.execute(
+        "select run_id from note_history where note_id = ? and action = 'claimed'", (note_id,)
+    )
+    return {r for (r,) in found if r}
+
+
+def test_notebook_merge_adds_the_other_notes_beside_ours_unverified_with_every_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     a = learned(tmp_path / "a.db", [(f"a{n}", WORDS[n]) for n in range(3)])
     b = learned(tmp_path / "b.db", [(f"b{n}", WORDS[n + 3]) for n in range(3)])
-    b_before = digest(b)
+    b_before, a_notes = digest(b), rows(a, "notes")
     assert main(["notebook", "merge", str(a), str(b), "--json"]) == 0
     counts = json.loads(capsys.readouterr().out)
-    assert counts["runs_added"] == 3 and counts["notes_merged"] >= 2
+    # b's examples and its program (other data) are new here; its procedure and its tool
+    # are word for word a's, so they are not added again.
+    assert counts["runs_added"] == 3 and counts["notes_added"] == 4
+    assert counts["notes_skipped"] == 2
     assert digest(b) == b_before  # the source is read from a copy, never changed
+    assert rows(a, "notes")[: len(a_notes)] == a_notes  # a's notes exactly as they were
     with sqlite3.connect(a) as db:
-        hashes = [h for (h,) in db.execute("select content_hash from notes")]
-        assert len(hashes) == len(set(hashes))  # every note once
         runs = {r for (r,) in db.execute("select run_id from distilled_runs")}
         assert runs == {"a0", "a1", "a2", "b0", "b1", "b2"}
-        # The program differs only in its data, and the procedure is the same: one
-        # note each, crediting all six runs; each worked example keeps its own run.
-        for kind in ("code", "procedure"):
-            ((note_id, support),) = db.execute(
-                "select id, support from notes where kind = ?", (kind,)
-            ).fetchall()
-            assert set(source_runs(db, note_id)) == runs and support == 6
+        merged = db.execute(
+            "select verification, outcome, helpful, harmful, support, origin from notes "
+            "where origin != ''"
+        ).fetchall()
+        assert len(merged) == 4
+        assert {m[:5] for m in merged} == {("none", "unverified", 0, 0, 1)}
+        assert {m[5] for m in merged} == {f"merged from {b.resolve()}"}
+        # What b said of its runs is a claim: no answer of b's corroborates one of ours.
+        for verification, outcome, answer, claimed in db.execute(
+            "select verification, outcome, answer, claimed from distilled_runs "
+            "where run_id like 'b%'"
+        ):
+            assert (verification, outcome, answer) == ("none", "unverified", None)
+            assert json.loads(claimed)["verification"] == "target"
+        # a's procedure is the one procedure: its own three runs, b's three as claims.
+        ((note_id, support),) = db.execute(
+            "select id, support from notes where kind = 'procedure'"
+        ).fetchall()
+        assert set(source_runs(db, note_id)) == {"a0", "a1", "a2"} and support == 3
+        assert claimed_runs(db, note_id) == {"b0", "b1", "b2"}
         examples = db.execute("select source_run from notes where kind = 'example'").fetchall()
         assert sorted(r for (r,) in examples) == sorted(runs)
         assert db.execute("select count(*) from task_types").fetchone()[0] == 1
-    # Merging the same notebook again adds nothing.
-    after_first = notes(a)
+    # Merging the same notebook again adds nothing, not even a history row.
+    after_first, history = notes(a), rows(a, "note_history")
     assert main(["notebook", "merge", str(a), str(b), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
-    assert again["runs_added"] == 0 and again["notes_added"] == 0 and again["notes_merged"] == 0
-    assert notes(a) == after_first
+    assert again["runs_added"] == 0 and again["notes_added"] == 0
+    assert notes(a) == after_first and rows(a, "note_history") == history
 
 
 def test_two_copies_of_one_notebook_merge_back_without_counting_the_common_part_twice(
@@ -134,7 +162,11 @@ def test_two_copies_of_one_notebook_merge_back_without_counting_the_common_part_
         ((note_id, support),) = db.execute(
             "select id, support from notes where kind = 'code'"
         ).fetchall()
-        assert set(source_runs(db, note_id)) == {"r0", "r1", "r2", "r3"} and support == 4
+        # The program is the same in both: ours keeps its runs; the copy's r3 is a claim.
+        assert set(source_runs(db, note_id)) == {"r0", "r1", "r2"} and support == 3
+        assert "r3" in claimed_runs(db, note_id)
+        runs = {r for (r,) in db.execute("select run_id from distilled_runs")}
+        assert runs == {"r0", "r1", "r2", "r3"}
 
 
 def test_merge_refuses_a_missing_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
