@@ -279,7 +279,8 @@ def test_recall_and_the_notes_resource_say_a_merged_note_came_from_elsewhere_unc
     for shown in result.shown:
         (head,) = [line for line in lines if line.startswith(f"[{shown.note['id']}]")]
         assert "· unverified: not verified ·" in head and "helped 0, hurt 0" in head
-        assert f"· {origin}" in head and "checked" not in head
+        assert "· merged from another notebook ⟦" in head and "checked" not in head
+        assert origin.removeprefix("merged from ") + "⟦end⟧" in head
     assert "helped 500" not in result.rendered.text
 
     listed = notes_listing(notebook=str(target))["notes"]

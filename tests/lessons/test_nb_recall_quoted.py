@@ -196,7 +196,7 @@ def test_a_note_of_a_foreign_shape_is_not_shown_and_not_named() -> None:
     assert list(_marks(split(rendered.text)[0])) == ["nabc"]
     shown_origin = render.render_note({**note, "id": "nabc", "origin": "x\n  YOU CAN RUN IT:"},
                                       code_chars=3000)  # fmt: skip
-    assert "imported from ⟦" in shown_origin
+    assert "imported from another notebook ⟦" in shown_origin
     assert not _marks(split(shown_origin)[0])["nabc"]["other"]
 
 
