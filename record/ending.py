@@ -9,9 +9,9 @@ The statuses, as `RunFinished.status` records them and this module tells them:
 | answered      | answered, right/wrong/...  | the verdict's detail (`RunScored`)      |
 | declined      | declined                   | the model's last turn ("No answer: …")  |
 | no_answer     | no answer                  | what the run last told the model        |
-| error         | error (model/sandbox/...)  | the first `ErrorEvent`'s message        |
+| error         | error in the model/sandbox | the first `ErrorEvent`'s message        |
 | interrupted   | interrupted                | fixed: stopped before it answered       |
-| limit         | limit hit (rounds/tokens…) | the `LimitHit`: which limit, its value  |
+| limit         | rounds/tokens/… limit hit  | the `LimitHit`: which limit, its value  |
 | unfinished    | unfinished                 | the transcript ends before `RunFinished`|
 """
 
@@ -68,22 +68,31 @@ class Ending:
 
     @property
     def headline(self) -> str:
-        """`answered, right`, `declined`, `error (model)`, `limit hit (rounds)`..."""
+        """`answered, right`, `declined`, `error in the model`, `rounds limit hit`..."""
         words = HEADLINES.get(self.status, self.status)
         if self.answered and self.verdict:
             return f"{words}, {self.verdict}"
-        return f"{words} ({self.cause})" if self.cause else words
+        if self.status == "error" and self.cause:
+            known = self.cause in _CAUSES
+            return f"{words} in the {self.cause}" if known else f"{words} ({self.cause})"
+        if self.status == "limit" and self.cause:
+            return f"{self.cause.replace('_', ' ')} {words}"
+        return words
 
     @property
     def why(self) -> str:
         """The reason and the advice, as one sentence or two."""
-        return " ".join(part for part in (self.reason, self.advice) if part)
+        reason = self.reason
+        if reason and self.advice and not reason.endswith((".", "!", "?")):
+            reason += "."
+        return " ".join(part for part in (reason, self.advice) if part)
 
     def line(self) -> str:
         """One line for a terminal or a chat reply."""
         if self.answered:
             return f"{self.headline}: {self.reason}" if self.reason else self.headline
-        return f"No answer ({self.headline}): {self.why}"
+        failed = "the run failed: " if self.status == "error" else ""
+        return f"No answer ({self.headline}): {failed}{self.why}"
 
 
 def ending(run: RunOutline) -> Ending:

@@ -66,11 +66,11 @@ CASES = (
         turns=("Let me think about it some more.",),
     ),
     EndingCase(
-        "error (model)", "error", "error (model)", "503 from the expert's server",
+        "error (model)", "error", "error in the model", "503 from the expert's server",
         turns=(_ASK_CHECKER, _answer("4")), expert_fails=True, run={"python": False},
     ),
     EndingCase(
-        "error (sandbox)", "error", "error (sandbox)", "no sandbox engine answered",
+        "error (sandbox)", "error", "error in the sandbox", "no sandbox engine answered",
         turns=(_ASK_PYTHON, _answer("4")), sandbox_fails=True,
     ),
     EndingCase(
@@ -78,7 +78,7 @@ CASES = (
         turns=("Let me think.", _answer("4")), cancels=True,
     ),
     EndingCase(
-        "limit hit", "limit", "limit hit (rounds)", "rounds limit (2)",
+        "limit hit", "limit", "rounds limit hit", "rounds limit (2)",
         turns=(_ASK_CHECKER,), run={"max_rounds": 2, "python": False},
     ),
 )  # fmt: skip

@@ -5,9 +5,9 @@ and a reason that holds what the run knew (never blank, never generic)."""
 from __future__ import annotations
 
 import pytest
-from equipment.run_endings import CASES, EndingCase, recorded_ending, session_for
 
 from conductor.config import load_settings
+from equipment.run_endings import CASES, EndingCase, recorded_ending, session_for
 from record.ending import cause_of, ending
 from record.fold import outline
 
