@@ -126,7 +126,7 @@ def run_solve(args: argparse.Namespace) -> int:
                 ),
                 flush=True,
             )
-        elif args.quiet and answer is not None:
+        elif args.quiet and answer is not None and told is not None and told.answered:
             # Exact for a pipe; on a terminal the model's control characters are shown, not run.
             from conductor_kernel.text.display import visible
 

@@ -111,7 +111,7 @@ class EchoSandbox:
 def session_for(case: EndingCase) -> Any:
     """A `build_session` stand-in that makes `case`'s run with the settings given."""
 
-    def build(settings: Any, **_: Any) -> Session:
+    def build(settings: Any, *_: Any, **__: Any) -> Session:
         config = settings.run.model_copy(update=case.run)
         method = get_method(getattr(settings, "method", "meta"), python=config.python)
         session: Session | None = None
