@@ -36,12 +36,22 @@ from conductor_kernel.events import (
     Observation,
     Recall,
     RunFinished,
+    RunScored,
     RunStarted,
     SandboxExec,
     TextDelta,
     UnknownEvent,
 )
-from tui.widgets.blocks import BoxedText, EventLine, ExpertBlock, SandboxBlock, TurnBlock
+from record.ending import ending
+from record.fold import outline
+from tui.widgets.blocks import (
+    BoxedText,
+    EventLine,
+    ExpertBlock,
+    SandboxBlock,
+    TurnBlock,
+    shown_text,
+)
 
 
 def first_words(text: str, limit: int = 40) -> str:
@@ -64,8 +74,12 @@ class RunRenderer:
         self.root = root
         self.blocks: dict[str, Widget] = {}
         self.instructions: dict[str, str] = {}
+        self.seen: list[Event] = []  # the run's events so far, for the account of its end
+        self.ending: EventLine | None = None
 
     async def add(self, event: Event) -> None:
+        if not event.transient:
+            self.seen.append(event)
         render = RENDERERS.get(type(event))
         if render is not None:
             await render(self, event)
@@ -207,6 +221,15 @@ async def _finished(r: RunRenderer, e: RunFinished) -> None:
         f"{plural(e.sandbox_runs, 'sandbox run')} · {usage_line(e.usage)} · {e.duration_s:.1f} s"
     )
     await r.mount(EventLine(text, f"summary status-{e.status}"))
+    # What the end means for the user (the answer's verdict, or why there is none), in
+    # the words every way in uses (record/ending.py).
+    r.ending = EventLine(ending(outline(r.seen)).line(), f"ending status-{e.status}")
+    await r.mount(r.ending)
+
+
+async def _scored(r: RunRenderer, e: RunScored) -> None:
+    if r.ending is not None:  # the verdict comes just after the run's end
+        r.ending.update(shown_text(ending(outline(r.seen)).line()))
 
 
 async def _notes_written(r: RunRenderer, e: NotesWritten) -> None:
@@ -243,6 +266,7 @@ RENDERERS: dict[type[Event], Callable[[RunRenderer, Any], Awaitable[None]]] = {
     LimitHit: _limit,
     ErrorEvent: _error,
     RunFinished: _finished,
+    RunScored: _scored,
     NotesWritten: _notes_written,
     UnknownEvent: _unknown,
 }

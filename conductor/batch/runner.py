@@ -46,14 +46,15 @@ from conductor_kernel.events import (
     Event,
     MetaTurnFinished,
     NotesWritten,
-    Observation,
     Recall,
     RunFinished,
     RunStarted,
+    TextDelta,
     new_id,
 )
 from conductor_kernel.interfaces import ModelError, SandboxUnavailable, Usage
-from conductor_kernel.text.display import visible_line
+from record.ending import ending
+from record.fold import outline
 from record.migrations import DatabaseError
 
 log = logging.getLogger("conductor.batch")
@@ -286,6 +287,7 @@ class BatchRunner:
         failure: BaseException | None = None
         finished: RunFinished | None = None
         last_turn = ""
+        kept: list[Event] = []  # the run's events but its text deltas: for its account
         try:
             session = self.make_session(item)
             with self._lock:
@@ -303,6 +305,8 @@ class BatchRunner:
                 if self._stop.is_set():
                     session.cancel()  # a run that started after stop() was called
                 _note(event, record)
+                if not isinstance(event, TextDelta):
+                    kept.append(event)
                 if isinstance(event, MetaTurnFinished):
                     last_turn = event.text
                 elif isinstance(event, RunFinished):
@@ -317,9 +321,10 @@ class BatchRunner:
                 # The item's cost is the run's and its learning's (reported apart too).
                 learning = Usage.from_dict(record.get("learning_usage"))
                 record["usage"] = (finished.usage + learning).to_dict()
-                noted = record.pop("reason", None)
+                record.pop("reason", None)
                 if record["status"] in ("declined", "no_answer"):
-                    record["reason"] = _reason(record["status"], last_turn, noted)
+                    # The same account of the run's end every way in gives.
+                    record["reason"] = ending(outline(kept)).why
             stored = session.storage_failures if session is not None else []
             if failure is None and stored and record["status"] != "interrupted":
                 # The run's record is incomplete: not a grade of the model either.
@@ -424,8 +429,6 @@ def _note(event: Event, record: ItemRecord) -> None:
         # A system failure the loop saw during the run (conductor_kernel/run/loop.py).
         kind = f"{event.where.capitalize()}Failure"
         record["error"] = {"kind": kind, "cause": event.where, "message": event.message}
-    elif isinstance(event, Observation) and event.reason != "declined":
-        record["reason"] = event.message  # why a run that gives no answer gave none
 
 
 # The causes of a run's system failure, as the batch report lists them.
@@ -443,16 +446,6 @@ def cause_of(exc: BaseException) -> str:
     if isinstance(exc, ConfigError):
         return "config"
     return "runner"
-
-
-def _reason(status: str, last_turn: str, noted: str | None) -> str:
-    """Why a run gave no answer: the model's own last words when it declined, else
-    what the run last told the model; one line, capped."""
-    text = last_turn if status == "declined" else (noted or "")
-    marker = text.rfind("No answer:")  # the demo's (and a polite model's) own wording
-    if marker > 0:
-        text = text[marker:]
-    return visible_line(" ".join(text.split()))[:400] or "the run gave no reason"
 
 
 def _from_finished(event: RunFinished) -> ItemRecord:

@@ -8,16 +8,7 @@ import sys
 from conductor.cli.json_out import json_text
 from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
-from conductor_kernel.events import (
-    ErrorEvent,
-    Event,
-    FinalAnswer,
-    LimitHit,
-    MetaTurnFinished,
-    Observation,
-    RunFinished,
-    RunStarted,
-)
+from conductor_kernel.events import Event, FinalAnswer, RunFinished, RunStarted
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,9 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_solve(args: argparse.Namespace) -> int:
     from conductor import interrupts
-    from conductor.export.terminal import RichPrinter
+    from conductor.export.terminal import RichPrinter, shown_line
     from conductor.session import build_session
     from experts.registry import CONFIGURE_HINT, choose
+    from record.ending import ending
+    from record.fold import outline
 
     question = sys.stdin.read() if args.question == "-" else args.question
     if not question.strip():
@@ -65,7 +58,7 @@ def run_solve(args: argparse.Namespace) -> int:
         printer.console.on_broken_pipe = _output_closed  # type: ignore[method-assign]
         sinks = (printer,)
     answer, started, finished = None, None, None
-    no_answer = NoAnswerReason()
+    seen: list[Event] = []  # the run's events, for the account of its end
 
     def stop(signal_name: str) -> bool:
         if session.phase != "running":
@@ -76,7 +69,7 @@ def run_solve(args: argparse.Namespace) -> int:
     try:
         with interrupts.graceful(stop):
             for event in session.solve(question, sinks=sinks):
-                no_answer.see(event)
+                seen.append(event)
                 if isinstance(event, RunStarted):
                     started = event
                 elif isinstance(event, FinalAnswer):
@@ -113,8 +106,9 @@ def run_solve(args: argparse.Namespace) -> int:
             f"{why}: run {finished.run_id} is saved {how} "
             f"(`conductor runs show {finished.run_id}`)."
         )
+    told = ending(outline(seen)) if finished is not None else None
     try:
-        if args.json and finished is not None:
+        if args.json and finished is not None and told is not None:
             print(
                 json_text(
                     {
@@ -122,6 +116,9 @@ def run_solve(args: argparse.Namespace) -> int:
                         "method": started.method_name if started is not None else None,
                         "status": finished.status,
                         "answer": answer,
+                        "verdict": told.verdict or None,
+                        "reason": told.why or None,
+                        "account": told.line(),
                         "rounds": finished.rounds,
                         "usage": finished.usage.to_dict(),
                         "duration_s": round(finished.duration_s, 3),
@@ -129,13 +126,16 @@ def run_solve(args: argparse.Namespace) -> int:
                 ),
                 flush=True,
             )
-        elif args.quiet and answer is not None:
+        elif args.quiet and answer is not None and told is not None and told.answered:
             # Exact for a pipe; on a terminal the model's control characters are shown, not run.
             from conductor_kernel.text.display import visible
 
             print(visible(answer) if sys.stdout.isatty() else answer, flush=True)
-        elif args.quiet and finished is not None:
-            interrupts.say(f"no answer ({finished.status}): {no_answer.text()}")
+        elif args.quiet and told is not None:
+            interrupts.say(told.line())
+        elif told is not None and sinks:
+            # The account of the run's end, the same words every way in uses.
+            sinks[0].console.print(shown_line(told.line(), style="bold"))
     except BrokenPipeError:
         interrupts.silence_broken_stdout()
         return interrupts.EXIT_CODES["SIGPIPE"]
@@ -145,35 +145,6 @@ def run_solve(args: argparse.Namespace) -> int:
         interrupts.silence_broken_stdout()
         return interrupts.EXIT_CODES["SIGPIPE"]
     return 0 if finished is not None and finished.status == "answered" else 1
-
-
-class NoAnswerReason:
-    """Why a run gave no answer, from its events: what stopped it, or what the model
-    last said when it declined, or what it was last told."""
-
-    def __init__(self) -> None:
-        self.error = self.limit = self.last_turn = self.observation = ""
-        self.declined = False
-
-    def see(self, event: Event) -> None:
-        if isinstance(event, ErrorEvent):
-            self.error = self.error or event.message
-        elif isinstance(event, LimitHit):
-            self.limit = f"the {event.limit} limit ({event.maximum}) was reached"
-        elif isinstance(event, MetaTurnFinished):
-            self.last_turn = event.text
-        elif isinstance(event, Observation):
-            self.declined = self.declined or event.reason == "declined"
-            self.observation = event.message
-
-    def text(self) -> str:
-        said = self.last_turn
-        if self.declined and "No answer:" in said:
-            said = said[said.rfind("No answer:") :]
-        reason = self.error or self.limit or (said if self.declined else self.observation)
-        from conductor_kernel.text.display import visible_line
-
-        return visible_line(" ".join(reason.split()))[:500] or "the run gave no reason"
 
 
 def _output_closed() -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from conductor.config import load_settings
 from conductor.mcp_server import tools
@@ -27,6 +28,17 @@ async def _off_loop(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(work)
     except UserFacingError as exc:
         raise ToolError(str(exc)) from None
+
+
+def _solved(solved: dict[str, Any]) -> CallToolResult:
+    """A run's result for the client: with no answer it is an error whose first text is
+    why (an agent reads the text; the data beside it says the rest)."""
+    data = TextContent(type="text", text=json.dumps(solved, indent=2))
+    reason = solved.get("reason")
+    if not reason:
+        return CallToolResult(content=[data], structured_content=solved)
+    why = TextContent(type="text", text=str(reason))
+    return CallToolResult(content=[why, data], structured_content=solved, is_error=True)
 
 
 def create_server(
@@ -57,8 +69,8 @@ def create_server(
     )
     async def solve(
         question: str, method: str | None = None, model: str | None = None
-    ) -> dict[str, Any]:
-        return await _off_loop(
+    ) -> CallToolResult:
+        solved = await _off_loop(
             lambda: tools.solve(
                 question,
                 method=method,
@@ -68,6 +80,7 @@ def create_server(
                 slots=slots,
             )
         )
+        return _solved(solved)
 
     @server.tool(
         annotations=READ_ONLY,

@@ -50,10 +50,18 @@ def solve(
         started, finished, answer, events = _run(build_session(chosen), question)
     if finished is None or started is None:
         raise UserFacingError("the run ended without being recorded as finished")
+    from record.ending import ending
+    from record.fold import outline
+
+    told = ending(outline(events))
     return {
-        "answer": answer,
+        "answer": answer if told.answered else None,
         "run_id": finished.run_id,
         "status": finished.status,
+        "verdict": told.verdict or None,
+        # Why there is no answer and what to do (None when there is one): the same
+        # account of the run's end every way in gives (record/ending.py).
+        "reason": None if told.answered else told.line(),
         "method": started.method,
         "model": started.model,
         "account": _account(finished, events),

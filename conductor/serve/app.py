@@ -31,12 +31,16 @@ from conductor.serve.limits import capped, lowered, requested_limits
 from conductor.serve.names import ServedModel, UnknownServedModel, resolve, served_ids
 from conductor.serve.runs import ServedRun, SessionFactory, _End, default_factory
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.events import RunFinished, RunStarted
+from conductor_kernel.events import Event, RunFinished, RunScored, RunStarted
+from record.ending import Ending, ending
+from record.fold import outline
 
 if TYPE_CHECKING:
     from conductor.config.settings import Settings
 
 log = logging.getLogger("conductor.serve")
+
+VERDICT_WAIT_S = 2.0  # at most this long for the verdict after a run finishes
 
 
 @dataclass
@@ -151,25 +155,32 @@ class _Api:
         self, request: Request, run: ServedRun, served: ServedModel, headers: dict[str, str]
     ) -> Response:
         watch = _Watch(request, run, self.options.quiet_s)
+        events: list[Event] = []
         while True:
             item = await run.next(self.options.quiet_s)
             await watch.check()
+            if isinstance(item, Event) and not item.transient:
+                events.append(item)
             if isinstance(item, RunFinished):
                 break
             if isinstance(item, _End):
                 return _refuse(500, "the run ended without finishing", kind="server_error")
+        await _verdict(run, events)
+        told = ending(outline(events))
         headers = {**headers, wire.STATUS_HEADER: item.status}
-        failed = _failure(item)
+        failed = _failure(told)
         if failed is not None:
             return _refuse(502, failed, kind="run_error", headers=headers)
         reply = wire.completion(
             run.run_id,
             served.id,
-            item.final_answer or "",
+            _content(told),
             wire.FINISH_REASONS.get(item.status, "stop"),
             item.usage,
         )
-        reply["conductor"] = {"run_id": run.run_id, "status": item.status, "rounds": item.rounds}
+        if told.status == "declined":
+            reply["choices"][0]["message"]["refusal"] = told.why  # OpenAI's field for it
+        reply["conductor"] = {**_facts(told), "rounds": item.rounds}
         return JSONResponse(reply, headers=headers)
 
     async def _stream(
@@ -177,6 +188,7 @@ class _Api:
     ) -> AsyncIterator[str]:
         finished = False
         progress = wire.Progress()
+        events: list[Event] = []
         try:
             yield _sse(wire.chunk(run.run_id, served.id, {"role": "assistant", "content": ""}))
             while True:
@@ -187,9 +199,12 @@ class _Api:
                 if isinstance(item, _End):
                     yield _sse(wire.error("the run ended without finishing", "server_error"))
                     return
+                if isinstance(item, Event) and not item.transient:
+                    events.append(item)
                 if isinstance(item, RunFinished):
                     finished = True
-                    for part in _closing(run, served, item, include_usage):
+                    await _verdict(run, events)
+                    for part in _closing(run, served, item, ending(outline(events)), include_usage):
                         yield part
                     return
                 text = None if isinstance(item, BaseException) else progress.text(item)
@@ -228,14 +243,17 @@ class _Watch:
 
 
 def _closing(
-    run: ServedRun, served: ServedModel, finished: RunFinished, include_usage: bool
+    run: ServedRun, served: ServedModel, finished: RunFinished, told: Ending, include_usage: bool
 ) -> list[str]:
-    failed = _failure(finished)
+    failed = _failure(told)
     if failed is not None:
         return [_sse(wire.error(failed, "run_error")), "data: [DONE]\n\n"]
     reason = wire.FINISH_REASONS.get(finished.status, "stop")
+    delta: dict[str, Any] = {"content": _content(told)}
+    if told.status == "declined":
+        delta["refusal"] = told.why
     parts = [
-        _sse(wire.chunk(run.run_id, served.id, {"content": finished.final_answer or ""})),
+        _sse(wire.chunk(run.run_id, served.id, delta)),
         _sse(wire.chunk(run.run_id, served.id, {}, finish_reason=reason)),
     ]
     if include_usage:
@@ -244,12 +262,35 @@ def _closing(
     return parts
 
 
-def _failure(finished: RunFinished) -> str | None:
-    """Why a run's end is no answer to give (a system failure is never a reply)."""
-    if finished.status == "error":
-        return f"run {finished.run_id} failed; `conductor runs show {finished.run_id}` says why"
-    if finished.status == "interrupted":
-        return f"run {finished.run_id} was interrupted before it answered"
+async def _verdict(run: ServedRun, events: list[Event]) -> None:
+    """The run's verdict, added to `events` if it comes at once (a run is scored right
+    after it finishes; learning, which may take long, is never waited for)."""
+    item = await run.next(VERDICT_WAIT_S)
+    if isinstance(item, RunScored):
+        events.append(item)
+
+
+def _content(told: Ending) -> str:
+    """The reply's text: the answer, or the account of why there is none (never blank)."""
+    return told.answer if told.answered and told.answer is not None else told.line()
+
+
+def _facts(told: Ending) -> dict[str, Any]:
+    """The run's end for clients that read more than the text."""
+    return {
+        "run_id": told.run_id,
+        "status": told.status,
+        "verdict": told.verdict or None,
+        "reason": told.why or None,
+        "account": told.line(),
+    }
+
+
+def _failure(told: Ending) -> str | None:
+    """Why a run's end is no answer to give (a system failure is never a reply): an
+    error object whose message every client shows."""
+    if told.status in ("error", "interrupted"):
+        return f"{told.line()} (run {told.run_id})"
     return None
 
 

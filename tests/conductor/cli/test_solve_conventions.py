@@ -48,7 +48,7 @@ def test_quiet_without_an_answer_says_why_on_stderr(
     out, err = capsys.readouterr()
     assert code == 1
     assert out == ""  # no blank line standing for an answer
-    assert "no answer (declined)" in err and "cannot answer this question" in err
+    assert "No answer (declined)" in err and "cannot answer this question" in err
 
 
 def test_quiet_with_an_answer_prints_the_answer_alone(

@@ -183,11 +183,13 @@ def test_every_tool_over_streamable_http(isolated_home: Path) -> None:
             ):
                 await session.initialize()
                 listed = (await session.list_tools()).tools
-                solved = payload(
-                    await session.call_tool(
-                        "solve", {"question": "Use 1 2 3 4 to make 24", "method": "standard"}
-                    )
+                result = await session.call_tool(
+                    "solve", {"question": "Use 1 2 3 4 to make 24", "method": "standard"}
                 )
+                # The demo declines a Standard prompt: a result marked as an error, why first.
+                solved = dict(result.structured_content or {})
+                assert result.is_error == (solved["status"] != "answered")
+                assert not result.is_error or result.content[0].text == solved["reason"]
                 shown = payload(await session.call_tool("run_show", {"run": solved["run_id"]}))
                 return listed, solved, shown
 
