@@ -68,6 +68,19 @@ class AuditReport:
     def badges(self) -> list[str]:
         return [FINDING_KINDS[kind][0] for kind in self.counts()]
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AuditReport | None:
+        """A report as `to_dict` gave it; None for another format's (or unknown kinds)."""
+        if data.get("v") != AUDIT_FORMAT_VERSION:
+            return None
+        findings = [
+            Finding(str(f["kind"]), str(f["message"]), f.get("round"), f.get("event_id"))
+            for f in data.get("findings", [])
+        ]
+        if any(f.kind not in FINDING_KINDS for f in findings):
+            return None
+        return cls(str(data["run_id"]), str(data["task"]), str(data["question"]), findings)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "v": AUDIT_FORMAT_VERSION,

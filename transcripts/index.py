@@ -45,7 +45,7 @@ from conductor_kernel.events import (
     RunStarted,
 )
 from conductor_kernel.interfaces import Usage
-from record.audit import audit_outline
+from record.audit import AuditReport, audit_outline
 from record.correctness import Correctness
 from record.fold import RunOutline, outline, outline_file
 from record.fts import SearchSyntaxError
@@ -260,13 +260,17 @@ class RunIndex:
         columns = ", ".join(f"[{k}]" for k in row)
         marks = ", ".join("?" for _ in row)
         updates = ", ".join(f"[{k}] = excluded.[{k}]" for k in row if k != "run_id")
-        self.write(
-            lambda c: c.execute(
+
+        def start(c: sqlite3.Connection) -> None:
+            c.execute(
                 f"insert into runs ({columns}) values ({marks}) "
                 f"on conflict(run_id) do update set {updates}",
                 list(row.values()),
             )
-        )
+            # A run indexed again (an import replaced) is audited again when it ends.
+            c.execute("delete from audits where run_id = ?", (row["run_id"],))
+
+        self.write(start)
 
     def record_finish(self, event: RunFinished) -> None:
         self._update(
@@ -293,9 +297,29 @@ class RunIndex:
         )
 
     def record_findings(self, run: RunOutline) -> None:
-        """The audit's finding badges of a run, for listings to filter and sort on."""
-        badges = audit_outline(run).badges
+        """The audit's finding badges of a run, for listings to filter and sort on, and
+        its whole audit for `runs audit` (not kept when the transcript was cut short:
+        that audit is made from the file, with its warning)."""
+        report = audit_outline(run)
+        badges = report.badges
         self._update(run.run_id, {"findings": f" {' '.join(badges)} " if badges else ""})
+        verdict = run.correctness
+        stored = {
+            "report": report.to_dict(),
+            "verdict": {
+                "correct": verdict.correct,
+                "scorer": verdict.scorer,
+                "detail": verdict.detail,
+            },
+        }
+
+        def keep(c: sqlite3.Connection) -> None:
+            c.execute("delete from audits where run_id = ?", (run.run_id,))
+            if run.problem is None:
+                # ASCII JSON: a lone surrogate in a message comes back as it was.
+                c.execute("insert into audits values (?, ?)", (run.run_id, json.dumps(stored)))
+
+        self.write(keep)
 
     def _record_findings_live(self, run_id: str) -> None:
         """Audit a live run as it ends, from its transcript (written before this sink)."""
@@ -342,7 +366,8 @@ class RunIndex:
             self._update(started.run_id, {"final_answer": answers[-1].answer})
         if transcript.finished is not None:
             self.record_finish(transcript.finished)
-            run = outline(transcript.events)
+            problem = str(transcript.problem) if transcript.problem is not None else None
+            run = outline(transcript.events, problem=problem)
             if run.score is not None:
                 self.record_correctness(started.run_id, run.correctness)
             self.record_findings(run)
@@ -521,6 +546,19 @@ class RunIndex:
             rows = runs.rows_where(where, params, order_by=order, limit=limit, offset=offset)
             return [as_record(row) for row in rows]
 
+    def stored_audits(self) -> builtins.list[tuple[RunRecord, Audited | None]]:
+        """Every run, oldest first, with its audit as stored when it was indexed (None:
+        audit its transcript). The verdict is the row's once a score was recorded (a
+        run is scored after its audit is kept), else the one stored with the audit."""
+        with self._reading():
+            cursor = self.conn.execute(
+                "select runs.*, audits.report as audit_report from runs "
+                "left join audits on audits.run_id = runs.run_id order by started_at, run_id"
+            )
+            names = [d[0] for d in cursor.description]
+            rows = [dict(zip(names, r, strict=True)) for r in cursor]
+        return [(as_record(row), _stored_audit(row)) for row in rows]
+
     def count_runs(self, filters: RunFilter | None = None) -> int:
         """How many runs `filters` lets through (what `list_runs` pages over)."""
         where, params = (filters or RunFilter()).sql()
@@ -612,6 +650,29 @@ def _search_errors(query: str) -> Iterator[None]:
         if is_busy(exc):
             raise
         raise SearchSyntaxError(query, str(exc)) from None
+
+
+# One run audited: its findings and whether its answer is right.
+Audited = tuple[AuditReport, Correctness]
+
+
+def _stored_audit(row: dict[str, Any]) -> Audited | None:
+    """A row's stored audit (`stored_audits`), None when it has none or an unknown one."""
+    text = row.pop("audit_report", None)
+    if not text:
+        return None
+    try:
+        stored = json.loads(text)
+        report = AuditReport.from_dict(stored["report"])
+        kept = stored["verdict"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if report is None:
+        return None
+    if row["scorer"] is not None:  # record_correctness ran: the latest verdict
+        correct = None if row["correct"] is None else bool(row["correct"])
+        return report, Correctness(correct, row["scorer"], row["score_detail"] or "")
+    return report, Correctness(kept["correct"], str(kept["scorer"]), str(kept["detail"]))
 
 
 def _no_run_in(path: Path) -> str:

@@ -17,7 +17,7 @@ from record.migrations import Migrations
 migrations = Migrations("runs")
 
 # The tables open_database checks a migrated runs.db for, as the notebook's TABLES.
-TABLES = {"runs"}
+TABLES = {"runs", "audits"}
 
 
 def runs_table(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
@@ -91,6 +91,16 @@ def m004_correctness_and_findings(db: sqlite_utils.Database) -> None:
     ):
         runs_table(db).add_column(column, kind)
     runs_table(db).create_index(["correct"])
+
+
+@migrations
+def m005_audits(db: sqlite_utils.Database) -> None:
+    """Each finished run's whole audit (findings with their messages, and the verdict
+    known when it was made) as JSON, so `conductor runs audit` of every run reads no
+    transcript. A table of its own: listings, which print whole rows, stay as they were.
+    Runs indexed before, or whose transcript could not be read whole, have none here and
+    are audited from their transcript."""
+    db.table("audits").create({"run_id": str, "report": str}, pk="run_id", not_null={"report"})
 
 
 class RunRecord(TypedDict):

@@ -46,6 +46,12 @@ def attach(p: argparse.ArgumentParser) -> None:
         help="list only the runs with this finding (a badge of the summary's columns, "
         "e.g. fake, or its kind, e.g. fabricated_reply)",
     )
+    p.add_argument(
+        "--reread",
+        action="store_true",
+        help="with no RUN: audit every transcript again rather than read what runs.db "
+        "stored when each run was indexed",
+    )
     p.set_defaults(handler=run_audit)
 
 
@@ -135,12 +141,15 @@ def _read(path: str | Path) -> list[Event]:
     return transcript.events
 
 
-def _all_runs() -> Iterator[Audited]:
+def _all_runs(*, reread: bool = False) -> Iterator[Audited]:
+    """Every run with a transcript, as runs.db stored its audit when the run was
+    indexed; its transcript is read only when there is none (or `reread`)."""
     from transcripts.index import RunIndex
 
-    for row in RunIndex().list_runs(limit=None, oldest_first=True):
-        if row["path"] and Path(row["path"]).is_file():
-            yield _audit(_read(row["path"]))
+    for row, stored in RunIndex().stored_audits():
+        if not (row["path"] and Path(row["path"]).is_file()):
+            continue
+        yield stored if stored is not None and not reread else _audit(_read(row["path"]))
 
 
 def run_audit(args: argparse.Namespace) -> int:
@@ -149,7 +158,7 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.runs:
         audited = [r for ref in args.runs for r in reports_for(ref, limit=args.limit)]
     else:
-        audited = list(_all_runs())
+        audited = list(_all_runs(reread=args.reread))
     table = summarise(report for report, _ in audited)
     badge = finding_badge(args.finding)
     listed = [pair for pair in audited if _wanted(pair[0], args.only_flagged, badge)]

@@ -50,27 +50,61 @@ def _add_setting_flags(
     only: Collection[str] | None,
     notes: Mapping[str, str] | None,
 ) -> None:
+    from conductor.config.flag_table import FLAGS  # not the declarations: no pydantic
+
+    groups: dict[str, Any] = {}
+    for section, path, flag, kind, metavar, help_text in FLAGS:
+        if only is not None and path not in only:
+            continue
+        if section not in groups:
+            title, about = GROUPS.get(section, (section, ""))
+            groups[section] = parser.add_argument_group(title, about)
+        note = (notes or {}).get(path)
+        options: dict[str, Any] = {
+            "dest": path,
+            "default": argparse.SUPPRESS,
+            "help": help_text + (f" {note}".replace("%", "%%") if note else ""),
+        }
+        if kind == "bool":
+            options["action"] = argparse.BooleanOptionalAction
+        else:
+            options["metavar"] = metavar
+        action = groups[section].add_argument(flag, **options)
+        setattr(action, GENERATED, path)
+
+
+FlagRow = tuple[str, str, str, str, str | None, str]
+
+
+def derived_table() -> tuple[FlagRow, ...]:
+    """What conductor/config/flag_table.py must hold: each setting's flag as its
+    declaration makes it (section, path, flag, kind, metavar, help)."""
     from conductor.config.declaration import Declaration
     from conductor.config.fields import setting_fields
 
-    groups: dict[str, Any] = {}
-    for field in setting_fields(Declaration):
-        if only is not None and field.path not in only:
-            continue
-        if field.section not in groups:
-            title, about = GROUPS.get(field.section, (field.section, ""))
-            groups[field.section] = parser.add_argument_group(title, about)
-        options: dict[str, Any] = {
-            "dest": field.path,
-            "default": argparse.SUPPRESS,
-            "help": flag_help(field, (notes or {}).get(field.path)),
-        }
-        if field.kind == "bool":
-            options["action"] = argparse.BooleanOptionalAction
-        else:
-            options["metavar"] = field.metavar
-        action = groups[field.section].add_argument(field.flag, **options)
-        setattr(action, GENERATED, field.path)
+    return tuple(
+        (f.section, f.path, f.flag, f.kind, f.metavar, flag_help(f))
+        for f in setting_fields(Declaration)
+    )
+
+
+def write_table() -> None:
+    """Write conductor/config/flag_table.py from the declarations (after changing one)."""
+    from pathlib import Path
+
+    rows = "".join(f"    {row!r},\n" for row in derived_table())
+    text = (
+        '"""The setting flags as conductor/config/flags.py makes them, written out: a\n'
+        "command's `--help` builds its flags from this table without importing the\n"
+        "declarations (pydantic, the methods). Generated; after changing a setting run\n"
+        "`python -c 'from conductor.config.flags import write_table; write_table()'`\n"
+        '(tests/conductor/cli/test_help_fast.py checks it matches)."""\n\n'
+        "# (section, path, flag, kind, metavar, help), one setting a line\n"
+        "# fmt: off\n"
+        f"FLAGS: tuple[tuple[str, str, str, str, str | None, str], ...] = (\n{rows})\n"
+        "# fmt: on\n"
+    )
+    Path(__file__).with_name("flag_table.py").write_text(text, encoding="utf-8")
 
 
 def flag_help(field: SettingField, note: str | None = None) -> str:

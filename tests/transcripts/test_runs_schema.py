@@ -40,6 +40,7 @@ def test_a_runs_db_made_before_the_second_step_takes_it_and_has_a_new_ones_shape
             "m002_owner_and_learning",
             "m003_method",
             "m004_correctness_and_findings",
+            "m005_audits",
         ]
         assert schema_shape(conn) == schema_shape(fresh)
     finally:

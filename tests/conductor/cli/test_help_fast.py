@@ -94,3 +94,32 @@ def test_a_setting_flag_parses_the_same_lazy_or_not(
     lazy = vars(build_parser(lazy=True).parse_args(argv))
     assert lazy == eager
     assert lazy[dest] == value
+
+
+# What building a command's setting flags must not import: the declarations and what
+# they pull in (pydantic, the methods, the run's kernel).
+SETTINGS_MACHINERY = {
+    "pydantic",
+    "pydantic_settings",
+    "conductor.config.settings",
+    "conductor.config.declaration",
+    "conductor.config.fields",
+    "conductor.methods",
+}
+
+
+@pytest.mark.slow  # a fresh interpreter per command
+@pytest.mark.parametrize("command", ["solve", "batch", "serve", "mcp", "replay"])
+def test_a_commands_help_imports_no_settings_machinery(command: str) -> None:
+    modules = modules_imported_by(command, "--help")
+    assert not SETTINGS_MACHINERY & modules, sorted(SETTINGS_MACHINERY & modules)
+
+
+def test_the_flag_table_is_what_the_declarations_make() -> None:
+    from conductor.config.flag_table import FLAGS
+    from conductor.config.flags import derived_table
+
+    assert derived_table() == FLAGS, (
+        "conductor/config/flag_table.py is out of date: run "
+        "`python -c 'from conductor.config.flags import write_table; write_table()'`"
+    )
