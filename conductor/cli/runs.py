@@ -13,10 +13,8 @@ from conductor.cli import audit, imports
 from conductor.cli.json_out import json_text
 from conductor_kernel.errors import UserFacingError
 from record.correctness import LABELS
-from record.findings import FINDING_KINDS
+from record.findings import BADGES, finding_badge
 
-# The audit's finding badges and the correctness labels, the values the filters take.
-BADGES = tuple(badge for badge, _ in FINDING_KINDS.values())
 SORT_NAMES = ("started", "status", "correctness", "finding", "task", "model")
 
 if TYPE_CHECKING:
@@ -280,21 +278,6 @@ def _cells(row: RunRecord) -> list[str]:
         " ".join(str(row["question"] or "").split()),
         " ".join(str(row["final_answer"] or "").split()),
     ]
-
-
-def finding_badge(name: str | None) -> str | None:
-    """A finding as `--finding` takes it (its badge, its kind's name, or any) as the
-    badge runs.db holds; a name that is neither says which are."""
-    if not name:
-        return None
-    if name == "any" or name in BADGES:
-        return name
-    if name in FINDING_KINDS:
-        return FINDING_KINDS[name][0]
-    raise UserFacingError(
-        f"no finding is called {name!r}; give one of {', '.join(BADGES)} (or any), "
-        "as `conductor runs audit` names them."
-    )
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -26,8 +26,9 @@ from textual.widgets import Input, Select, Static
 
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.text.display import visible
-from record.audit import FINDING_KINDS, audit_outline
+from record.audit import audit_outline
 from record.correctness import LABELS
+from record.findings import BADGES
 from record.fold import outline_file
 from record.fts import quote_words
 from transcripts.index import FILTER_COLUMNS, RunFilter, RunIndex, RunRecord
@@ -75,9 +76,6 @@ def indexed_badges(row: RunRecord) -> str | None:
     if findings is None:
         return None
     return findings.strip() or "-"
-
-
-BADGES = [badge for badge, _ in FINDING_KINDS.values()]
 
 
 _BADGES: dict[tuple[str, float], str] = {}  # (path, mtime) -> badges, across screens
