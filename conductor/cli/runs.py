@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from conductor.cli import audit, imports
 from conductor.cli.json_out import json_text
 from conductor_kernel.errors import UserFacingError
-from record.correctness import LABELS
+from record.correctness import LABELS, MARKS, UNSCORED, label_of
 from record.findings import BADGES, finding_badge
 
 SORT_NAMES = ("started", "status", "correctness", "finding", "task", "model")
@@ -216,7 +216,7 @@ def run_lines(cells: Sequence[list[str]], width: int) -> list[Text]:
     head.stylize("bold")
     lines = [head]
     for run_id, when, method, stat, correct, found, task_name, _r, _c, q, a in cells:
-        mark = {"correct": "✓", "wrong": "✗"}.get(correct, "·")
+        mark = MARKS.get(correct, MARKS[UNSCORED])
         style = {"correct": "green", "wrong": "red bold"}.get(correct, "dim")
         line = Text(mark + " ", style=style)
         line.append(visible(run_id).ljust(runs) + " ")
@@ -257,10 +257,7 @@ COLUMNS = (
 
 def correctness_label(row: RunRecord) -> str:
     """correct, wrong or unscored: the run's recorded verdict (runs.db `correct`)."""
-    correct = row.get("correct")
-    if correct is None:
-        return "unscored"
-    return "correct" if correct else "wrong"
+    return label_of(row.get("correct"))
 
 
 def _cells(row: RunRecord) -> list[str]:
