@@ -16,6 +16,16 @@ from conductor_kernel.events import RunScored
 # The labels, also the values `runs list --correctness` and the TUI filter take.
 CORRECT, WRONG, UNSCORED = "correct", "wrong", "unscored"
 LABELS = (CORRECT, WRONG, UNSCORED)
+# One character for narrow columns, the same in every listing: ✓ right, ✗ wrong, · unscored.
+MARKS = {CORRECT: "✓", WRONG: "✗", UNSCORED: "·"}
+
+
+def label_of(correct: object) -> str:
+    """The label of a verdict as stored: true (runs.db's 1) correct, false wrong, None
+    unscored."""
+    if correct is None:
+        return UNSCORED
+    return CORRECT if correct else WRONG
 
 
 @dataclass(frozen=True)
@@ -27,14 +37,12 @@ class Correctness:
 
     @property
     def label(self) -> str:
-        if self.correct is None:
-            return UNSCORED
-        return CORRECT if self.correct else WRONG
+        return label_of(self.correct)
 
     @property
     def mark(self) -> str:
         """One character for narrow columns: ✓ right, ✗ wrong, · unscored."""
-        return {CORRECT: "✓", WRONG: "✗"}.get(self.label, "·")
+        return MARKS[self.label]
 
     def describe(self) -> str:
         """`wrong (game24: does not use the numbers 1 2 3 4)`, or `unscored (why)`."""

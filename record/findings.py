@@ -9,6 +9,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from conductor_kernel.errors import UserFacingError
+
 AUDIT_FORMAT_VERSION = 1
 
 # kind -> (short badge, what it means). The order is the order of columns in reports.
@@ -36,6 +38,24 @@ FINDING_KINDS: dict[str, tuple[str, str]] = {
         "the meta model wrote an expert's reply itself",
     ),
 }
+
+# The short badges, in column order: the values a filter by finding takes.
+BADGES = tuple(badge for badge, _ in FINDING_KINDS.values())
+
+
+def finding_badge(name: str | None) -> str | None:
+    """A finding as a filter takes it (its badge, its kind's name, or any) as the
+    badge runs.db holds; a name that is neither says which are."""
+    if not name:
+        return None
+    if name == "any" or name in BADGES:
+        return name
+    if name in FINDING_KINDS:
+        return FINDING_KINDS[name][0]
+    raise UserFacingError(
+        f"no finding is called {name!r}; give one of {', '.join(BADGES)} (or any), "
+        "as `conductor runs audit` names them."
+    )
 
 
 @dataclass

@@ -18,6 +18,7 @@ from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import Event
 from record.audit import FINDING_KINDS, AuditReport, audit_outline, summarise
 from record.correctness import Correctness
+from record.findings import finding_badge
 from record.fold import RunOutline, outline
 
 # One run audited: its findings and whether its answer is right.
@@ -153,8 +154,6 @@ def _all_runs(*, reread: bool = False) -> Iterator[Audited]:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from conductor.cli.runs import finding_badge
-
     if args.runs:
         audited = [r for ref in args.runs for r in reports_for(ref, limit=args.limit)]
     else:

@@ -11,18 +11,21 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from conductor.cli.json_out import json_text
+from conductor.cli.batch_shared import print_report as _print_report
+from conductor.cli.batch_shared import task_items as _items
+from conductor.cli.batch_shared import task_spec as _spec
+from conductor.cli.batch_shared import warn as _stderr
+from conductor.cli.progress import Progress as _Progress
 from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
 
 if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
-    from conductor.batch.report import ItemRecord, Tally
     from conductor.batch.setup import BatchSetup
     from conductor.batch.store import BatchFolder
     from conductor.config import Settings
-    from conductor.tasks.files import Problem, TaskItem
+    from conductor.tasks.files import TaskItem
     from conductor.tasks.specs import TaskSpec
 
 
@@ -99,38 +102,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     add_ray_options(p)
     p.set_defaults(handler=run_batch)
-
-
-def _spec(args: argparse.Namespace) -> TaskSpec:
-    from conductor.tasks.specs import resolve_spec
-
-    if args.description is not None and not (args.scorer or args.task or args.spec):
-        raise ConfigError("--description needs --scorer (or --task) to say how to score")
-    if args.spec and (args.task or args.scorer or args.description is not None):
-        raise ConfigError("--spec gives the whole task; drop --task/--scorer/--description")
-    return resolve_spec(
-        args.task_file,
-        task=args.task,
-        spec_file=args.spec,
-        description=args.description,
-        scorer=args.scorer,
-    )
-
-
-def _stderr(text: str) -> None:
-    print(text, file=sys.stderr)
-
-
-def _items(args: argparse.Namespace) -> list[TaskItem]:
-    from conductor.tasks.files import read_task_file
-
-    def warn(problem: Problem) -> None:
-        _stderr(f"warning: skipped {problem}")
-
-    if args.limit is not None and args.limit < 1:
-        raise ConfigError(f"--limit must be 1 or more, not {args.limit}")
-    task_file = read_task_file(args.task_file, on_error=args.on_error, warn=warn)
-    return task_file.items[: args.limit] if args.limit else task_file.items
 
 
 def run_batch(args: argparse.Namespace) -> int:
@@ -244,102 +215,3 @@ def _run(
     write_report(folder.path, report)
     _print_report(report, as_json=args.json)
     return batch_session.exit_code(outcome, report)
-
-
-def _print_report(report: dict[str, Any], *, as_json: bool) -> None:
-    if as_json:
-        print(json_text(report, ensure_ascii=False))
-        return
-    from rich.console import Console
-    from rich.markdown import Markdown
-
-    from conductor.batch.report import render_markdown
-
-    console = Console()
-    text = render_markdown(report)
-    if console.is_terminal:
-        console.print(Markdown(text, hyperlinks=False))  # a model's [x](url) is no OSC 8 link
-    else:
-        print(text)
-
-
-class _Progress:
-    """A rich progress bar: done/total, accuracy so far, tokens, cost, ETA."""
-
-    def __init__(self, *, enabled: bool, console: Any = None) -> None:
-        self.enabled = enabled
-        self.console = console  # None: rich's own (stdout)
-        self._bar: Any = None
-        self._task: Any = None
-
-    def shown(self, tally: Tally) -> Any:
-        from contextlib import nullcontext
-
-        if not self.enabled:
-            return nullcontext()
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self._bar = Progress(
-            TextColumn("[bold]batch"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("acc {task.fields[acc]}"),
-            TextColumn("{task.fields[tokens]} tok"),
-            TextColumn("${task.fields[cost]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=self.console,
-        )
-        self._task = self._bar.add_task("batch", total=tally.total, completed=tally.done)
-        self._fields(tally)
-        return self._bar
-
-    def _fields(self, tally: Tally) -> None:
-        acc = "-" if tally.accuracy is None else f"{tally.accuracy:.1f}%"
-        self._bar.update(
-            self._task,
-            completed=tally.done,
-            acc=acc,
-            tokens=f"{tally.tokens:,}",
-            cost=f"{tally.cost_usd:.4f}",
-        )
-
-    def update(self, record: ItemRecord, tally: Tally) -> None:
-        from conductor.batch.store import is_finished
-
-        if self._bar is not None and is_finished(record):
-            self._fields(tally)
-        if self._bar is not None:
-            # One line per finished item, above the bar: what the bar's totals are made of.
-            from rich.text import Text
-
-            self._bar.console.print(Text(item_line(record)), soft_wrap=True)
-
-
-def item_line(record: ItemRecord) -> str:
-    """How one item ended, on one line: id, status, verdict or cause, seconds."""
-    from conductor.batch.report import is_scored
-
-    status = str(record.get("status"))
-    if not record.get("final"):
-        how = "interrupted (runs again)"
-    elif status == "error":
-        error = record.get("error") or {}
-        how = f"error ({error.get('cause', 'runner')}): {error.get('message', '')}"
-    elif is_scored(record):
-        right = (record.get("score") or {}).get("correct")
-        how = f"{status}, {'correct' if right else 'wrong'}"
-    else:
-        how = status + (f": {record['reason']}" if record.get("reason") else "")
-    line = f"{record.get('item_id')} {how} ({float(record.get('duration_s') or 0):.1f} s)"
-    from conductor_kernel.text.display import visible_line
-
-    return visible_line(" ".join(line.split()))[:300]

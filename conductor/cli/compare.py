@@ -26,8 +26,10 @@ from conductor.batch.report import write_report
 from conductor.batch.runner import BatchPlan, BatchRunner
 from conductor.batch.setup import BatchSetup, IndexSink, make_scorer
 from conductor.batch.store import BatchFolder, batch_id
-from conductor.cli.batch import _items, _Progress, _spec
+from conductor.cli.batch_shared import task_items as _items
+from conductor.cli.batch_shared import task_spec as _spec
 from conductor.cli.json_out import json_text
+from conductor.cli.progress import Progress as _Progress
 from conductor.config import Settings
 from conductor.config.flags import settings_from_args
 from conductor.export.suite import SuiteTable, render_markdown, rich_table

@@ -16,7 +16,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from conductor.batch.ray.learning import POLICIES, ClusterLearning  # light: no session
-from conductor.cli.batch import _items, _print_report, _Progress, _spec
+from conductor.cli.batch_shared import print_report, task_items, task_spec
+from conductor.cli.progress import Progress
 from conductor.config.flags import settings_from_args
 from conductor_kernel.errors import ConfigError, UserFacingError
 
@@ -101,8 +102,8 @@ def run_ray_batch(args: argparse.Namespace) -> int:
     from conductor.batch.store import BatchFolder, batch_id
 
     settings = settings_from_args(args)
-    spec = _spec(args)
-    items = _items(args)
+    spec = task_spec(args)
+    items = task_items(args)
     folder_box: list[BatchFolder] = []
     no_python = settings.run.model_copy(update={"python": False})
     driver_only = settings.model_copy(update={"run": no_python})
@@ -162,7 +163,7 @@ def _run(
             args, settings, spec, folder, learning, session.number, concurrency
         )
         pool = WorkerPool(make_actor, max_replacements=2 * len(nodes) + 2)
-        progress = _Progress(enabled=not args.json and sys.stdout.isatty())
+        progress = Progress(enabled=not args.json and sys.stdout.isatty())
         runner = RayBatchRunner(
             plan,
             pool,
@@ -206,7 +207,7 @@ def _run(
     section = ray_markdown(report["ray"])
     with (folder.path / "report.md").open("a", encoding="utf-8") as fh:
         fh.write(section)
-    _print_report(report, as_json=args.json)
+    print_report(report, as_json=args.json)
     if not args.json:
         print(section)
     return batch_session.exit_code(outcome, report)

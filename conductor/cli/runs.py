@@ -12,11 +12,9 @@ from typing import TYPE_CHECKING
 from conductor.cli import audit, imports
 from conductor.cli.json_out import json_text
 from conductor_kernel.errors import UserFacingError
-from record.correctness import LABELS
-from record.findings import FINDING_KINDS
+from record.correctness import LABELS, MARKS, UNSCORED, label_of
+from record.findings import BADGES, finding_badge
 
-# The audit's finding badges and the correctness labels, the values the filters take.
-BADGES = tuple(badge for badge, _ in FINDING_KINDS.values())
 SORT_NAMES = ("started", "status", "correctness", "finding", "task", "model")
 
 if TYPE_CHECKING:
@@ -218,7 +216,7 @@ def run_lines(cells: Sequence[list[str]], width: int) -> list[Text]:
     head.stylize("bold")
     lines = [head]
     for run_id, when, method, stat, correct, found, task_name, _r, _c, q, a in cells:
-        mark = {"correct": "✓", "wrong": "✗"}.get(correct, "·")
+        mark = MARKS.get(correct, MARKS[UNSCORED])
         style = {"correct": "green", "wrong": "red bold"}.get(correct, "dim")
         line = Text(mark + " ", style=style)
         line.append(visible(run_id).ljust(runs) + " ")
@@ -259,10 +257,7 @@ COLUMNS = (
 
 def correctness_label(row: RunRecord) -> str:
     """correct, wrong or unscored: the run's recorded verdict (runs.db `correct`)."""
-    correct = row.get("correct")
-    if correct is None:
-        return "unscored"
-    return "correct" if correct else "wrong"
+    return label_of(row.get("correct"))
 
 
 def _cells(row: RunRecord) -> list[str]:
@@ -280,21 +275,6 @@ def _cells(row: RunRecord) -> list[str]:
         " ".join(str(row["question"] or "").split()),
         " ".join(str(row["final_answer"] or "").split()),
     ]
-
-
-def finding_badge(name: str | None) -> str | None:
-    """A finding as `--finding` takes it (its badge, its kind's name, or any) as the
-    badge runs.db holds; a name that is neither says which are."""
-    if not name:
-        return None
-    if name == "any" or name in BADGES:
-        return name
-    if name in FINDING_KINDS:
-        return FINDING_KINDS[name][0]
-    raise UserFacingError(
-        f"no finding is called {name!r}; give one of {', '.join(BADGES)} (or any), "
-        "as `conductor runs audit` names them."
-    )
 
 
 def run_list(args: argparse.Namespace) -> int:

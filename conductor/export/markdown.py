@@ -13,6 +13,8 @@ early), and one-line fields (expert names, reasons) are shown as inline code.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from conductor.export.wording import learning_cost_line, tool_tests_line
 from conductor_kernel.events import (
@@ -53,69 +55,118 @@ def _code(text: str) -> str:
     return f"{ticks} {text} {ticks}"
 
 
+def _run_started(e: RunStarted) -> str:
+    target = f"\n\n**Target:** {_code(e.target)}" if e.target else ""
+    return (
+        f"# Run {_code(e.run_id)}\n\n**Model:** {_code(e.model)} · **Experts:** "
+        f"{_code(e.expert_model)} · **Sandbox:** {_code(e.sandbox)}{target}"
+        f"\n\n## Question\n\n{_block(e.question)}"
+    )
+
+
+def _recall(e: Recall) -> str:
+    notes = "\n".join(
+        f"- {_code(str(n.get('id')))} {_code(str(n.get('key', '')))} "
+        f"(score {float(n.get('score', 0)):.2f})"
+        for n in e.notes
+    )
+    kind = _code(e.task_type) if e.task_type else "no task type"
+    return f"### Recalled notes ({kind})\n\n{notes or 'none'}"
+
+
+def _meta_started(e: MetaTurnStarted) -> str:
+    return (
+        f"## Round {e.round}\n\n<details><summary>What the meta model was sent</summary>"
+        f"\n\n{_block(e.user_message)}\n\n</details>"
+    )
+
+
+def _meta_finished(e: MetaTurnFinished) -> str:
+    return f"### Meta model\n\n{_block(e.text)}"
+
+
+def _expert_started(e: ExpertCallStarted) -> str:
+    return f"### → {_code(e.name)}\n\n{_block(e.instruction)}"
+
+
+def _expert_finished(e: ExpertCallFinished) -> str:
+    reply = e.text or "(code given by the meta model)"
+    return f"### ← {_code(e.name)}\n\n{_block(reply)}"
+
+
+def _sandbox(e: SandboxExec) -> str:
+    r = e.result
+    status = r.infra_error or ("timed out" if r.timed_out else f"exit {r.exit_code}")
+    limits = "".join(f", {hit} limit" for hit in r.limits_hit)
+    parts = [
+        f"#### Sandbox ({_code(r.backend)}, {_code(status)}{limits}, {r.duration_s * 1000:.0f} ms)",
+        _block(e.code, "python"),
+    ]
+    if r.stdout:
+        parts.append("stdout:\n\n" + _block(r.stdout))
+    if r.stderr:
+        parts.append("stderr:\n\n" + _block(r.stderr))
+    return "\n\n".join(parts)
+
+
+def _observation(e: Observation) -> str:
+    return f"> **{_code(e.reason)}:**\n\n{_block(e.message)}"
+
+
+def _final(e: FinalAnswer) -> str:
+    return f"## Final answer\n\n{_block(e.answer)}"
+
+
+def _limit(e: LimitHit) -> str:
+    return f"> **Limit reached:** {_code(e.limit)} ({e.value:g} of {e.maximum:g})"
+
+
+def _error(e: ErrorEvent) -> str:
+    return f"> **Error ({_code(e.where)}):**\n\n{_block(e.message)}"
+
+
+def _finished(e: RunFinished) -> str:
+    u = e.usage
+    return (
+        "## Summary\n\n| status | rounds | expert calls | sandbox runs | input tokens "
+        "| output tokens | cost | time |\n|---|---|---|---|---|---|---|---|\n"
+        f"| {_code(e.status)} | {e.rounds} | {e.expert_calls} | {e.sandbox_runs} "
+        f"| {u.input_tokens} | {u.output_tokens} | ${u.cost_usd:.4f} | {e.duration_s:.1f} s |"
+    )
+
+
+def _notes(e: NotesWritten) -> str:
+    tools = tool_tests_line(e.tools, e.tool_testing)
+    cost = learning_cost_line(e.usage, e.budget, e.reflection)
+    return (
+        f"> **Notebook:** {len(e.note_ids)} notes written ({_code(e.verification)})"
+        + (f"; {_code(tools)}" if tools else "")
+        + (f"; {_code(cost)}" if cost else "")
+    )
+
+
+# One renderer per event kind, as the terminal's and the TUI's; a kind not here (a
+# text delta, a verdict) is left out of the page.
+RENDERERS: dict[type[Event], Callable[[Any], str]] = {
+    RunStarted: _run_started,
+    Recall: _recall,
+    MetaTurnStarted: _meta_started,
+    MetaTurnFinished: _meta_finished,
+    ExpertCallStarted: _expert_started,
+    ExpertCallFinished: _expert_finished,
+    SandboxExec: _sandbox,
+    Observation: _observation,
+    FinalAnswer: _final,
+    LimitHit: _limit,
+    ErrorEvent: _error,
+    RunFinished: _finished,
+    NotesWritten: _notes,
+}
+
+
 def _md(event: Event) -> str | None:
-    if isinstance(event, RunStarted):
-        target = f"\n\n**Target:** {_code(event.target)}" if event.target else ""
-        return (
-            f"# Run {_code(event.run_id)}\n\n**Model:** {_code(event.model)} · **Experts:** "
-            f"{_code(event.expert_model)} · **Sandbox:** {_code(event.sandbox)}{target}"
-            f"\n\n## Question\n\n{_block(event.question)}"
-        )
-    if isinstance(event, Recall):
-        notes = "\n".join(
-            f"- {_code(str(n.get('id')))} {_code(str(n.get('key', '')))} "
-            f"(score {float(n.get('score', 0)):.2f})"
-            for n in event.notes
-        )
-        kind = _code(event.task_type) if event.task_type else "no task type"
-        return f"### Recalled notes ({kind})\n\n{notes or 'none'}"
-    if isinstance(event, MetaTurnStarted):
-        return f"## Round {event.round}\n\n<details><summary>What the meta model was sent</summary>\n\n{_block(event.user_message)}\n\n</details>"
-    if isinstance(event, MetaTurnFinished):
-        return f"### Meta model\n\n{_block(event.text)}"
-    if isinstance(event, ExpertCallStarted):
-        return f"### → {_code(event.name)}\n\n{_block(event.instruction)}"
-    if isinstance(event, ExpertCallFinished):
-        reply = event.text or "(code given by the meta model)"
-        return f"### ← {_code(event.name)}\n\n{_block(reply)}"
-    if isinstance(event, SandboxExec):
-        r = event.result
-        status = r.infra_error or ("timed out" if r.timed_out else f"exit {r.exit_code}")
-        limits = "".join(f", {hit} limit" for hit in r.limits_hit)
-        parts = [
-            f"#### Sandbox ({_code(r.backend)}, {_code(status)}{limits}, "
-            f"{r.duration_s * 1000:.0f} ms)",
-            _block(event.code, "python"),
-        ]
-        if r.stdout:
-            parts.append("stdout:\n\n" + _block(r.stdout))
-        if r.stderr:
-            parts.append("stderr:\n\n" + _block(r.stderr))
-        return "\n\n".join(parts)
-    if isinstance(event, Observation):
-        return f"> **{_code(event.reason)}:**\n\n{_block(event.message)}"
-    if isinstance(event, FinalAnswer):
-        return f"## Final answer\n\n{_block(event.answer)}"
-    if isinstance(event, LimitHit):
-        return f"> **Limit reached:** {_code(event.limit)} ({event.value:g} of {event.maximum:g})"
-    if isinstance(event, ErrorEvent):
-        return f"> **Error ({_code(event.where)}):**\n\n{_block(event.message)}"
-    if isinstance(event, RunFinished):
-        u = event.usage
-        return (
-            f"## Summary\n\n| status | rounds | expert calls | sandbox runs | input tokens | output tokens | cost | time |\n"
-            f"|---|---|---|---|---|---|---|---|\n| {_code(event.status)} | {event.rounds} | {event.expert_calls} | "
-            f"{event.sandbox_runs} | {u.input_tokens} | {u.output_tokens} | ${u.cost_usd:.4f} | {event.duration_s:.1f} s |"
-        )
-    if isinstance(event, NotesWritten):
-        tools = tool_tests_line(event.tools, event.tool_testing)
-        cost = learning_cost_line(event.usage, event.budget, event.reflection)
-        return (
-            f"> **Notebook:** {len(event.note_ids)} notes written ({_code(event.verification)})"
-            + (f"; {_code(tools)}" if tools else "")
-            + (f"; {_code(cost)}" if cost else "")
-        )
-    return None
+    render = RENDERERS.get(type(event))
+    return render(event) if render is not None else None
 
 
 def _round(r: RoundView) -> list[Event]:

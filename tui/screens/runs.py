@@ -26,8 +26,9 @@ from textual.widgets import Input, Select, Static
 
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.text.display import visible
-from record.audit import FINDING_KINDS, audit_outline
-from record.correctness import LABELS
+from record.audit import audit_outline
+from record.correctness import CORRECT, LABELS, MARKS, UNSCORED, WRONG, label_of
+from record.findings import BADGES
 from record.fold import outline_file
 from record.fts import quote_words
 from transcripts.index import FILTER_COLUMNS, RunFilter, RunIndex, RunRecord
@@ -60,13 +61,13 @@ def _line(value: object) -> Text:
     return Text(visible(" ".join(str(value or "").split())), no_wrap=True, overflow="ellipsis")
 
 
-MARKS = {1: Text("✓", style="green"), 0: Text("✗", style="bold red")}
-UNSCORED = Text("·", style="dim")
+MARK_STYLES = {CORRECT: "green", WRONG: "bold red", UNSCORED: "dim"}
 
 
 def correctness_mark(row: RunRecord) -> Text:
     """✓ correct, ✗ wrong, · not scored: the run's recorded verdict."""
-    return MARKS.get(row.get("correct"), UNSCORED)  # type: ignore[arg-type]
+    label = label_of(row.get("correct"))
+    return Text(MARKS[label], style=MARK_STYLES[label])
 
 
 def indexed_badges(row: RunRecord) -> str | None:
@@ -75,9 +76,6 @@ def indexed_badges(row: RunRecord) -> str | None:
     if findings is None:
         return None
     return findings.strip() or "-"
-
-
-BADGES = [badge for badge, _ in FINDING_KINDS.values()]
 
 
 _BADGES: dict[tuple[str, float], str] = {}  # (path, mtime) -> badges, across screens

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from conductor.batch.report import Tally
-from conductor.cli.batch import _Progress
+from conductor.cli.progress import Progress
 
 records = st.fixed_dictionaries(
     {
@@ -35,7 +35,7 @@ def test_one_line_per_finished_item_on_a_terminal_and_none_when_piped(
 ) -> None:
     out = io.StringIO()
     console = Console(file=out, force_terminal=terminal, width=200)
-    progress = _Progress(enabled=terminal, console=console)
+    progress = Progress(enabled=terminal, console=console)
     tally = Tally(total=len(batch))
     with progress.shown(tally):
         for record in batch:
