@@ -2,7 +2,10 @@
 
 The CLI, the batch runner and the TUI all start runs through `Session`, so a run is
 recorded the same way whoever started it. The transcript is written event by event and
-closed in `finally`: an interrupted or crashed run keeps everything it did.
+closed in `finally`: an interrupted or crashed run keeps everything it did. The session
+folds a finished run once (record/fold.py) and hands that fold to the runs index, the
+scorer and the notebook; nothing reads the transcript back to learn what the run did.
+A session closes its sandbox when it is closed (`with session:` or `close()`).
 """
 
 from __future__ import annotations
@@ -19,11 +22,21 @@ from typing import Any
 from conductor.config import Settings
 from conductor.session.fresh_sandbox import FreshSandbox
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.events import ErrorEvent, Event, NotesWritten, Recall, RunFinished, RunStarted
+from conductor_kernel.events import (
+    ErrorEvent,
+    Event,
+    FinalAnswer,
+    NotesWritten,
+    Recall,
+    RunFinished,
+    RunScored,
+    RunStarted,
+)
 from conductor_kernel.interfaces import ChatModel, EventSink, Method, Sandbox, Usage
 from conductor_kernel.limits.ledger import UsageLedger
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.run.loop import Conductor
+from record.fold import RunOutline, outline
 from record.home import runs_dir
 from record.repair import summarise
 from record.writer import TranscriptWriter
@@ -34,6 +47,19 @@ log = logging.getLogger("conductor")
 
 # Statuses after which nothing is learned: the run did not end on its own terms.
 NO_LEARNING = ("error", "interrupted")
+
+
+@dataclass
+class RunResult:
+    """A run as its session recorded it: its start, its final answer (the last one
+    given), the end the loop gave it (None when it was cut off before that: the end the
+    session wrote for it is in the fold), and its one fold, made when it ended (the
+    verdict and the notes written after that are added to the fold as they come)."""
+
+    started: RunStarted | None = None
+    answer: str | None = None
+    finished: RunFinished | None = None
+    outline: RunOutline | None = None
 
 
 @dataclass
@@ -75,6 +101,7 @@ class Session:
     # "idle", "running", "learning": lets a signal handler choose how to stop.
     phase: str = "idle"
     ledger: UsageLedger | None = None  # the current (or last) run's ledger
+    last: RunResult = field(default_factory=RunResult)  # the current (or last) run
     # Why the session cancelled its own run (a sink's reader went away), if it did.
     stopped_by: str | None = None
     # What the run's record could not be stored in (its transcript, runs.db): the run
@@ -97,6 +124,24 @@ class Session:
             method=self.method,
         )
 
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release what the session holds for its runs: the sandbox."""
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+    def run(self, question: str, **options: Any) -> RunResult:
+        """Run `question` to its end, learning included, for a caller that does not
+        stream; the options are `solve`'s."""
+        for _ in self.solve(question, **options):
+            pass
+        return self.last
+
     def cancel(self) -> None:
         """Stop the run in flight at its next step, or the next run at its first one."""
         assert self.conductor is not None
@@ -106,7 +151,7 @@ class Session:
     @property
     def cancelled(self) -> bool:
         assert self.conductor is not None
-        return self._cancel_asked.is_set() or self.conductor._cancel.is_set()
+        return self._cancel_asked.is_set() or self.conductor.cancelled
 
     def solve(
         self,
@@ -123,6 +168,7 @@ class Session:
         writer: TranscriptWriter | None = None
         events: list[Event] = []
         ledger = self.ledger = UsageLedger()
+        result = self.last = RunResult()
         self.stopped_by = None
         self.storage_failures = []
         self._dead = set()
@@ -140,18 +186,23 @@ class Session:
                 question, run_id=run_id, task=task, target=target, tags=tags, ledger=ledger
             ):
                 if isinstance(event, RunStarted):
+                    result.started = event
                     if self._cancel_asked.is_set():
                         self.conductor.cancel()  # asked before the loop cleared its flag
                     writer = TranscriptWriter(directory / f"{event.run_id}.jsonl")
                     if self.index is not None:
                         self.index.attach(event.run_id, writer.path)
-                if isinstance(event, RunFinished):
-                    finished = event
+                elif isinstance(event, FinalAnswer):
+                    result.answer = event.answer
+                elif isinstance(event, RunFinished):
+                    finished = result.finished = event
                 self._deliver(event, writer, sinks)
                 if not event.transient:
                     events.append(event)
+                if event is finished:
+                    self._fold(events, sinks)
                 yield event
-            verdict = self._score(events) if finished is not None else None
+            verdict = self._score(result.outline) if result.outline is not None else None
             if verdict is not None:
                 self._deliver(verdict, writer, sinks)
                 events.append(verdict)
@@ -163,8 +214,11 @@ class Session:
                 and not _off_protocol(events)
             ):
                 self.phase = "learning"
-                for item in self._after(events, ledger):
+                assert result.outline is not None
+                for item in self._after(events, result.outline, ledger):
                     self._deliver(item, writer, sinks)
+                    if isinstance(item, NotesWritten):
+                        result.outline.notes_written.append(item)  # as the fold places it
                     yield item
         except BaseException as exc:
             self._cut_off = True
@@ -176,14 +230,14 @@ class Session:
                 finished.meta_usage = ledger.total("meta")
                 finished.duration_s = time.monotonic() - started_at
                 if isinstance(exc, Exception):
-                    self._deliver(
-                        ErrorEvent(
-                            run_id=finished.run_id, message=str(exc), where=type(exc).__name__
-                        ),
-                        writer,
-                        sinks,
+                    error = ErrorEvent(
+                        run_id=finished.run_id, message=str(exc), where=type(exc).__name__
                     )
+                    self._deliver(error, writer, sinks)
+                    events.append(error)
                 self._deliver(finished, writer, sinks)
+                events.append(finished)
+                self._fold(events, sinks)
             raise
         finally:
             self.phase = "idle"
@@ -191,22 +245,34 @@ class Session:
             if writer is not None:
                 writer.close()
 
-    def _score(self, events: list[Event]) -> Event | None:
-        """The run's verdict by its task's scorer; a scorer that fails costs no run."""
+    def _fold(self, events: list[Event], sinks: tuple[EventSink, ...]) -> None:
+        """Fold the finished run, once, and hand the fold to the runs index and to every
+        sink that keeps the run's findings (a batch's runs.db feed)."""
+        run = self.last.outline = outline(events)
+        for target in (self.index, *sinks):
+            if target is not None and hasattr(target, "record_findings"):
+                self._guarded(target, None, "run_finished", lambda t=target: t.record_findings(run))
+
+    def _score(self, run: RunOutline) -> RunScored | None:
+        """The run's verdict by its task's scorer, added to its fold; a scorer that
+        fails costs no run."""
         if not self.scoring:
             return None
         from conductor.scoring.runs import score_run
 
         try:
-            return score_run(events, scored_at="run end")
+            verdict = score_run(run, scored_at="run end")
         except Exception:
             log.exception("scoring the run failed; the run itself is saved")
             return None
+        if verdict is not None:
+            run.scored = verdict  # what folding the verdict's event would do
+        return verdict
 
     def _stopping(self) -> bool:
         return self._cut_off or self.cancelled
 
-    def _after(self, events: list[Event], ledger: UsageLedger) -> list[Event]:
+    def _after(self, events: list[Event], run: RunOutline, ledger: UsageLedger) -> list[Event]:
         produced: list[Event] = []
         checks = FreshSandbox(self.fresh_sandbox) if self.fresh_sandbox is not None else None
         try:
@@ -214,7 +280,11 @@ class Session:
                 mark = ledger.mark()
                 try:
                     made = hook(
-                        events, ledger=ledger, sandbox=checks, cancelled=lambda: self.cancelled
+                        events,
+                        ledger=ledger,
+                        sandbox=checks,
+                        cancelled=lambda: self.cancelled,
+                        run=run,
                     )
                 except Exception:  # learning must never cost the user the run
                     log.exception("an after-run hook failed; the run itself is saved")
@@ -245,37 +315,43 @@ class Session:
             targets.append(self.index)
         targets.extend(sinks)
         for target in targets:
-            if id(target) in self._dead:
-                continue
-            try:
-                target.handle(event)
-            except Exception as exc:
-                if target is not writer and _reader_gone(exc):
-                    # Nobody reads this output any more (`| head`, a closed terminal):
-                    # stop the run, as a shell would, and record that it was stopped.
-                    self._dead.add(id(target))
-                    self.stopped_by = self.stopped_by or "output closed"
-                    self.cancel()
-                    continue
-                if target is writer or target is self.index or _stores(target):
-                    where = "the transcript" if target is writer else "runs.db"
-                    self.storage_failures.append(
-                        f"{where} could not take a {event.kind} event ({type(exc).__name__}: {exc})"
-                    )
-                if id(target) in self._warned:
-                    continue  # said once per run: a full disk fails every event
-                self._warned.add(id(target))
-                if isinstance(exc, UserFacingError):
-                    log.warning("%s The run goes on.", exc)
-                    continue
-                log.warning(
-                    "%s could not take a %s event (%s: %s); the run goes on",
-                    type(target).__name__,
-                    event.kind,
-                    type(exc).__name__,
-                    exc,
-                    exc_info=log.isEnabledFor(logging.DEBUG),
+            self._guarded(target, writer, event.kind, lambda t=target: t.handle(event))
+
+    def _guarded(
+        self, target: Any, writer: TranscriptWriter | None, kind: str, call: Callable[[], object]
+    ) -> None:
+        """`call` (a delivery to `target`), with what a failure of it means handled."""
+        if id(target) in self._dead:
+            return
+        try:
+            call()
+        except Exception as exc:
+            if target is not writer and _reader_gone(exc):
+                # Nobody reads this output any more (`| head`, a closed terminal):
+                # stop the run, as a shell would, and record that it was stopped.
+                self._dead.add(id(target))
+                self.stopped_by = self.stopped_by or "output closed"
+                self.cancel()
+                return
+            if target is writer or target is self.index or _stores(target):
+                where = "the transcript" if target is writer else "runs.db"
+                self.storage_failures.append(
+                    f"{where} could not take a {kind} event ({type(exc).__name__}: {exc})"
                 )
+            if id(target) in self._warned:
+                return  # said once per run: a full disk fails every event
+            self._warned.add(id(target))
+            if isinstance(exc, UserFacingError):
+                log.warning("%s The run goes on.", exc)
+                return
+            log.warning(
+                "%s could not take a %s event (%s: %s); the run goes on",
+                type(target).__name__,
+                kind,
+                type(exc).__name__,
+                exc,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
 
 
 def check_endpoints(*models: ChatModel) -> None:
