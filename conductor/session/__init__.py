@@ -7,19 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from conductor.config import Settings
-from conductor.session.run import NO_LEARNING, RunResult, Session
+from conductor.session.run import RunResult as RunResult  # re-exported: the public names
+from conductor.session.run import Session as Session
 from conductor_kernel.interfaces import ChatModel, Sandbox
 from transcripts.index import RunIndex
-
-__all__ = [
-    "NO_LEARNING",
-    "RunResult",
-    "Session",
-    "build_session",
-    "check_endpoints",
-    "check_model",
-    "fresh_sandbox_opener",
-]
 
 
 def check_endpoints(*models: ChatModel) -> None:
