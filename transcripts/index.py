@@ -47,7 +47,7 @@ from conductor_kernel.events import (
 from conductor_kernel.interfaces import Usage
 from record.audit import AuditReport, audit_outline
 from record.correctness import Correctness
-from record.fold import RunOutline, outline, outline_file
+from record.fold import RunOutline, outline
 from record.fts import SearchSyntaxError
 from record.home import home_dir
 from record.id_prefix import encodable, prefix_condition
@@ -230,8 +230,7 @@ class RunIndex:
         elif isinstance(event, FinalAnswer):
             self._update(event.run_id, {"final_answer": event.answer})
         elif isinstance(event, RunFinished):
-            self.record_finish(event)
-            self._record_findings_live(event.run_id)
+            self.record_finish(event)  # its findings come with its fold (record_findings)
         elif isinstance(event, RunScored):
             self.record_correctness(event.run_id, Correctness.of_event(event))
         elif isinstance(event, NotesWritten):
@@ -320,16 +319,6 @@ class RunIndex:
                 c.execute("insert into audits values (?, ?)", (run.run_id, json.dumps(stored)))
 
         self.write(keep)
-
-    def _record_findings_live(self, run_id: str) -> None:
-        """Audit a live run as it ends, from its transcript (written before this sink)."""
-        path = self._paths.get(run_id)
-        if not path:
-            return
-        try:
-            self.record_findings(outline_file(path))
-        except (OSError, ValueError) as exc:  # the index can be rebuilt; the run goes on
-            log.warning("run %s: its findings were not indexed (%s)", run_id, exc)
 
     def record_learning(self, run_id: str, usage: Usage) -> None:
         """Learning's model calls, made after the run finished, beside the run's own."""

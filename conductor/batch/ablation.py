@@ -23,7 +23,6 @@ from conductor.config import Settings
 from conductor.session import Session
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import TaskSpec
-from conductor_kernel.events import Recall, RunFinished
 from conductor_kernel.interfaces import Sandbox, Usage
 from conductor_kernel.limits.ledger import UsageLedger
 
@@ -94,21 +93,17 @@ class AblationPlan:
 
 
 def _run_item(plan: AblationPlan, session: Session, item: TaskItem, arm: Arm) -> None:
-    try:
-        question = plan.question(item)
-        events = list(session.solve(question, task=plan.spec.name, target=item.target))
-        finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+    with session:
+        run = session.run(plan.question(item), task=plan.spec.name, target=item.target)
+        finished = run.finished
         answer = finished.final_answer if finished else None
         # Scored apart from the run's sandbox: a scorer that runs code opens its own.
         result = plan.score(answer, item, None, "")
-    finally:
-        if session.sandbox is not None:
-            session.sandbox.close()
     arm.correct.append(bool(result.get("correct")))
     arm.ids.append(item.id)
     if finished is not None:
         arm.usage = arm.usage + finished.usage
-    arm.recalled += any(isinstance(e, Recall) and e.notes for e in events)
+    arm.recalled += any(r.notes for r in (run.outline.recalls if run.outline else []))
 
 
 def run_ablation(plan: AblationPlan, *, progress: Callable[[str], None] = print) -> dict[str, Any]:

@@ -49,12 +49,10 @@ from conductor_kernel.events import (
     Recall,
     RunFinished,
     RunStarted,
-    TextDelta,
     new_id,
 )
 from conductor_kernel.interfaces import ModelError, SandboxUnavailable, Usage
 from record.ending import ending
-from record.fold import outline
 from record.migrations import DatabaseError
 
 log = logging.getLogger("conductor.batch")
@@ -287,7 +285,6 @@ class BatchRunner:
         failure: BaseException | None = None
         finished: RunFinished | None = None
         last_turn = ""
-        kept: list[Event] = []  # the run's events but its text deltas: for its account
         try:
             session = self.make_session(item)
             with self._lock:
@@ -305,8 +302,6 @@ class BatchRunner:
                 if self._stop.is_set():
                     session.cancel()  # a run that started after stop() was called
                 _note(event, record)
-                if not isinstance(event, TextDelta):
-                    kept.append(event)
                 if isinstance(event, MetaTurnFinished):
                     last_turn = event.text
                 elif isinstance(event, RunFinished):
@@ -322,9 +317,10 @@ class BatchRunner:
                 learning = Usage.from_dict(record.get("learning_usage"))
                 record["usage"] = (finished.usage + learning).to_dict()
                 record.pop("reason", None)
-                if record["status"] in ("declined", "no_answer"):
+                run = session.last.outline if session is not None else None
+                if record["status"] in ("declined", "no_answer") and run is not None:
                     # The same account of the run's end every way in gives.
-                    record["reason"] = ending(outline(kept)).why
+                    record["reason"] = ending(run).why
             stored = session.storage_failures if session is not None else []
             if failure is None and stored and record["status"] != "interrupted":
                 # The run's record is incomplete: not a grade of the model either.
@@ -345,8 +341,8 @@ class BatchRunner:
         finally:
             with self._lock:
                 self._live.pop(item.id, None)
-            if session is not None and session.sandbox is not None:
-                session.sandbox.close()
+            if session is not None:
+                session.close()
         record["duration_s"] = round(time.time() - started, 3)
         return record
 

@@ -21,6 +21,7 @@ from conductor.tasks.files import TaskFileError, TaskItem
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.events import Event, RunStarted
 from conductor_kernel.interfaces import Sandbox
+from record.fold import RunOutline
 from record.home import home_dir
 
 
@@ -243,3 +244,8 @@ class IndexSink:
             if isinstance(event, RunStarted):
                 self.index.attach(event.run_id, self.runs_path / f"{event.run_id}.jsonl")
             self.index.handle(event)
+
+    def record_findings(self, run: RunOutline) -> None:
+        """The finished run's audit, from the fold its session made of it."""
+        with self._lock:
+            self.index.record_findings(run)

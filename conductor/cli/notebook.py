@@ -100,11 +100,10 @@ def run_test_tools(args: argparse.Namespace) -> int:
     from sandbox.registry import open_sandbox
 
     book = open_book(args)
-    sandbox = open_sandbox(args.sandbox)
     try:
-        tools = retest_tools(book, sandbox, per_tool=args.per_tool)
+        with contextlib.closing(open_sandbox(args.sandbox)) as sandbox:
+            tools = retest_tools(book, sandbox, per_tool=args.per_tool)
     finally:
-        sandbox.close()
         book.close()
     ranked = sorted(tools, key=lambda t: -t.rank_score)
     if args.json:

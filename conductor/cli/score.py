@@ -15,6 +15,7 @@ prints one object per file instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -319,10 +320,10 @@ def run_score(args: argparse.Namespace) -> int:
         check_dependencies(spec)  # refuse before any number is printed
     sandbox: Sandbox | None = None
     tallies = []
-    try:
+    with contextlib.ExitStack() as opened:  # the sandbox, if one was opened
         for path, spec in specs:
             if spec.scorer == "p3" and sandbox is None:
-                sandbox = _open_sandbox(args.sandbox)
+                sandbox = opened.enter_context(contextlib.closing(_open_sandbox(args.sandbox)))
             results = batch_results(path)
             if results is not None:
                 tallies.append(score_batch(results, spec, sandbox=sandbox))
@@ -330,9 +331,6 @@ def run_score(args: argparse.Namespace) -> int:
                 tallies.append(score_file(path, spec, sandbox=sandbox, on_error=args.on_bad_line))
             if args.json and not (layout or args.markdown):
                 print(json_text(tallies[-1].to_dict(args.rule), ensure_ascii=False), flush=True)
-    finally:
-        if sandbox is not None:
-            sandbox.close()
     if args.markdown:
         from conductor.export.suite import render_markdown
 

@@ -8,7 +8,6 @@ import sys
 from conductor.cli.json_out import json_text
 from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
-from conductor_kernel.events import Event, FinalAnswer, RunFinished, RunStarted
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +25,6 @@ def run_solve(args: argparse.Namespace) -> int:
     from conductor.session import build_session
     from experts.registry import CONFIGURE_HINT, choose
     from record.ending import ending
-    from record.fold import outline
 
     question = sys.stdin.read() if args.question == "-" else args.question
     if not question.strip():
@@ -57,8 +55,6 @@ def run_solve(args: argparse.Namespace) -> int:
         # session stops the run instead, so its end is recorded and told.
         printer.console.on_broken_pipe = _output_closed  # type: ignore[method-assign]
         sinks = (printer,)
-    answer, started, finished = None, None, None
-    seen: list[Event] = []  # the run's events, for the account of its end
 
     def stop(signal_name: str) -> bool:
         if session.phase != "running":
@@ -67,17 +63,11 @@ def run_solve(args: argparse.Namespace) -> int:
         return True
 
     try:
-        with interrupts.graceful(stop):
-            for event in session.solve(question, sinks=sinks):
-                seen.append(event)
-                if isinstance(event, RunStarted):
-                    started = event
-                elif isinstance(event, FinalAnswer):
-                    answer = event.answer
-                elif isinstance(event, RunFinished):
-                    finished = event
+        with session, interrupts.graceful(stop):
+            session.run(question, sinks=sinks)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", "SIGINT")
+        started, finished = session.last.started, session.last.finished
         if finished is not None:
             interrupts.say(
                 f"stopped by {name} while learning: run {finished.run_id} is saved "
@@ -91,9 +81,8 @@ def run_solve(args: argparse.Namespace) -> int:
         else:
             interrupts.say(f"stopped by {name} before the run started; nothing was recorded.")
         return interrupts.EXIT_CODES.get(name, 130)
-    finally:
-        if session.sandbox is not None:
-            session.sandbox.close()
+    result = session.last
+    started, answer, finished = result.started, result.answer, result.finished
     signal_name = interrupts.last_signal()
     if finished is not None and (signal_name or session.stopped_by):
         why = f"stopped by {signal_name}" if signal_name else session.stopped_by
@@ -106,7 +95,7 @@ def run_solve(args: argparse.Namespace) -> int:
             f"{why}: run {finished.run_id} is saved {how} "
             f"(`conductor runs show {finished.run_id}`)."
         )
-    told = ending(outline(seen)) if finished is not None else None
+    told = ending(result.outline) if result.outline is not None else None
     try:
         if args.json and finished is not None and told is not None:
             print(

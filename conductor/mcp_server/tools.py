@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 from conductor.config import load_settings
 from conductor.config.offered import offered
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.events import Event, FinalAnswer, RunFinished, RunStarted
+from conductor_kernel.events import RunFinished
 
 if TYPE_CHECKING:
     from conductor.config.settings import Settings
     from conductor.mcp_server.slots import RunSlots
-    from conductor.session import Session
+    from record.fold import RunOutline
 
 
 def solve(
@@ -46,14 +46,15 @@ def solve(
     if method:
         update["method"] = check_method(method)
     chosen = base.model_copy(update=update)
-    with slots.held() if slots is not None else contextlib.nullcontext():
-        started, finished, answer, events = _run(build_session(chosen), question)
-    if finished is None or started is None:
+    held = slots.held() if slots is not None else contextlib.nullcontext()
+    with held, build_session(chosen) as session:
+        result = session.run(question, tags={"via": "mcp"})
+    started, finished, answer, run = result.started, result.finished, result.answer, result.outline
+    if finished is None or started is None or run is None:
         raise UserFacingError("the run ended without being recorded as finished")
     from record.ending import ending
-    from record.fold import outline
 
-    told = ending(outline(events))
+    told = ending(run)
     return {
         "answer": answer if told.answered else None,
         "run_id": finished.run_id,
@@ -64,39 +65,14 @@ def solve(
         "reason": None if told.answered else told.line(),
         "method": started.method,
         "model": started.model,
-        "account": _account(finished, events),
+        "account": _account(finished, run),
     }
 
 
-def _run(
-    session: Session, question: str
-) -> tuple[RunStarted | None, RunFinished | None, str | None, list[Event]]:
-    """The run's start, end, answer and every event, learning included."""
-    started: RunStarted | None = None
-    finished: RunFinished | None = None
-    answer: str | None = None
-    events: list[Event] = []
-    try:
-        for event in session.solve(question, tags={"via": "mcp"}):
-            events.append(event)
-            if isinstance(event, RunStarted):
-                started = event
-            elif isinstance(event, FinalAnswer):
-                answer = event.answer
-            elif isinstance(event, RunFinished):
-                finished = event
-    finally:
-        if session.sandbox is not None:
-            session.sandbox.close()
-    return started, finished, answer, events
-
-
-def _account(finished: RunFinished, events: list[Event]) -> str:
-    from record.fold import outline
-
+def _account(finished: RunFinished, run: RunOutline) -> str:
     experts = Counter(
         call.started.name
-        for round_ in outline(events).rounds
+        for round_ in run.rounds
         for call in round_.calls
         if call.started is not None
     )

@@ -108,9 +108,9 @@ class ServedRun:
                 log.warning("a served run could not start: %s: %s", type(exc).__name__, exc)
             self._put(exc)
         finally:
-            if session is not None and session.sandbox is not None:
+            if session is not None:
                 try:
-                    session.sandbox.close()
+                    session.close()
                 except Exception:
                     log.exception("closing a served run's sandbox failed")
             self._put(END)

@@ -27,6 +27,7 @@ from lessons.read.recall import RecallOptions, recall
 from lessons.storage.store import Notebook
 from lessons.write.learn import LearnOptions, model_can_reflect, write_or_skip
 from lessons.write.prepare import prepare_run
+from record.fold import RunOutline
 
 if TYPE_CHECKING:
     from conductor.session import Session
@@ -101,8 +102,10 @@ class NotebookHooks:
         ledger: UsageLedger | None = None,
         sandbox: Sandbox | None = None,
         cancelled: Callable[[], bool] | None = None,
+        run: RunOutline | None = None,
     ) -> list[Event]:
-        """Learn from a finished run; its model calls go on `ledger` as "learning".
+        """Learn from a finished run (`run`: its session's fold of `events`); its model
+        calls go on `ledger` as "learning".
 
         `sandbox` is a fresh one the session opened for these checks, never the run's
         own (conductor/session/fresh_sandbox.py): the tools the run made are tested in it,
@@ -111,7 +114,9 @@ class NotebookHooks:
         """
         model = self._model(ledger, "learning")
         options = learning_options(self.learn_options, sandbox, cancelled)
-        prepared = prepare_run(self.book, events, model=model, options=options)
+        prepared = prepare_run(
+            self.book, run if run is not None else events, model=model, options=options
+        )
         if prepared is None:
             return []
         if cancelled is not None and cancelled():

@@ -67,6 +67,11 @@ class Conductor:
         """Stop the current run at the next step; what happened so far is kept."""
         self._cancel.set()
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether the current run was asked to stop."""
+        return self._cancel.is_set()
+
     def run_config(self) -> RunConfig:
         """The run's limits, with Python on exactly when the method runs code."""
         if self.config.python == self.method.python:

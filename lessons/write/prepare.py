@@ -139,17 +139,18 @@ class PreparedRun:
 
 def prepare_run(
     book: Notebook | None,
-    events: list[Event],
+    events: RunOutline | list[Event],
     *,
     model: ChatModel | None = None,
     options: LearnOptions | None = None,
 ) -> PreparedRun | None:
-    """Everything slow about learning from a run; None when there is nothing to learn.
+    """Everything slow about learning from a run (its events, or their fold when the
+    caller has it); None when there is nothing to learn.
 
     The run is judged with the notebook's scorers (`book.scoring`); without a notebook,
     with none (no task known, no answer scored)."""
     options = options or LearnOptions()
-    run = outline(events)
+    run = events if isinstance(events, RunOutline) else outline(events)
     if run.started is None or not run.question.strip():
         return None
     if run.status not in LEARNABLE_STATUSES:

@@ -44,8 +44,8 @@ class _Prepared:
     done: threading.Event = field(default_factory=threading.Event)
 
     def discard(self) -> None:
-        if self.session is not None and self.session.sandbox is not None:
-            self.session.sandbox.close()
+        if self.session is not None:
+            self.session.close()
         self.session = None
 
 
@@ -272,8 +272,7 @@ class SolveScreen(Screen[None]):
             # Learning runs after RunFinished: a new run may have started meanwhile.
             if self.session is session:
                 self.session = None
-            if session.sandbox is not None:
-                session.sandbox.close()
+            session.close()
             if not self._stop_before_start.is_set():
                 self._prepare_next()
 

@@ -28,7 +28,8 @@ from conductor.batch.ray.pool import Worker, WorkerPool
 from conductor.batch.report import ItemRecord
 from conductor.batch.runner import BatchPlan, BatchRunner, SessionOutcome, error_of
 from conductor.tasks.files import TaskItem
-from conductor_kernel.events import Event, RunStarted
+from conductor_kernel.events import Event, RunFinished, RunStarted
+from record.fold import outline
 from record.writer import TranscriptWriter
 
 log = logging.getLogger("conductor.batch")
@@ -164,6 +165,7 @@ class RayBatchRunner(BatchRunner):
         import ray
 
         writer: TranscriptWriter | None = None
+        events: list[Event] = []  # the run's, folded once for runs.db when it finishes
         stream = worker.actor.run_item.options(num_returns="streaming").remote(
             item, attempt, self.learning.snapshot()
         )
@@ -171,7 +173,7 @@ class RayBatchRunner(BatchRunner):
             for ref in stream:
                 chunk = ray.get(ref)
                 if "events" in chunk:
-                    writer = self._record_events(chunk["events"], writer)
+                    writer = self._record_events(chunk["events"], writer, events)
                 else:
                     return chunk
         except ray.exceptions.RayTaskError as exc:  # the item's code failed, not the worker
@@ -184,16 +186,20 @@ class RayBatchRunner(BatchRunner):
         raise WorkerLost("the stream ended without the item's record")
 
     def _record_events(
-        self, raw: list[dict[str, Any]], writer: TranscriptWriter | None
+        self, raw: list[dict[str, Any]], writer: TranscriptWriter | None, events: list[Event]
     ) -> TranscriptWriter | None:
         for data in raw:
             event = Event.from_dict(data)
             if isinstance(event, RunStarted):
                 writer = TranscriptWriter(self.runs_path / f"{event.run_id}.jsonl")
+                events.clear()
+            events.append(event)
             if writer is not None:
                 writer.handle(event)
             if self.index is not None:
                 self.index.handle(event)
+                if isinstance(event, RunFinished):
+                    self.index.record_findings(outline(events))
         return writer
 
     def _finish(self, record: ItemRecord) -> None:

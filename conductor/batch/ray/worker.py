@@ -36,6 +36,7 @@ from conductor.tasks.specs import TaskSpec
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import Sandbox, Usage
 from lessons.write.prepare import LearnOptions, model_can_reflect, prepare_run
+from record.fold import RunOutline
 
 log = logging.getLogger("conductor.batch")
 
@@ -200,6 +201,7 @@ class ItemWorker:
         ledger: Any = None,
         sandbox: Sandbox | None = None,
         cancelled: Callable[[], bool] | None = None,
+        run: RunOutline | None = None,
     ) -> list[Event]:
         """After a run: the slow half of learning, against this worker's snapshot, for
         the driver to write; nothing written here. The model calls it makes go on the
@@ -215,7 +217,9 @@ class ItemWorker:
         options = learning_options(
             hooks.learn_options if hooks is not None else LearnOptions(), sandbox, cancelled
         )
-        learned = prepare_run(book, events, model=model, options=options)
+        learned = prepare_run(
+            book, run if run is not None else events, model=model, options=options
+        )
         if learned is not None:
             if ledger is not None:
                 learned.usage = ledger.since(mark).to_dict()
