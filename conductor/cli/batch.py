@@ -18,6 +18,8 @@ from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
 
 if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
+    from collections.abc import Callable
+
     from conductor.batch.report import ItemRecord, Tally
     from conductor.batch.setup import BatchSetup
     from conductor.batch.store import BatchFolder
@@ -266,9 +268,19 @@ def _print_report(report: dict[str, Any], *, as_json: bool) -> None:
 class _Progress:
     """A rich progress bar: done/total, accuracy so far, tokens, cost, ETA."""
 
-    def __init__(self, *, enabled: bool, console: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        console: Any = None,
+        by_method: Callable[[ItemRecord | None], str] | None = None,
+    ) -> None:
         self.enabled = enabled
         self.console = console  # None: rich's own (stdout)
+        # A comparison: a line under the bar with each method's accuracy so far, given
+        # each record (None: before the first); a pooled accuracy would mean nothing.
+        self.by_method = by_method
+        self._line = ""
         self._bar: Any = None
         self._task: Any = None
 
@@ -286,11 +298,22 @@ class _Progress:
             TimeRemainingColumn,
         )
 
-        self._bar = Progress(
+        owner = self
+        self._line = self.by_method(None) if self.by_method is not None else ""
+
+        class _WithLine(Progress):
+            def get_renderables(self) -> Any:
+                yield from super().get_renderables()
+                if owner._line:
+                    from rich.text import Text
+
+                    yield Text(owner._line)
+
+        self._bar = _WithLine(
             TextColumn("[bold]batch"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("acc {task.fields[acc]}"),
+            *([] if self.by_method else [TextColumn("acc {task.fields[acc]}")]),
             TextColumn("{task.fields[tokens]} tok"),
             TextColumn("${task.fields[cost]}"),
             TimeElapsedColumn(),
@@ -315,6 +338,8 @@ class _Progress:
     def update(self, record: ItemRecord, tally: Tally) -> None:
         from conductor.batch.store import is_finished
 
+        if self.by_method is not None:
+            self._line = self.by_method(record)
         if self._bar is not None and is_finished(record):
             self._fields(tally)
         if self._bar is not None:
