@@ -65,7 +65,9 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.max_concurrent < 1 or args.max_question_chars < 1:
         raise UserFacingError("--max-concurrent and --max-question-chars must be at least 1")
     from conductor.config.offered import offered_models
+    from record.writable import writable_home
 
+    writable_home()  # every request records a run there: refuse now, not per request
     access, key_said = access_from(args, args.host)
     settings = settings_from_args(args)
     options = ServeOptions(
