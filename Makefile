@@ -31,7 +31,7 @@ ALL_SERIAL := -n 0 --timeout=1800 -m serial
 # Prints how long the set-up and the tests took, and the machine's load beside them.
 LOAD := $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 
-.PHONY: run sandbox test test-all bench lint format check clean test-snapshot-update
+.PHONY: run sandbox extras test test-all bench lint format check clean test-snapshot-update
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,14 @@ run: $(RUN_STAMP)
 
 sandbox: $(RUN_STAMP)
 	@$(SANDBOX_SETUP)
+
+# An optional extra (serve, mcp, inspect, ray; comma-separated for several) into this
+# checkout's venv. Not `pip install 'conductor[serve]'`: the public index's `conductor`
+# is another project.
+EXTRAS ?=
+extras: $(RUN_STAMP)
+	@test -n "$(EXTRAS)" || { echo "name the extra: make extras EXTRAS=serve (or mcp, inspect, ray)" >&2; exit 2; }
+	$(PIP) -e '.[$(EXTRAS)]'
 
 # The fast tier: in parallel, on both sandbox backends, in a few minutes.
 test:

@@ -12,25 +12,32 @@ from pathlib import Path
 from conductor_kernel.errors import ConfigError
 
 
-def home_dir() -> Path:
-    """The data directory: `$CONDUCTOR_HOME`, else the platform's user data dir."""
+def home_path() -> Path:
+    """Where the data directory is (`$CONDUCTOR_HOME`, else the platform's user data
+    dir), without making it."""
     env = os.environ.get("CONDUCTOR_HOME")
     if env:
-        path = Path(env).expanduser()
-    else:
-        from platformdirs import user_data_dir
+        return Path(env).expanduser()
+    from platformdirs import user_data_dir
 
-        path = Path(user_data_dir("conductor", appauthor=False))
-    return _make_folder(path)
+    return Path(user_data_dir("conductor", appauthor=False))
+
+
+def home_dir() -> Path:
+    """The data directory, made if missing."""
+    return _make_folder(home_path())
 
 
 def _make_folder(path: Path) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a read-only file system, no permission, a file in the way
+        from record.writable import why_unwritable
+
+        cause = why_unwritable(path, exc) or str(exc.strerror or exc)
         raise ConfigError(
-            f"cannot create the data folder {path} ({exc.strerror or exc}). Point "
-            "CONDUCTOR_HOME (or --home) at a writable folder."
+            f"cannot create the data folder {path}: {cause}. Point CONDUCTOR_HOME (or "
+            "--home) at a writable folder."
         ) from None
     return path
 

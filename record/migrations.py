@@ -232,6 +232,16 @@ def open_database(
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute("PRAGMA synchronous=NORMAL")
     except sqlite3.DatabaseError as exc:
+        from record.writable import why_unwritable
+
+        # The folder's true trouble first: a pseudo file system reports no free space
+        # but is not full, and a read-only one stops root too.
+        why = why_unwritable(path.parent)
+        if why is not None and not why.startswith("the disk holding"):
+            raise DatabaseError(
+                f"{path}: cannot write there ({why}: {exc}). Point CONDUCTOR_HOME (or "
+                "--home) at a writable folder; nothing was changed."
+            ) from exc
         if _disk_full(path):
             raise DatabaseError(
                 f"{path}: the disk holding it is full ({exc}). Free some space and run "

@@ -28,7 +28,9 @@ def ray_beside_one_process(
     try:
         import ray  # noqa: F401
     except ImportError:
-        console.print("Ray is not installed: no Ray row (pip install 'conductor[ray]')")
+        from conductor.extras import install_command
+
+        console.print(f"Ray is not installed: no Ray row ({install_command('ray')})")
         return None
     sys.path.insert(0, str(REPO / "tests" / "conductor" / "batch" / "ray"))
     from local_cluster import LocalCluster

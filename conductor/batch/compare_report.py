@@ -7,6 +7,10 @@ the accuracy's 95% Wilson interval and the model calls per item. Against meta-pr
 with Python, on the items both finished and scored: the paired difference with its 95%
 interval, the flips (right→wrong: meta-prompting right, the method wrong; wrong→right:
 the other way), and the exact McNemar test on them.
+
+A method none of whose answers was graded (every run declined, failed or hit a limit)
+measured nothing about the method: it gets no interval, no difference and no test, and
+says why instead (`not_measured`, with the plain batch's diagnosis when there is one).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from conductor.batch.ablation import paired_change
 from conductor.batch.compare import Comparison, pair_id
-from conductor.batch.report import ItemRecord, is_scored, summarize
+from conductor.batch.report import ItemRecord, diagnose, is_scored, summarize
 from conductor.methods import label
 from conductor_kernel.stats import mcnemar_exact, wilson_interval
 from conductor_kernel.text.display import visible_line
@@ -57,19 +61,54 @@ def paired_with(reference: list[bool | None], method: list[bool | None]) -> dict
     }
 
 
-def method_figures(records: list[ItemRecord], total: int) -> dict[str, Any]:
+def method_figures(records: list[ItemRecord], total: int, *, model: str = "") -> dict[str, Any]:
     """The batch report's figures for one method's records, with the Wilson interval
-    and the model calls per item."""
+    and the model calls per item; `not_measured` says why there is no interval."""
     figures = summarize(records, total=total, header={})
     for key in ("format_version", "notebook", "session", "failure_examples"):
         figures.pop(key, None)
+    figures["diagnosis"] = diagnose([r for r in records if r.get("final")], model=model)
+    figures["not_measured"] = not_measured(figures)
     acc = figures["accuracy"]
     low, high = wilson_interval(acc["correct"], acc["scored"])
-    acc["wilson95"] = [round(100 * low, 2), round(100 * high, 2)] if acc["scored"] else None
+    measured = acc["scored"] and figures["not_measured"] is None
+    acc["wilson95"] = [round(100 * low, 2), round(100 * high, 2)] if measured else None
     finished = figures["items"]["finished"]
     calls = figures["tokens"]["model_calls"]
     figures["model_calls_per_item"] = round(calls / finished, 3) if finished else None
     return figures
+
+
+def not_measured(figures: dict[str, Any]) -> str | None:
+    """Why a method's figures measure nothing of it (None when some answer was graded):
+    a run that declined or failed is graded wrong, which says nothing of the method."""
+    finished = figures["items"]["finished"]
+    if figures["accuracy"]["answers_scored"]:
+        return None
+    if not finished:
+        return "none of its runs has finished yet"
+    if figures.get("diagnosis"):
+        return str(figures["diagnosis"])
+    kinds = ", ".join(
+        f"{kind.replace('_', ' ')} {n}" for kind, n in figures["failures"].items() if n
+    )
+    return (
+        f"none of its {finished} finished runs gave an answer that could be graded"
+        + (f" ({kinds})" if kinds else "")
+        + "."
+    )
+
+
+def unmeasured_pair(reference: str, method: str, figures: dict[str, Any]) -> dict[str, Any]:
+    """The paired entry of a method that cannot be compared with the reference."""
+    who = reference if figures[reference]["not_measured"] else method
+    return {
+        "items": 0,
+        "difference_points": None,
+        "ci95_points": None,
+        "mcnemar_p": None,
+        "not_measured": f"{label(who)} has no graded answer, so there is nothing to compare",
+    }
 
 
 def comparison_report(
@@ -85,8 +124,9 @@ def comparison_report(
     by_method: dict[str, list[ItemRecord | None]] = {
         m: [latest.get(pair_id(i.id, m)) for i in items] for m in comparison.methods
     }
+    model = str(header.get("model") or "")
     figures = {
-        m: method_figures([r for r in recs if r is not None], len(items))
+        m: method_figures([r for r in recs if r is not None], len(items), model=model)
         for m, recs in by_method.items()
     }
     reference = comparison.reference
@@ -94,7 +134,11 @@ def comparison_report(
     if reference is not None:
         ref = [correct(r) for r in by_method[reference]]
         for m, recs in by_method.items():
-            if m != reference:
+            if m == reference:
+                continue
+            if figures[reference]["not_measured"] or figures[m]["not_measured"]:
+                paired[m] = unmeasured_pair(reference, m, figures)
+            else:
                 paired[m] = paired_with(ref, [correct(r) for r in recs])
     finished_by_all = sum(
         1 for n in range(len(items)) if all(correct(by_method[m][n]) is not None for m in by_method)
@@ -114,8 +158,21 @@ def comparison_report(
         "notebook": notebook or {"recall": False, "learn": False, "policy": NOTEBOOK_OFF},
         "by_method": figures,
         "paired": paired,
+        "diagnosis": comparison_diagnosis(figures),
         "session": session,
     }
+
+
+def comparison_diagnosis(figures: dict[str, Any]) -> str | None:
+    """One sentence when some method measured nothing: which, and the first one's why."""
+    empty = [m for m, f in figures.items() if f["not_measured"]]
+    if not empty:
+        return None
+    names = ", ".join(label(m) for m in empty)
+    first = figures[empty[0]]["not_measured"]
+    if len(empty) == len(figures):
+        return visible_line(f"No method has a graded answer: {first}")
+    return visible_line(f"{names}: no graded answer, so no figures for them; {first}")
 
 
 def _pct(value: float | None) -> str:
@@ -141,9 +198,13 @@ def comparison_rows(report: dict[str, Any]) -> list[dict[str, str]]:
         tokens = f["tokens"]
         finished = f["items"]["finished"]
         accuracy = f"{_pct(acc['percent'])} ({acc['correct']}/{acc['scored']})"
+        if f.get("not_measured"):
+            accuracy = "not measured"
         if ci:
             accuracy += f" [{ci[0]:.1f}, {ci[1]:.1f}]"
-        if pair and pair["items"]:
+        if pair and pair.get("not_measured"):
+            versus, flips, p = "not measured", "-", "-"
+        elif pair and pair["items"]:
             low, high = pair["ci95_points"]
             versus = (
                 f"{pair['difference_points']:+.1f} [{low:+.1f}, {high:+.1f}] on {pair['items']}"
@@ -215,6 +276,10 @@ def render_comparison(report: dict[str, Any]) -> str:
         "wrong→right the reverse, and McNemar p is the exact two-sided test on those flips. "
         "Tokens, rounds, seconds and model calls are means over the method's finished items.",
     ]
+    empty = [m for m in report["methods"] if report["by_method"][m].get("not_measured")]
+    if empty:
+        lines += ["", "## Not measured", ""]
+        lines += [f"- {label(m)}: {report['by_method'][m]['not_measured']}" for m in empty]
     failures = {
         m: {k: v for k, v in report["by_method"][m]["failures"].items() if v}
         for m in report["methods"]

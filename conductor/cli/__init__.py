@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import errno
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -130,9 +131,12 @@ def _main(argv: Sequence[str] | None) -> int:
         try:
             return int(handler(args) or 0)
         except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise UserFacingError(disk_full_message(exc)) from None
+            unusable = home_message(exc)
+            if unusable is None:
                 raise
-            raise UserFacingError(disk_full_message(exc)) from None
+            raise UserFacingError(unusable) from None
     except UserFacingError as exc:
         from rich.console import Console
         from rich.text import Text
@@ -147,6 +151,34 @@ def _main(argv: Sequence[str] | None) -> int:
         except OSError:
             pass
         return 2
+
+
+def home_message(exc: OSError) -> str | None:
+    """A write into the data folder that failed because the folder cannot be written
+    (read-only, a pseudo file system, a file in the way, no permission), as one line
+    naming the cause; None for any other failure, which stays a failure of its own."""
+    from pathlib import Path
+
+    from record.home import home_path
+    from record.writable import home_message as say
+    from record.writable import why_unwritable
+
+    if not exc.filename or exc.errno not in _UNWRITABLE:
+        return None
+    home = home_path().absolute()
+    where = Path(os.fsdecode(exc.filename)).absolute()
+    # In the home, or on the way to it (a parent made for it).
+    if where != home and home not in where.parents and where not in home.parents:
+        return None
+    # A file in the way is named itself; otherwise the folder the write went into.
+    folder = where if exc.errno in (errno.EEXIST, errno.ENOTDIR) else where.parent
+    cause = why_unwritable(folder, exc)
+    return None if cause is None else say(home, cause)
+
+
+_UNWRITABLE = (
+    errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST, errno.ENOENT,
+)  # fmt: skip
 
 
 def disk_full_message(exc: OSError) -> str:

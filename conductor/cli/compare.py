@@ -22,7 +22,8 @@ from conductor.batch.compare import (
     replay_comparison,
 )
 from conductor.batch.compare_report import comparison_report, render_comparison
-from conductor.batch.report import write_report
+from conductor.batch.compare_text import MethodTally, terminal_text
+from conductor.batch.report import ItemRecord, write_report
 from conductor.batch.runner import BatchPlan, BatchRunner
 from conductor.batch.setup import BatchSetup, IndexSink, make_scorer
 from conductor.batch.store import BatchFolder, batch_id
@@ -157,7 +158,14 @@ def _run(
             {"batch_id": folder.batch_id},
             describe=comparison.describe,
         )
-        progress = _Progress(enabled=not args.json and sys.stdout.isatty())
+        so_far = MethodTally(comparison.methods)
+
+        def by_method(record: ItemRecord | None) -> str:
+            if record is not None:
+                so_far.add(record)
+            return so_far.text()
+
+        progress = _Progress(enabled=not args.json and sys.stdout.isatty(), by_method=by_method)
         index = IndexSink(folder.path / "runs")
         runner = BatchRunner(
             plan,
@@ -171,6 +179,7 @@ def _run(
         )
         index.index.give_up = runner.stopping
         todo = runner.pending()
+        so_far.seed(r for key, r in runner.log.read().items() if key in comparison.pairs)
         print(
             f"comparison {folder.batch_id}: {len(comparison.items)} items x "
             f"{len(comparison.methods)} methods, {runner.tally.done} runs finished before, "
@@ -202,7 +211,7 @@ def _run(
     if args.json and not quiet:
         print(json_text(report, ensure_ascii=False))
     elif not args.json:
-        _print(render_comparison(report))
+        print(terminal_text(report, width=_width()), end="")
     if outcome.user_interrupt:
         raise KeyboardInterrupt
     if outcome.stopped:
@@ -212,15 +221,20 @@ def _run(
             f"comparison stopped: {outcome.stopped}. Fix that, then re-run the same command: "
             f"the {report['items']['pairs_finished']} finished runs are kept and skipped."
         )
-    return report, 0 if report["items"]["pairs_finished"] == report["items"]["pairs"] else 1
+    return report, exit_code(report)
 
 
-def _print(text: str) -> None:
-    from rich.console import Console
-    from rich.markdown import Markdown
+def exit_code(report: dict[str, Any]) -> int:
+    """0 when every run finished, 1 when some remain, 3 (as a plain batch's) when every
+    run finished but some method had no answer graded: its figures measure nothing."""
+    if report["items"]["pairs_finished"] != report["items"]["pairs"]:
+        return 1
+    empty = any(f.get("not_measured") for f in report["by_method"].values())
+    return batch_session.NOTHING_SCORED if empty else 0
 
-    console = Console()
-    if console.is_terminal:
-        console.print(Markdown(text, hyperlinks=False))
-    else:
-        print(text)
+
+def _width() -> int:
+    """The terminal's columns (80 when piped: a table that fits anywhere)."""
+    import shutil
+
+    return max(40, shutil.get_terminal_size((80, 24)).columns)

@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="A Model Context Protocol server for agents: over stdio by default, or "
         "streamable HTTP on 127.0.0.1 with --http PORT, where every request sends a key "
         "(`Authorization: Bearer KEY`): $CONDUCTOR_MCP_API_KEY, or one made at start and "
-        "printed with the URL. Needs the mcp extra: pip install 'conductor[mcp]'.",
+        "printed with the URL. Needs the mcp extra: make extras EXTRAS=mcp in the checkout.",
     )
     p.add_argument("--http", type=int, metavar="PORT", help="streamable HTTP on this port")
     add_http_flags(p, key_variable=KEY_VARIABLE)  # what --http answers
@@ -45,10 +45,9 @@ def run_mcp(args: argparse.Namespace) -> int:
     try:
         from conductor.mcp_server.server import create_server
     except ImportError as exc:
-        raise UserFacingError(
-            f"`conductor mcp` needs the mcp extra ({exc.name} is missing): "
-            "pip install 'conductor[mcp]'"
-        ) from None
+        from conductor.extras import needs_extra
+
+        raise UserFacingError(needs_extra("`conductor mcp`", "mcp", exc.name)) from None
     from conductor.config.offered import offered_models
 
     if args.max_concurrent < 1:

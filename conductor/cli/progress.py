@@ -7,15 +7,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # rich and the batch's records are imported when a batch shows them
+    from collections.abc import Callable
+
     from conductor.batch.report import ItemRecord, Tally
 
 
 class Progress:
     """A rich progress bar: done/total, accuracy so far, tokens, cost, ETA."""
 
-    def __init__(self, *, enabled: bool, console: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        console: Any = None,
+        by_method: Callable[[ItemRecord | None], str] | None = None,
+    ) -> None:
         self.enabled = enabled
         self.console = console  # None: rich's own (stdout)
+        # A comparison: a line under the bar with each method's accuracy so far, given
+        # each record (None: before the first); a pooled accuracy would mean nothing.
+        self.by_method = by_method
+        self._line = ""
         self._bar: Any = None
         self._task: Any = None
 
@@ -33,11 +45,22 @@ class Progress:
         )
         from rich.progress import Progress as Bar
 
-        self._bar = Bar(
+        owner = self
+        self._line = self.by_method(None) if self.by_method is not None else ""
+
+        class _WithLine(Bar):
+            def get_renderables(self) -> Any:
+                yield from super().get_renderables()
+                if owner._line:
+                    from rich.text import Text
+
+                    yield Text(owner._line)
+
+        self._bar = _WithLine(
             TextColumn("[bold]batch"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("acc {task.fields[acc]}"),
+            *([] if self.by_method else [TextColumn("acc {task.fields[acc]}")]),
             TextColumn("{task.fields[tokens]} tok"),
             TextColumn("${task.fields[cost]}"),
             TimeElapsedColumn(),
@@ -62,6 +85,8 @@ class Progress:
     def update(self, record: ItemRecord, tally: Tally) -> None:
         from conductor.batch.store import is_finished
 
+        if self.by_method is not None:
+            self._line = self.by_method(record)
         if self._bar is not None and is_finished(record):
             self._fields(tally)
         if self._bar is not None:

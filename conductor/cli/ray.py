@@ -3,7 +3,7 @@
 Everything a batch is stays as on one machine (the folder, its id, results.jsonl, the
 transcripts, runs.db, the report, resuming); what changes is where items run
 (conductor/batch/ray/runner.py) and how the notebook learns (conductor/batch/ray/learning.py).
-Ray is an optional extra: `pip install 'conductor[ray]'`. See docs/batch.md.
+Ray is an optional extra: `make extras EXTRAS=ray` in the checkout. See docs/batch.md.
 """
 
 from __future__ import annotations
@@ -27,10 +27,15 @@ if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays
 # Worker processes get these from the driver's environment (keys, endpoints, the
 # sandbox image cache), so nodes need no per-batch set-up of their own.
 FORWARDED_ENV = ("OPENAI_", "ANTHROPIC_", "CONDUCTOR_SANDBOX")
-INSTALL_HINT = (
-    "--ray needs Ray, an optional extra: pip install 'conductor[ray]' (or pip install ray), "
-    "then run the same command again"
-)
+
+
+def install_hint() -> str:
+    from conductor.extras import install_command
+
+    return (
+        f"--ray needs Ray, an optional extra: {install_command('ray')}, then run the same "
+        "command again"
+    )
 
 
 def add_ray_options(p: argparse.ArgumentParser) -> None:
@@ -66,7 +71,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise UserFacingError(INSTALL_HINT) from None
+        raise UserFacingError(install_hint()) from None
     return ray
 
 

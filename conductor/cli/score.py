@@ -54,6 +54,7 @@ class FileScore:
     unscored: int = 0
     skipped_lines: int = 0
     disagreements: list[Disagreement] = field(default_factory=list)
+    method: str = ""  # a comparison's method, one tally each
 
     def correct(self, rule: str) -> int:
         return self.paper_correct if rule == "paper" else self.ours_correct
@@ -78,6 +79,7 @@ class FileScore:
             "unscored": self.unscored,
             "disagreements": len(self.disagreements),
             "skipped_lines": self.skipped_lines,
+            **({"method": self.method} if self.method else {}),
         }
 
 
@@ -147,8 +149,11 @@ def batch_spec(results: Path) -> TaskSpec:
         ) from None
 
 
-def score_batch(results: Path, spec: TaskSpec, *, sandbox: Sandbox | None = None) -> FileScore:
-    """A batch's latest record per item, scored as a published file's lines are."""
+def score_batch(
+    results: Path, spec: TaskSpec, *, sandbox: Sandbox | None = None
+) -> list[FileScore]:
+    """A batch's latest record per item, scored as a published file's lines are: one
+    tally, or one per method for a comparison (its records name their method)."""
     from conductor.batch.store import ResultsLog
 
     items: dict[str, TaskItem] = {}
@@ -158,13 +163,20 @@ def score_batch(results: Path, spec: TaskSpec, *, sandbox: Sandbox | None = None
         items = {i.id: i for i in read_task_file(task_file, on_error="skip").items}
     except (OSError, ValueError, KeyError, TypeError, UserFacingError):
         pass  # the task file moved: the record's target alone (enough for most scorers)
-    tally = FileScore(file=str(results), task=spec.name, scorer=spec.scorer)
+    tallies: dict[str, FileScore] = {}
     log = ResultsLog(results)
     for record in log.read().values():
+        method = str(record.get("method") or "")
+        tally = tallies.get(method)
+        if tally is None:
+            tally = tallies[method] = FileScore(
+                file=str(results), task=spec.name, scorer=spec.scorer, method=method
+            )
         if not record.get("final") or record.get("status") == "error":
             tally.unscored += 1  # not run to its end, or failed by the system: no grade
             continue
-        item_id = str(record.get("item_id"))
+        # A comparison's record is one (item, method) pair: the task item is its own id.
+        item_id = str(record.get("task_item_id") or record.get("item_id"))
         item = items.get(item_id) or TaskItem(
             item_id, "", record.get("target"), line=int(record.get("line") or 0)
         )
@@ -183,8 +195,13 @@ def score_batch(results: Path, spec: TaskSpec, *, sandbox: Sandbox | None = None
             tally.disagreements.append(
                 Disagreement(item, result.correct, bool(result.paper_correct), detail, answer)
             )
-    tally.skipped_lines = len(log.problems)
-    return tally
+    from conductor.methods import METHODS
+
+    order = {m: n for n, m in enumerate(METHODS)}
+    found = sorted(tallies.values(), key=lambda t: order.get(t.method, len(order)))
+    found = found or [FileScore(str(results), spec.name, spec.scorer)]
+    found[0].skipped_lines = len(log.problems)
+    return found
 
 
 def _last_meta_turn(transcript: Path) -> str | None:
@@ -326,11 +343,13 @@ def run_score(args: argparse.Namespace) -> int:
                 sandbox = opened.enter_context(contextlib.closing(_open_sandbox(args.sandbox)))
             results = batch_results(path)
             if results is not None:
-                tallies.append(score_batch(results, spec, sandbox=sandbox))
+                found = score_batch(results, spec, sandbox=sandbox)
             else:
-                tallies.append(score_file(path, spec, sandbox=sandbox, on_error=args.on_bad_line))
+                found = [score_file(path, spec, sandbox=sandbox, on_error=args.on_bad_line)]
+            tallies += found
             if args.json and not (layout or args.markdown):
-                print(json_text(tallies[-1].to_dict(args.rule), ensure_ascii=False), flush=True)
+                for tally in found:
+                    print(json_text(tally.to_dict(args.rule), ensure_ascii=False), flush=True)
     if args.markdown:
         from conductor.export.suite import render_markdown
 
@@ -360,7 +379,7 @@ def suite_tables(tallies: list[FileScore], methods: dict[str, str]) -> dict[str,
     }
     for t in tallies:
         for rule, table in tables.items():
-            table.add(t.task, methods.get(t.file, ""), t.correct(rule), t.n)
+            table.add(t.task, t.method or methods.get(t.file, ""), t.correct(rule), t.n)
     return tables
 
 
@@ -401,16 +420,20 @@ def _print_table(tallies: list[FileScore], rule: str) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from conductor.methods import label
     from conductor_kernel.text.display import visible_line
 
     table = Table(title="Accuracy (%)", caption=f"correct/accuracy reported by: {rule} rule")
-    for column in ("file", "task", "n", "paper rule", "ours", "Δ", "no answer"):
-        table.add_column(column, justify="left" if column in ("file", "task") else "right")
+    by_method = any(t.method for t in tallies)
+    named = ("file", "task", "method") if by_method else ("file", "task")
+    for column in (*named, "n", "paper rule", "ours", "Δ", "no answer"):
+        table.add_column(column, justify="left" if column in named else "right")
     for t in tallies:
         delta = (t.ours_correct - t.paper_correct) * 100.0 / t.n if t.n else 0.0
         table.add_row(
             Text(visible_line(_short(t.file))),
             Text(visible_line(t.task)),
+            *([Text(visible_line(label(t.method)))] if by_method else []),
             str(t.n),
             f"{t.paper_correct} = {_pct(t.accuracy('paper'))}",
             f"{t.ours_correct} = {_pct(t.accuracy('ours'))}",

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "`conductor:METHOD@MODEL` chooses the method and the underlying model. Every "
         "request sends a key (`Authorization: Bearer KEY`): $CONDUCTOR_SERVE_API_KEY, or "
         "one made at start and printed with the URL. Needs the `serve` extra: "
-        "pip install 'conductor[serve]'.",
+        "make extras EXTRAS=serve in the checkout.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
@@ -58,14 +58,15 @@ def run_serve(args: argparse.Namespace) -> int:
         from conductor.serve.app import ServeOptions
         from conductor.serve.server import serve
     except ImportError as exc:
-        raise UserFacingError(
-            f"`conductor serve` needs the serve extra ({exc.name} is missing): "
-            "pip install 'conductor[serve]'"
-        ) from None
+        from conductor.extras import needs_extra
+
+        raise UserFacingError(needs_extra("`conductor serve`", "serve", exc.name)) from None
     if args.max_concurrent < 1 or args.max_question_chars < 1:
         raise UserFacingError("--max-concurrent and --max-question-chars must be at least 1")
     from conductor.config.offered import offered_models
+    from record.writable import writable_home
 
+    writable_home()  # every request records a run there: refuse now, not per request
     access, key_said = access_from(args, args.host)
     settings = settings_from_args(args)
     options = ServeOptions(

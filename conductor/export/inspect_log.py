@@ -56,8 +56,10 @@ def _inspect() -> Any:
     try:
         import inspect_ai.log
     except ImportError:
+        from conductor.extras import needs_extra
+
         raise UserFacingError(
-            "exporting for Inspect needs inspect_ai: pip install 'conductor[inspect]'"
+            needs_extra("exporting for Inspect", "inspect", "inspect_ai")
         ) from None
     return inspect_ai.log
 
@@ -136,7 +138,7 @@ def eval_log(samples: list[RunSample], *, task: str, method: str | None = None) 
 
 def write_inspect_log(samples: list[RunSample], out: Path, *, task: str) -> list[Path]:
     """Write one log per method among `samples` (a comparison has several); the paths."""
-    from inspect_ai.log import write_eval_log
+    write_eval_log = _inspect().write_eval_log  # without the extra: how to add it
 
     by_method: dict[str, list[RunSample]] = defaultdict(list)
     for sample in samples:

@@ -143,4 +143,9 @@ def _comparison(folder: Path) -> dict[str, Any] | None:
         "rows": rows,
         "policy": (report.get("notebook") or {}).get("policy", ""),
         "counts": report.get("items") or {},
+        "not_measured": [
+            (label(str(m)), str(f.get("not_measured")))
+            for m, f in (report.get("by_method") or {}).items()
+            if isinstance(f, dict) and f.get("not_measured")
+        ],
     }
