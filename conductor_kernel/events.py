@@ -90,6 +90,15 @@ class RunStarted(Event):
     system_prompt: str = ""
     limits: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, Any] = field(default_factory=dict)
+    # How the meta model's calls and answer were carried: `text` or `tools`
+    # (conductor_kernel/carrier), and why (`auto: ...`). Empty in older transcripts: text.
+    protocol: str = ""
+    protocol_reason: str = ""
+
+    @property
+    def carrier(self) -> str:
+        """The run's carrier; a transcript from before carriers were recorded is text."""
+        return self.protocol or "text"
 
     @property
     def method_name(self) -> str:
@@ -120,6 +129,9 @@ class MetaTurnStarted(Event):
     # The model saw only this turn's message, none of the run's earlier turns (a
     # method's second conversation, e.g. answering as the expert it described first).
     new_conversation: bool = False
+    # Sent before `user_message`, with the tools carrier: a result for each tool call of
+    # the turn before (call_id, name, content, is_error).
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -143,6 +155,12 @@ class MetaTurnFinished(Event):
     # or `stopped:<reason>` when conductor closed the stream (a cancel, a limit).
     stop_reason: str = ""
     truncated: bool = False  # cut at the output-token limit; its calls were not run
+    # With the tools carrier: `tools` (empty: the text protocol), the tools the turn was
+    # offered, and its calls as the model wrote them (id, name, arguments, and `source`:
+    # `native`, or `text` for a call recovered from the reply's text).
+    carrier: str = ""
+    offered_tools: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

@@ -82,7 +82,10 @@ def exec_status(result: ExecResult) -> str:
 def _run_started(e: RunStarted) -> Any:
     return Panel(
         shown(e.question),
-        title=shown_line(f"question · {e.method_name} · {e.model} · sandbox {e.sandbox}"),
+        title=shown_line(
+            f"question · {e.method_name} · {e.model} · sandbox {e.sandbox}"
+            + (f" · protocol {e.protocol}" if e.protocol else "")
+        ),
         border_style="cyan",
     )
 
