@@ -22,9 +22,7 @@ Sse = Callable[[str | None, Any], str]
 def call_id(call: WireCall, api: str) -> str:
     if call.id:
         return call.id
-    return ("toolu_" if api == "anthropic" else "call_") + uuid.uuid5(
-        uuid.NAMESPACE_OID, call.name + call.arguments
-    ).hex[:20]
+    return ("toolu_" if api == "anthropic" else "call_") + uuid.uuid4().hex[:20]
 
 
 def pieces(text: str, size: int) -> list[str]:
