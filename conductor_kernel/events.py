@@ -162,6 +162,14 @@ class MetaTurnFinished(Event):
     offered_tools: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, str]] = field(default_factory=list)
 
+    @property
+    def shown_text(self) -> str:
+        """The turn as a reader is shown it: its text, then each call it made as a call
+        (one read from the text is in the text already)."""
+        made = [c for c in self.tool_calls if c.get("source") != "text"]
+        lines = [f"→ {c.get('name', '')} {c.get('arguments', '')}" for c in made]
+        return "\n\n".join(part for part in (self.text, "\n".join(lines)) if part)
+
 
 @dataclass(kw_only=True)
 class ExpertCallStarted(Event):

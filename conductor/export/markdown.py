@@ -72,7 +72,7 @@ def _md(event: Event) -> str | None:
     if isinstance(event, MetaTurnStarted):
         return f"## Round {event.round}\n\n<details><summary>What the meta model was sent</summary>\n\n{_block(event.user_message)}\n\n</details>"
     if isinstance(event, MetaTurnFinished):
-        return f"### Meta model\n\n{_block(event.text)}"
+        return f"### Meta model\n\n{_block(event.shown_text)}"
     if isinstance(event, ExpertCallStarted):
         return f"### → {_code(event.name)}\n\n{_block(event.instruction)}"
     if isinstance(event, ExpertCallFinished):

@@ -103,7 +103,7 @@ def _recall(e: Recall) -> Any:
 
 def _meta_turn(e: MetaTurnFinished) -> Any:
     return Panel(
-        shown(e.text),
+        shown(e.shown_text),
         title=f"round {e.round} · meta model",
         subtitle=usage_line(e.usage),
         border_style="blue",

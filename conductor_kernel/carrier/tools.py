@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conductor_kernel.interfaces import ToolCall, ToolSpec
-from conductor_kernel.protocol import RUN_MARKER, ExpertCall, ParsedTurn
+from conductor_kernel.protocol import RUN_MARKER, ExpertCall, ParsedTurn, parse_turn
 
 CONSULT = "consult_expert"
 RUN_PYTHON = "run_python"
@@ -177,3 +177,14 @@ def read_tool_calls(calls: Sequence[ToolCall], offered: Collection[str]) -> Tool
             experts.append(read.expert)
         reads.append(read)
     return ToolTurn(reads, ParsedTurn(calls=experts, final_answer=answer))
+
+
+def answer_written(text: str, calls: Sequence[dict[str, str]]) -> str | None:
+    """The final answer a recorded turn wrote (`MetaTurnFinished.text` and `tool_calls`),
+    taken or not: its first `final_answer` call's, else the text protocol's."""
+    for call in calls:
+        if call.get("name") == FINAL:
+            read = _read_one(ToolCall(FINAL, call.get("arguments", "")), (FINAL,), 0)
+            if read.answer is not None:
+                return read.answer
+    return parse_turn(text).final_answer

@@ -83,17 +83,19 @@ def run(model: ScriptedModel, config: RunConfig) -> list[Event]:
 
 
 def folded(events: list[Event]) -> tuple[object, ...]:
-    """What the one fold of a run says it did: each round's calls, the observations, the
-    answer, how it ended."""
+    """What the one fold of a run says it did: each round's calls and the answer it
+    wrote (taken or set aside, as the audit reads it), the observations, the answer,
+    how it ended."""
     out = outline(events)
     calls = [[(c.name, c.instruction) for c in r.calls] for r in out.rounds]
+    written = [r.answer_written for r in out.rounds]
     reasons = [
         e.reason
         for r in out.rounds
         for e in r.events
         if isinstance(e, Observation) and e.reason != "read_from_text"
     ]
-    return calls, reasons, out.answer, out.status
+    return calls, written, reasons, out.answer, out.status
 
 
 # One call at a time, so the order the calls start in is the order written.
