@@ -123,9 +123,8 @@ def test_a_model_that_writes_calls_gets_them_run(qwen: LlamaServer) -> None:
     proc, result = solve_json(
         "Use 4 6 8 8 to make 24 with + - * / (each number once).",
         "--model", spec("openai", "qwen", qwen), "--protocol", "auto",
-        "--max-rounds", "2", "--no-python",
-        env={"CONDUCTOR_RUN__META_MAX_TOKENS": "200", "CONDUCTOR_RUN__EXPERT_MAX_TOKENS": "64"},
-        timeout=1500,
+        "--max-rounds", "2", "--no-python", "--meta-max-tokens", "200",
+        "--expert-max-tokens", "64", timeout=1500,
     )  # fmt: skip
     assert result["status"] in ENDED, proc.stderr[-2000:]
     transcript = transcript_of(result["run_id"])
