@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -204,7 +204,12 @@ class RunContext:
             partial(self._call, list(history), system, started.id, tools)
         )
         self.state.rounds = round
-        calls, recovered = tuple(completion.tool_calls), False
+        # A call a server sent without an id gets one: its result goes back under it.
+        calls = tuple(
+            c if c.id else replace(c, id=f"call-{round}-{i}")
+            for i, c in enumerate(completion.tool_calls)
+        )
+        recovered = False
         if tools is not None and not calls and not completion.truncated:
             calls = tuple(calls_in_text(completion.text))
             recovered = bool(calls)

@@ -46,7 +46,10 @@ class Answer:
 
 
 Act = Consult | Answer
-ACT = st.one_of(st.builds(Consult, NAME, INSTRUCTION), st.builds(Answer, INSTRUCTION))
+# What the text form can carry: a `<think>` in it opens reasoning, which hides the rest
+# of a text turn (conductor_kernel/reasoning.py), while a tool call's argument is data.
+TEXT = INSTRUCTION.filter(lambda t: "<think" not in t.lower() and "</think" not in t.lower())
+ACT = st.one_of(st.builds(Consult, NAME, TEXT), st.builds(Answer, TEXT))
 # A run's script: turns of zero to three acts each (zero: prose that does neither).
 SCRIPT = st.lists(st.lists(ACT, max_size=3), min_size=1, max_size=5)
 
@@ -248,3 +251,13 @@ def test_a_model_without_tools_is_never_offered_them() -> None:
     events = list(Conductor(Plain(), config=RunConfig(python=False)).run("Q?"))  # type: ignore[arg-type]
     assert outline(events).answer == "1"
     assert events[0].protocol == "text"  # type: ignore[attr-defined]
+
+
+def test_a_call_sent_without_an_id_gets_one_and_its_result_goes_under_it() -> None:
+    call = ToolCall("consult_expert", '{"name": "Judge", "instruction": "is 2 prime?"}')
+    answer = Completion("", tool_calls=[ToolCall("final_answer", '{"answer": "yes"}')])
+    model = ScriptedToolModel([Completion("", tool_calls=[call]), answer], expert)
+    run(model, CONFIG)
+    _, _, sent = model.requests[2]
+    [made] = sent[-2].tool_calls
+    assert made.id and [r.call_id for r in sent[-1].tool_results] == [made.id]
