@@ -90,7 +90,7 @@ class RunStarted(Event):
     system_prompt: str = ""
     limits: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, Any] = field(default_factory=dict)
-    # How the meta model's calls and answer were carried: `text` or `tools`
+    # How the meta model's calls and answer were carried: `text`, `tools` or `grammar`
     # (conductor_kernel/carrier), and why (`auto: ...`). Empty in older transcripts: text.
     protocol: str = ""
     protocol_reason: str = ""
@@ -155,7 +155,7 @@ class MetaTurnFinished(Event):
     # or `stopped:<reason>` when conductor closed the stream (a cancel, a limit).
     stop_reason: str = ""
     truncated: bool = False  # cut at the output-token limit; its calls were not run
-    # With the tools carrier: `tools` (empty: the text protocol), the tools the turn was
+    # The carrier: `tools` or `grammar` (empty: the text protocol); the tools the turn was
     # offered, and its calls as the model wrote them (id, name, arguments, and `source`:
     # `native`, or `text` for a call recovered from the reply's text).
     carrier: str = ""

@@ -212,7 +212,8 @@ class ChatModel(Protocol):
     `role` tells replaying and scripted models which conversation is asking.
     `tools`, when given, are offered to the model; the calls it makes come back in
     `Completion.tool_calls`, beside its text. The kernel offers tools only to a model
-    that says it takes them (`ToolSupport`); any other may ignore the argument.
+    that says it takes them (`ToolSupport`), and a `grammar` (GBNF the reply must
+    follow) only to one that says it can (`GrammarSupport`); any other may ignore them.
     """
 
     @property
@@ -230,7 +231,16 @@ class ChatModel(Protocol):
         role: CallRole = "meta",
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Completion: ...
+
+
+@runtime_checkable
+class GrammarSupport(Protocol):
+    """A model whose server can hold a reply to a GBNF grammar (llama-server's
+    `grammar` field): `grammar_support()` says whether, and why, in a few words."""
+
+    def grammar_support(self) -> tuple[bool, str]: ...
 
 
 @runtime_checkable

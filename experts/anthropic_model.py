@@ -120,6 +120,7 @@ class AnthropicModel:
         role: CallRole = "meta",
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,  # never given: this model is no `GrammarSupport`
     ) -> Completion:
         params = self.request_params(
             messages, system=system, cache=cache, max_tokens=max_tokens, tools=tools

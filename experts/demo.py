@@ -450,8 +450,9 @@ class DemoModel(ScriptedModel):
         role: CallRole = "meta",
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
-        # The demo speaks the text protocol only (it is no `ToolSupport`): tools are ignored.
+        # The demo speaks the text protocol only (no `ToolSupport`, no `GrammarSupport`).
         completion = super().complete(
             messages, system=system, on_text=on_text, cache=cache, role=role, max_tokens=max_tokens
         )

@@ -123,9 +123,12 @@ class OpenAIModel:
         role: CallRole = "meta",
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         # `cache` needs nothing here: OpenAI caches long shared prefixes on its own.
-        params = self.request_params(messages, system=system, max_tokens=max_tokens, tools=tools)
+        params = self.request_params(
+            messages, system=system, max_tokens=max_tokens, tools=tools, grammar=grammar
+        )
 
         prompt = prompt_text(system, messages)
         return charged_completion(
@@ -139,6 +142,7 @@ class OpenAIModel:
         system: str | None,
         max_tokens: int | None,
         tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create` for one call."""
         if not messages:
@@ -151,7 +155,17 @@ class OpenAIModel:
             params[self.max_tokens_param] = max_tokens
         if tools:
             params["tools"] = [_wire_tool(t) for t in tools]
+        if grammar:
+            params["extra_body"] = {"grammar": grammar}  # llama-server's field
         return params
+
+    def grammar_support(self) -> tuple[bool, str]:
+        """Whether a reply can be held to a GBNF grammar (`GrammarSupport`): not by
+        OpenAI's API; llama-server's `grammar` field elsewhere (a server without it
+        may ignore the field, or refuse the request)."""
+        if self.base_url == DEFAULT_BASE_URL:
+            return False, "OpenAI's API takes no grammar"
+        return True, "sent as llama-server's grammar field"
 
     def tool_support(self) -> tuple[bool, str]:
         """Whether this endpoint takes tool definitions (`ToolSupport`): OpenAI's own

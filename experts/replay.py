@@ -83,6 +83,7 @@ class ReplayModel:
         role: CallRole = "meta",
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,  # a replay speaks the recorded text only
+        grammar: str | None = None,
     ) -> Completion:
         with self._lock:
             if role == "meta":
@@ -199,6 +200,7 @@ class TurnsReplayModel:
         role: CallRole = "meta",
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,  # a replay speaks the recorded text only
+        grammar: str | None = None,
     ) -> Completion:
         with self._lock:
             if self._next >= len(self.turns):

@@ -68,8 +68,10 @@ class ScriptedModel:
         self._lock = threading.Lock()
         self.chunk_chars = chunk_chars
         self.requests: list[tuple[CallRole, str | None, list[Message]]] = []
-        # The names of the tools each meta call offered (None: none offered).
+        # The names of the tools each meta call offered (None: none offered), and the
+        # grammar it was held to (None: none).
         self.offered: list[tuple[str, ...] | None] = []
+        self.grammars: list[str | None] = []
 
     def complete(
         self,
@@ -81,11 +83,13 @@ class ScriptedModel:
         role: CallRole = "meta",
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         with self._lock:
             self.requests.append((role, system, list(messages)))
             if role == "meta":
                 self.offered.append(None if tools is None else tuple(t.name for t in tools))
+                self.grammars.append(grammar)
         scripted: Completion | None = None
         if role == "expert" and callable(self._experts):
             # Outside the lock: concurrent expert calls must really run concurrently.
@@ -143,3 +147,6 @@ class ScriptedToolModel(ScriptedModel):
 
     def tool_support(self) -> tuple[bool, str]:
         return True, "the scripted model takes tools"
+
+    def grammar_support(self) -> tuple[bool, str]:
+        return True, "the scripted model records the grammar"

@@ -191,12 +191,15 @@ class MeteredModel:
         role: CallRole = "meta",
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         for meter in self.meters:
             if isinstance(meter, Admission):
                 max_tokens = meter.admit(messages, system=system, max_tokens=max_tokens)
         # Passed on only when given: a model that takes no tools need not know the word.
         offer: dict[str, Any] = {} if tools is None else {"tools": tools}
+        if grammar is not None:
+            offer["grammar"] = grammar
         try:
             completion = self.inner.complete(
                 messages,

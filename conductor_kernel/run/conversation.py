@@ -185,10 +185,12 @@ class RunContext:
         system: str,
         new_conversation: bool = False,
         tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Generator[Event, None, Turn]:
         """One model turn on `history` (its last message is this turn's): limits first,
         then the call, streamed and recorded. A call stopped mid-stream ends the run.
-        With `tools`, they are offered, and calls written into the text are read too."""
+        With `tools`, they are offered, and calls written into the text are read too;
+        with `grammar`, the reply is held to it."""
         self.check()
         started = MetaTurnStarted(
             run_id=self.run_id,
@@ -201,7 +203,7 @@ class RunContext:
         yield started
         t0 = time.monotonic()
         completion = yield from self.in_worker(
-            partial(self._call, list(history), system, started.id, tools)
+            partial(self._call, list(history), system, started.id, tools, grammar)
         )
         self.state.rounds = round
         # A call a server sent without an id gets one: its result goes back under it.
@@ -224,7 +226,7 @@ class RunContext:
             duration_s=time.monotonic() - t0,
             stop_reason=completion.stop_reason,
             truncated=completion.truncated,
-            carrier="" if tools is None else "tools",
+            carrier="tools" if tools is not None else "grammar" if grammar else "",
             offered_tools=[t.name for t in tools or ()],
             tool_calls=[{**c.to_dict(), "source": source} for c in calls],
         )
@@ -242,6 +244,7 @@ class RunContext:
         system: str,
         turn_id: str,
         tools: Sequence[ToolSpec] | None,
+        grammar: str | None,
         emit: Emit,
     ) -> Completion:
         """The call itself, streamed through a watch; charged the moment it returns."""
@@ -256,6 +259,8 @@ class RunContext:
         watch.check_before()  # a cancel or limit that came first: do not start the call
         # Tools go only to a call that offers them: a model that takes none never sees it.
         offer: dict[str, Any] = {} if tools is None else {"tools": tools}
+        if grammar is not None:
+            offer["grammar"] = grammar
         return self.state.ledger.metered(self.model, "meta").complete(
             messages,
             system=system,
@@ -326,6 +331,7 @@ def converse(
     new_conversation: bool = False,
     off_protocol_stop: int | None = None,
     tools_for: ToolsFor | None = None,
+    grammar: str | None = None,
 ) -> Generator[Event, None, str]:
     """Rounds of one conversation with the model, up to the run's round cap; the status.
 
@@ -333,7 +339,8 @@ def converse(
     reads counts this conversation's own turns. `new_conversation` records that its
     first turn saw none of the run's earlier turns (a method's second conversation).
     `off_protocol_stop` turns in a row that ignore the protocol end the run (None: never).
-    `tools_for(round)` gives the tools each round offers (the tools carrier).
+    `tools_for(round)` gives the tools each round offers (the tools carrier); `grammar`
+    holds every turn to a GBNF grammar (the grammar carrier).
     """
     cfg = run.config
     system = run.system_prompt if system is None else system
@@ -357,6 +364,7 @@ def converse(
             system=system,
             new_conversation=new_conversation and round_no == first_round,
             tools=None if tools_for is None else tools_for(round_no),
+            grammar=grammar,
         )
         completion = turn.completion
         said = completion.text or (NO_TEXT if turn.offered is not None else "")

@@ -6,10 +6,10 @@ or neither (the model is nudged). The experts' outputs go back quoted in the nex
 message with a feedback paragraph. With `python=False` Expert Python is not offered and
 no code runs ("meta-prompting without Python" in the paper's Table 1).
 
-The protocol has two carriers (conductor_kernel/carrier): the text of the paper, or
-tool calls, whose turns are read into the same `ParsedTurn` and acted on by the same
-policy (`decide`), so both give the same events; only what is said back differs in form
-(conductor_kernel/run/tool_turns.py).
+The protocol has three carriers (conductor_kernel/carrier): the text of the paper, the
+same text held to its forms by a grammar, or tool calls, whose turns are read into the
+same `ParsedTurn` and acted on by the same policy (`decide`), so all give the same
+events; only what is said back differs in form (conductor_kernel/run/tool_turns.py).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from functools import partial
 
 from conductor_kernel import prompts
 from conductor_kernel.carrier.choice import CARRIERS
+from conductor_kernel.carrier.grammar import PROTOCOL_GBNF
 from conductor_kernel.carrier.tools import offered_tools
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import ToolSpec
@@ -93,6 +94,7 @@ class MetaPrompting:
                 replies=META_TOOL_REPLIES if tools else META_REPLIES,
                 off_protocol_stop=OFF_PROTOCOL_TURNS,
                 tools_for=tools_for if tools else None,
+                grammar=PROTOCOL_GBNF if run.carrier == "grammar" else None,
             )
         )
 

@@ -19,6 +19,7 @@ from provider_models import PROVIDERS, make_model
 
 from conductor.session import Session
 from conductor_kernel import prompts
+from conductor_kernel.carrier.grammar import PROTOCOL_GBNF
 from conductor_kernel.carrier.tools import offered_tools
 from conductor_kernel.events import (
     ErrorEvent,
@@ -30,9 +31,10 @@ from conductor_kernel.events import (
     RunFinished,
     RunStarted,
 )
-from conductor_kernel.interfaces import Message
+from conductor_kernel.interfaces import GrammarSupport, Message
 from conductor_kernel.limits.run_config import RunConfig
 from equipment.wire_server import Reply, WireCall, WireServer
+from experts.openai_model import OpenAIModel
 from record.reader import read_transcript
 
 TOOLS = offered_tools(python=True, answer=True)
@@ -238,3 +240,16 @@ def test_a_server_that_refuses_tools_gets_the_text_protocol(provider: str, tmp_p
         assert [e.answer for e in events if isinstance(e, FinalAnswer)] == ["42"]
     assert len(refused) == 1  # asked once: the answer is remembered for the endpoint
     assert refused[0].body["max_tokens"] == 1  # the probe asks for one token
+
+
+def test_a_grammar_goes_to_an_openai_compatible_server_and_never_to_openai(
+    server: WireServer,
+) -> None:
+    server.add('Expert Poet:\n"""\nA haiku.\n"""')
+    model = make_model("openai", server)
+    assert model.grammar_support()[0]
+    model.complete([Message("user", "go")], grammar=PROTOCOL_GBNF, on_text=lambda _: None)
+    assert server.requests[0].body["grammar"] == PROTOCOL_GBNF
+    official = OpenAIModel("gpt-4o", api_key="test-key")
+    assert not official.grammar_support()[0]
+    assert not isinstance(make_model("anthropic", server), GrammarSupport)

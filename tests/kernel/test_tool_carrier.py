@@ -16,6 +16,7 @@ from turn_strategies import INSTRUCTION, NAME, Q, render
 
 from conductor_kernel import prompts
 from conductor_kernel.carrier.choice import choose_carrier
+from conductor_kernel.carrier.grammar import PROTOCOL_GBNF
 from conductor_kernel.errors import ConfigError
 from conductor_kernel.events import (
     Event,
@@ -261,3 +262,19 @@ def test_a_call_sent_without_an_id_gets_one_and_its_result_goes_under_it() -> No
     _, _, sent = model.requests[2]
     [made] = sent[-2].tool_calls
     assert made.id and [r.call_id for r in sent[-1].tool_results] == [made.id]
+
+
+def test_the_grammar_carrier_holds_every_meta_turn_to_the_text_protocol() -> None:
+    model = ScriptedToolModel(
+        ['Expert Poet:\n"""\nA haiku.\n"""', '>> FINAL ANSWER:\n"""\nok\n"""'], expert
+    )
+    events = run(model, CONFIG.model_copy(update={"protocol": "grammar"}))
+    assert model.grammars == [PROTOCOL_GBNF, PROTOCOL_GBNF]
+    assert model.offered == [None, None]  # the text protocol's prompts, no tools
+    assert isinstance(events[0], RunStarted) and events[0].protocol == "grammar"
+    assert events[0].system_prompt == prompts.META_SYSTEM
+    turns = [e for e in events if isinstance(e, MetaTurnFinished)]
+    assert [t.carrier for t in turns] == ["grammar", "grammar"]
+    assert outline(events).answer == "ok"
+    with pytest.raises(ConfigError, match="--protocol grammar: the model 'demo'"):
+        choose_carrier("grammar", demo_model(), method_carriers=("text", "tools", "grammar"))

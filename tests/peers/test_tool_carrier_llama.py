@@ -8,6 +8,7 @@ an error.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,6 +103,35 @@ def test_a_proxy_whose_model_answers_in_text_is_read_and_consulted_first(
     assert reasons == ["read_from_text", "answer_before_consult", "read_from_text"]
     assert transcript.finished is not None and transcript.finished.rounds == 2
     check_tool_turns(transcript)
+
+
+# How every turn held to the protocol's grammar begins (conductor_kernel/carrier/grammar.py).
+GRAMMAR_START = re.compile(
+    r'(?:[^\n":]{1,160}\n\n)?'
+    r'(?:Expert [A-Z][a-zA-Z]*(?: [A-Z][a-zA-Z]*){0,2}:\n"""\n|>> FINAL ANSWER:\n"""\n)'
+)
+
+
+def test_the_grammar_carrier_holds_smollm2_to_the_protocols_forms(
+    llama_jinja: LlamaServer,
+) -> None:
+    """SmolLM2 never writes the protocol on its own (test_litellm, test_llama_server);
+    held to the grammar, every turn it writes is an expert call or an answer, as far as
+    its output limit lets it go."""
+    proc, result = solve_json(
+        "What is 6 times 7?", "--model", spec("openai", "smollm2", llama_jinja),
+        "--protocol", "grammar", "--max-rounds", "2", "--no-python",
+        "--meta-max-tokens", "120",
+    )  # fmt: skip
+    assert result["status"] in ENDED, proc.stderr[-2000:]
+    transcript = transcript_of(result["run_id"])
+    assert kinds(transcript, "run_started")[0].protocol == "grammar"
+    turns = kinds(transcript, "meta_turn_finished")
+    assert turns and all(t.carrier == "grammar" for t in turns)
+    for turn in turns:
+        assert GRAMMAR_START.match(turn.text), turn.text
+    assert "no_call_or_answer" not in [o.reason for o in kinds(transcript, "observation")]
+    assert not kinds(transcript, "error")
 
 
 @pytest.fixture(scope="module")
