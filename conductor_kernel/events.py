@@ -90,6 +90,15 @@ class RunStarted(Event):
     system_prompt: str = ""
     limits: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, Any] = field(default_factory=dict)
+    # How the meta model's calls and answer were carried: `text`, `tools` or `grammar`
+    # (conductor_kernel/carrier), and why (`auto: ...`). Empty in older transcripts: text.
+    protocol: str = ""
+    protocol_reason: str = ""
+
+    @property
+    def carrier(self) -> str:
+        """The run's carrier; a transcript from before carriers were recorded is text."""
+        return self.protocol or "text"
 
     @property
     def method_name(self) -> str:
@@ -120,6 +129,9 @@ class MetaTurnStarted(Event):
     # The model saw only this turn's message, none of the run's earlier turns (a
     # method's second conversation, e.g. answering as the expert it described first).
     new_conversation: bool = False
+    # Sent before `user_message`, with the tools carrier: a result for each tool call of
+    # the turn before (call_id, name, content, is_error).
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -143,6 +155,20 @@ class MetaTurnFinished(Event):
     # or `stopped:<reason>` when conductor closed the stream (a cancel, a limit).
     stop_reason: str = ""
     truncated: bool = False  # cut at the output-token limit; its calls were not run
+    # The carrier: `tools` or `grammar` (empty: the text protocol); the tools the turn was
+    # offered, and its calls as the model wrote them (id, name, arguments, and `source`:
+    # `native`, or `text` for a call recovered from the reply's text).
+    carrier: str = ""
+    offered_tools: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def shown_text(self) -> str:
+        """The turn as a reader is shown it: its text, then each call it made as a call
+        (one read from the text is in the text already)."""
+        made = [c for c in self.tool_calls if c.get("source") != "text"]
+        lines = [f"→ {c.get('name', '')} {c.get('arguments', '')}" for c in made]
+        return "\n\n".join(part for part in (self.text, "\n".join(lines)) if part)
 
 
 @dataclass(kw_only=True)

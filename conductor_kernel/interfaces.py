@@ -7,7 +7,7 @@ and the application, and never import each other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -22,11 +22,51 @@ Role = Literal["user", "assistant"]
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to a model: its name, what it is for, its arguments' JSON Schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call a model made to a tool, as it wrote it: `arguments` is the JSON text
+    of the arguments (it may be malformed, or cut off); `id` is the provider's, under
+    which the result goes back (empty for a call read from the reply's text)."""
+
+    name: str
+    arguments: str
+    id: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call came to, sent back to the model under the call's id."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
 class Message:
-    """One chat message as the model sees it."""
+    """One chat message as the model sees it.
+
+    An assistant message may carry the tool calls it made; the user message after it
+    then carries one result for each (`tool_results`, sent before its text). A
+    provider renders both in its own form.
+    """
 
     role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
 
     def to_dict(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
@@ -110,6 +150,8 @@ class Completion:
     model: str = ""
     stop_reason: str = ""
     retries: int = 0
+    # The tool calls the reply made, when tools were offered (in the order written).
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
     @property
     def truncated(self) -> bool:
@@ -168,6 +210,10 @@ class ChatModel(Protocol):
     model that cannot stream calls it once with the whole text). `cache` asks the
     provider to cache the prompt prefix when it can (the meta history only grows).
     `role` tells replaying and scripted models which conversation is asking.
+    `tools`, when given, are offered to the model; the calls it makes come back in
+    `Completion.tool_calls`, beside its text. The kernel offers tools only to a model
+    that says it takes them (`ToolSupport`), and a `grammar` (GBNF the reply must
+    follow) only to one that says it can (`GrammarSupport`); any other may ignore them.
     """
 
     @property
@@ -184,7 +230,29 @@ class ChatModel(Protocol):
         cache: bool = False,
         role: CallRole = "meta",
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Completion: ...
+
+
+@runtime_checkable
+class GrammarSupport(Protocol):
+    """A model whose server can hold a reply to a GBNF grammar (llama-server's
+    `grammar` field): `grammar_support()` says whether, and why, in a few words."""
+
+    def grammar_support(self) -> tuple[bool, str]: ...
+
+
+@runtime_checkable
+class ToolSupport(Protocol):
+    """A model that can say whether its endpoint takes tool definitions.
+
+    `tool_support()` returns (yes or no, why, in a few words); it may ask the server
+    once (a provider caches the answer per endpoint). A model without it is given the
+    text protocol when the carrier is `auto`.
+    """
+
+    def tool_support(self) -> tuple[bool, str]: ...
 
 
 class ModelError(UserFacingError):
@@ -323,6 +391,17 @@ class Method(Protocol):
         ...
 
     def solve(self, run: RunContext) -> Generator[Event, None, str]: ...
+
+
+@runtime_checkable
+class CarrierAware(Protocol):
+    """A method whose protocol can be carried as text or as tool calls
+    (conductor_kernel/carrier): it names the carriers it has, and the system prompt of
+    each. A method without them speaks text."""
+
+    carriers: tuple[str, ...]
+
+    def system_prompt_for(self, carrier: str) -> str: ...
 
 
 # -- the task scorers, as the notebook asks for them ------------------------------------

@@ -12,19 +12,16 @@ META_SYSTEM = (
     'this form:\n\n>> FINAL ANSWER:\n"""\n[the answer]\n"""'
 )
 
-META_INSTRUCTIONS = '''You are the Conductor. You solve problems by consulting experts, and you judge, \
-combine and check what they tell you. Any expert you name exists: Expert Mathematician, \
-Expert Logician, Expert Linguist, Expert Chess Analyst, Expert Reviewer, and so on.
+_EXPERTS_EXIST = (
+    "You are the Conductor. You solve problems by consulting experts, and you judge, "
+    "combine and check what they tell you. Any expert you name exists: Expert "
+    "Mathematician, Expert Logician, Expert Linguist, Expert Chess Analyst, Expert "
+    "Reviewer, and so on."
+)
 
-To consult an expert, write its name and a colon on a line of its own, then the \
-instruction between triple quotes:
-
-Expert Geometer:
-"""
-You are a geometer. Find the area of a triangle with sides 5, 12 and 13. Show each step.
-"""
-
-Every expert starts from nothing: it has not seen the question, earlier rounds, or other \
+# How to work with experts, whichever form the calls take: fresh eyes, small steps,
+# checked answers. `{python_section}` and `{max_rounds}` are filled in with it.
+_HOW_TO_WORK = """Every expert starts from nothing: it has not seen the question, earlier rounds, or other \
 experts' replies, and it remembers nothing between calls. Put everything it needs into \
 the instruction itself: numbers, text, constraints, and what form the reply should take. \
 Never write "the above", "as before" or "the previous solution" to an expert. You may \
@@ -34,7 +31,23 @@ Work in small steps and consult one expert at a time unless the calls are indepe
 Read each reply critically: experts make mistakes. When two replies disagree, ask a \
 fresh expert to compare them. Before you answer, have the solution confirmed, ideally \
 by two independent experts or by running code. Do not ask the same question twice \
-word for word. Aim to finish within {max_rounds} rounds.
+word for word. Aim to finish within {max_rounds} rounds."""
+
+META_INSTRUCTIONS = (
+    _EXPERTS_EXIST
+    + '''
+
+To consult an expert, write its name and a colon on a line of its own, then the \
+instruction between triple quotes:
+
+Expert Geometer:
+"""
+You are a geometer. Find the area of a triangle with sides 5, 12 and 13. Show each step.
+"""
+
+'''
+    + _HOW_TO_WORK
+    + '''
 
 When you are confident, give the answer alone in this form (one answer only; for a \
 multiple-choice question, only the option):
@@ -43,6 +56,7 @@ multiple-choice question, only the option):
 """
 [final answer]
 """'''
+)
 
 PYTHON_SECTION = """
 You can also consult Expert Python, which writes Python and has it run in a sandbox; \
@@ -148,3 +162,85 @@ EMPTY_REPLY = (
 EXPERT_TRUNCATED = "(This reply was cut off by {cause}.)"
 
 EXPERT_FAILED = "The expert could not answer: {error}"
+
+
+# -- the protocol as tool calls (conductor_kernel/carrier) -------------------------------
+
+META_TOOLS_SYSTEM = (
+    "You are a careful problem solver. You act through tool calls: consult experts with "
+    "consult_expert, and when you are sure of the answer, give it with final_answer."
+)
+
+META_TOOLS_INSTRUCTIONS = (
+    _EXPERTS_EXIST
+    + """
+
+You act through tool calls. To consult an expert, call consult_expert with its name and \
+the instruction, for example name "Expert Geometer" and instruction "You are a geometer. \
+Find the area of a triangle with sides 5, 12 and 13. Show each step." The expert's reply \
+comes back as the call's result.
+
+"""
+    + _HOW_TO_WORK
+    + """
+
+When you are confident, call final_answer with the answer alone (one answer only; for a \
+multiple-choice question, only the option).{consult_first}"""
+)
+
+PYTHON_TOOLS_SECTION = """
+You can also run Python: call run_python with a whole program that prints its results, \
+and what it prints comes back. Use it for calculation, search, and for checking answers \
+by computation.
+"""
+
+CONSULT_FIRST_NOTE = " final_answer is offered from round 2: begin by consulting an expert."
+
+NUDGE_TOOLS = (
+    "Your last message neither consulted an expert nor gave a final answer. Call "
+    "consult_expert to consult an expert, or final_answer to give your answer."
+)
+
+CHECK_FIRST_TOOLS = (
+    "Your final answer was not accepted yet: no expert has checked it. Consult one "
+    'expert first. You can call consult_expert with name "Expert Checker" and this '
+    "instruction:\n\nQuestion:\n{question}\n\nProposed answer: {answer}\n\n"
+    "Check whether the proposed answer is correct and meets every requirement of the "
+    "question. Reply CORRECT or WRONG, then why.\n\nThen call final_answer."
+)
+
+CONSULT_FIRST = (
+    "Your answer was not taken: in the first round, consult an expert before answering "
+    "(call consult_expert), then give the answer with final_answer."
+)
+
+EMPTY_INSTRUCTION_TOOLS = (
+    "Your call to {name} had an empty instruction, so it was not sent. Put the whole "
+    "instruction in the call."
+)
+
+TOOL_NOT_RUN = "This call was not run: {problem}."
+AFTER_ANSWER = "it came after the final_answer call of the same turn"
+ANSWER_SET_ASIDE = (
+    "This answer was set aside: the same turn consulted experts. Read their results, "
+    "then give the answer again."
+)
+ANSWER_NOT_YET = "This answer was not accepted yet; the message after the results says why."
+TOOL_CALLS_FAILED = "None of your calls could be run; each call's result says why. "
+
+
+def meta_tools_first_message(
+    question: str, *, python: bool, max_rounds: int, recall: str = "", consult_first: bool
+) -> str:
+    """The first user turn of the tools carrier: as `meta_first_message`, in its terms."""
+    parts = [
+        META_TOOLS_INSTRUCTIONS.format(
+            python_section=PYTHON_TOOLS_SECTION if python else "",
+            max_rounds=max_rounds,
+            consult_first=CONSULT_FIRST_NOTE if consult_first else "",
+        )
+    ]
+    if recall:
+        parts.append(recall)
+    parts.append(QUESTION_BLOCK.format(question=question))
+    return "\n\n".join(parts)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import anthropic
@@ -23,6 +25,8 @@ from conductor_kernel.interfaces import (
     ModelError,
     StreamStopped,
     TextCallback,
+    ToolCall,
+    ToolSpec,
     Usage,
 )
 from conductor_kernel.reasoning import ReasoningFold, folded
@@ -44,8 +48,9 @@ from experts.retry import (
     require_ending,
     transport_errors,
 )
-from experts.streams import attach_closer
+from experts.streams import StreamedCalls, attach_closer
 from experts.streams import stop_reason as stopped_by_run
+from experts.tool_wire import PROBE_PROMPT, PROBE_TOOL, object_arguments, probed
 
 log = logging.getLogger("conductor.experts")
 
@@ -114,8 +119,12 @@ class AnthropicModel:
         cache: bool = False,
         role: CallRole = "meta",
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,  # never given: this model is no `GrammarSupport`
     ) -> Completion:
-        params = self.request_params(messages, system=system, cache=cache, max_tokens=max_tokens)
+        params = self.request_params(
+            messages, system=system, cache=cache, max_tokens=max_tokens, tools=tools
+        )
 
         prompt = prompt_text(system, messages)
         return charged_completion(
@@ -129,27 +138,49 @@ class AnthropicModel:
         system: str | None,
         cache: bool,
         max_tokens: int | None,
+        tools: Sequence[ToolSpec] | None = None,
     ) -> dict[str, Any]:
         """The keyword arguments of `messages.create` for one call."""
         if not messages:
             raise ValueError("a model call needs at least one message")
         wire: list[dict[str, Any]] = [
-            {"role": m.role, "content": [{"type": "text", "text": m.content}]} for m in messages
+            {"role": m.role, "content": _content_blocks(m)} for m in messages
         ]
         if cache:
             last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
-            if last_user is not None:
-                wire[last_user]["content"][0]["cache_control"] = EPHEMERAL
+            if last_user is not None:  # the breakpoint on its last block: all of it cached
+                wire[last_user]["content"][-1]["cache_control"] = EPHEMERAL
         params: dict[str, Any] = {
             "model": self.model,
             "messages": wire,
             "max_tokens": max_tokens or self.default_max_tokens,
         }
+        if tools:
+            params["tools"] = [_wire_tool(t) for t in tools]
         if system:
             params["system"] = (
                 [{"type": "text", "text": system, "cache_control": EPHEMERAL}] if cache else system
             )
         return params
+
+    def tool_support(self) -> tuple[bool, str]:
+        """Whether this endpoint takes tool definitions (`ToolSupport`): Anthropic's own
+        does; any other server is asked once (experts/tool_wire.py)."""
+        if self.base_url == DEFAULT_BASE_URL:
+            return True, "Anthropic's API takes tools"
+
+        probe = self.request_params(
+            [Message("user", PROBE_PROMPT)],
+            system=None,
+            cache=False,
+            max_tokens=1,
+            tools=[PROBE_TOOL],
+        )
+
+        def ask() -> object:
+            return self._client.messages.create(**probe)
+
+        return probed((self.base_url, self.model), ask, lambda e: failure_from_sdk(e, anthropic))
 
     def _create(self, params: dict[str, Any], prompt: str) -> Completion:
         return self._from_reply(self._client.messages.create(**params), prompt)
@@ -162,10 +193,15 @@ class AnthropicModel:
             text = folded(
                 thought, "".join(reply_text(b.text) for b in reply.content if b.type == "text")
             )
+            calls = [
+                ToolCall(str(b.name), json.dumps(b.input, ensure_ascii=False), str(b.id))
+                for b in reply.content
+                if b.type == "tool_use"
+            ]
             u = reply.usage
             if u is None or not (u.input_tokens or u.output_tokens):
                 warn_no_usage(self.base_url)
-                usage = estimated_usage(prompt, text)
+                usage = estimated_usage(prompt, text + "".join(c.arguments for c in calls))
             else:
                 usage = _usage(
                     u.input_tokens,
@@ -173,7 +209,8 @@ class AnthropicModel:
                     u.cache_read_input_tokens,
                     u.cache_creation_input_tokens,
                 )
-            return Completion(text, usage, str(reply.model), str(reply.stop_reason or ""))
+            stop = str(reply.stop_reason or "")
+            return Completion(text, usage, str(reply.model), stop, tool_calls=calls)
 
     def _stream(
         self, params: dict[str, Any], on_text: TextCallback, prompt: str, so_far: StreamSoFar
@@ -183,6 +220,7 @@ class AnthropicModel:
         delta_usage: Any = None
         stop_reason = model = ""
         fold = ReasoningFold()  # thinking blocks, kept in the text as <think>
+        calls = StreamedCalls()
         try:
             raw = self._client.messages.with_raw_response.create(**params, stream=True)
             if "json" in raw.headers.get("content-type", ""):
@@ -217,6 +255,17 @@ class AnthropicModel:
                                 and event.delta.type == "thinking_delta"
                             ):
                                 text = fold.reasoning(reply_text(event.delta.thinking))
+                            elif (
+                                event.type == "content_block_start"
+                                and event.content_block.type == "tool_use"
+                            ):
+                                block = event.content_block
+                                calls.start(event.index, str(block.id), str(block.name))
+                            elif (
+                                event.type == "content_block_delta"
+                                and event.delta.type == "input_json_delta"
+                            ):
+                                calls.arguments(event.index, reply_text(event.delta.partial_json))
                             elif event.type == "message_delta":
                                 delta_usage = event.usage
                                 stop_reason = str(event.delta.stop_reason or stop_reason)
@@ -255,10 +304,13 @@ class AnthropicModel:
                 )
             ]
         text = "".join(pieces)
+        made = [c if c.arguments else replace(c, arguments="{}") for c in calls.calls()]
         if not (counts[0] or counts[1]):
             warn_no_usage(self.base_url)
-            return Completion(text, estimated_usage(prompt, text), model, stop_reason)
-        return Completion(text, _usage(*counts), model, stop_reason)
+            said = text + "".join(c.arguments for c in made)
+            usage = estimated_usage(prompt, said)
+            return Completion(text, usage, model, stop_reason, tool_calls=made)
+        return Completion(text, _usage(*counts), model, stop_reason, tool_calls=made)
 
     def _stopped(self, pieces: list[str], prompt: str, start: Any, reason: str) -> Completion:
         """What a stream stopped part-way returned: the prompt's tokens if the server
@@ -278,6 +330,40 @@ class AnthropicModel:
             key_env=KEY_ENV,
             timeout_s=self.timeout,
         )
+
+
+def _wire_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+def _content_blocks(message: Message) -> list[dict[str, Any]]:
+    """One message's content blocks: a user message after tool calls starts with their
+    results (`tool_result`, one a call); an assistant message that made calls ends with
+    them (`tool_use`). Text is a block of its own, left out when empty beside those."""
+    text = [{"type": "text", "text": message.content}]
+    if message.tool_results:
+        results: list[dict[str, Any]] = [
+            {
+                "type": "tool_result",
+                "tool_use_id": r.call_id,
+                "content": r.content,
+                **({"is_error": True} if r.is_error else {}),
+            }
+            for r in message.tool_results
+        ]
+        return results + (text if message.content else [])
+    if message.tool_calls:
+        uses: list[dict[str, Any]] = [
+            {
+                "type": "tool_use",
+                "id": c.id,
+                "name": c.name,
+                "input": object_arguments(c.arguments) or {},
+            }
+            for c in message.tool_calls
+        ]
+        return (text if message.content else []) + uses
+    return text
 
 
 def _reported_at_start(message: Any) -> Usage | None:

@@ -16,12 +16,12 @@ import ast
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from itertools import permutations
 
-from conductor_kernel.interfaces import CallRole, Completion, Message, TextCallback
+from conductor_kernel.interfaces import CallRole, Completion, Message, TextCallback, ToolSpec
 from conductor_kernel.prompts import PYTHON_SECTION
 from conductor_kernel.text.quoted import placeholder, split
 from experts.scripted import ScriptedModel
@@ -462,7 +462,10 @@ class DemoModel(ScriptedModel):
         cache: bool = False,
         role: CallRole = "meta",
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
+        # The demo speaks the text protocol only (no `ToolSupport`, no `GrammarSupport`).
         completion = super().complete(
             messages, system=system, on_text=on_text, cache=cache, role=role, max_tokens=max_tokens
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import openai
@@ -26,6 +27,8 @@ from conductor_kernel.interfaces import (
     ModelError,
     StreamStopped,
     TextCallback,
+    ToolCall,
+    ToolSpec,
     Usage,
 )
 from conductor_kernel.reasoning import ReasoningFold, folded
@@ -47,7 +50,8 @@ from experts.retry import (
     require_ending,
     transport_errors,
 )
-from experts.streams import attach_closer, stop_reason
+from experts.streams import StreamedCalls, attach_closer, stop_reason
+from experts.tool_wire import PROBE_PROMPT, PROBE_TOOL, history_arguments, probed
 
 log = logging.getLogger("conductor.experts")
 
@@ -118,9 +122,13 @@ class OpenAIModel:
         cache: bool = False,
         role: CallRole = "meta",
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         # `cache` needs nothing here: OpenAI caches long shared prefixes on its own.
-        params = self.request_params(messages, system=system, max_tokens=max_tokens)
+        params = self.request_params(
+            messages, system=system, max_tokens=max_tokens, tools=tools, grammar=grammar
+        )
 
         prompt = prompt_text(system, messages)
         return charged_completion(
@@ -128,17 +136,51 @@ class OpenAIModel:
         )
 
     def request_params(
-        self, messages: list[Message], *, system: str | None, max_tokens: int | None
+        self,
+        messages: list[Message],
+        *,
+        system: str | None,
+        max_tokens: int | None,
+        tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create` for one call."""
         if not messages:
             raise ValueError("a model call needs at least one message")
-        wire = [{"role": "system", "content": system}] if system else []
-        wire += [m.to_dict() for m in messages]
+        wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        for m in messages:
+            wire += _wire_messages(m)
         params: dict[str, Any] = {"model": self.model, "messages": wire}
         if max_tokens:
             params[self.max_tokens_param] = max_tokens
+        if tools:
+            params["tools"] = [_wire_tool(t) for t in tools]
+        if grammar:
+            params["extra_body"] = {"grammar": grammar}  # llama-server's field
         return params
+
+    def grammar_support(self) -> tuple[bool, str]:
+        """Whether a reply can be held to a GBNF grammar (`GrammarSupport`): not by
+        OpenAI's API; llama-server's `grammar` field elsewhere (a server without it
+        may ignore the field, or refuse the request)."""
+        if self.base_url == DEFAULT_BASE_URL:
+            return False, "OpenAI's API takes no grammar"
+        return True, "sent as llama-server's grammar field"
+
+    def tool_support(self) -> tuple[bool, str]:
+        """Whether this endpoint takes tool definitions (`ToolSupport`): OpenAI's own
+        does; any other server is asked once (experts/tool_wire.py)."""
+        if self.base_url == DEFAULT_BASE_URL:
+            return True, "OpenAI's API takes tools"
+
+        probe = self.request_params(
+            [Message("user", PROBE_PROMPT)], system=None, max_tokens=1, tools=[PROBE_TOOL]
+        )
+
+        def ask() -> object:
+            return self._client.chat.completions.create(**probe)
+
+        return probed((self.base_url, self.model), ask, lambda e: failure_from_sdk(e, openai))
 
     def _create(self, params: dict[str, Any], prompt: str) -> Completion:
         reply = self._client.chat.completions.create(**params)
@@ -150,11 +192,18 @@ class OpenAIModel:
         with reply_shape("a reply"):
             choice = reply.choices[0]
             text = folded(_reasoning_of(choice.message), reply_text(choice.message.content or ""))
+            calls = [
+                ToolCall(str(fn.name or ""), reply_text(fn.arguments or ""), str(tc.id or ""))
+                for tc in choice.message.tool_calls or []
+                if (fn := getattr(tc, "function", None)) is not None
+            ]
+            said = text + "".join(c.arguments for c in calls)
             return Completion(
                 text,
-                self._usage(reply.usage, prompt, text),
+                self._usage(reply.usage, prompt, said),
                 model_id(str(reply.model or self.model)),
                 str(choice.finish_reason or ""),
+                tool_calls=calls,
             )
 
     def _stream(
@@ -164,6 +213,7 @@ class OpenAIModel:
         usage_seen: Any = None
         model, finish, chunks = "", "", 0
         fold = ReasoningFold()  # reasoning sent apart from the content, kept as <think>
+        calls = StreamedCalls()
         try:
             raw = self._client.chat.completions.with_raw_response.create(
                 **params, stream=True, stream_options={"include_usage": True}
@@ -197,6 +247,8 @@ class OpenAIModel:
                                     thought = fold.reasoning(_reasoning_of(choice.delta))
                                     said = fold.text(reply_text(choice.delta.content or ""))
                                     text = thought + said or None
+                                    for part in choice.delta.tool_calls or []:
+                                        calls.add_openai(part)
                         if text is not None:
                             pieces.append(text)
                             on_text(text)
@@ -221,9 +273,10 @@ class OpenAIModel:
             raise MalformedReply("it held no completion chunks")
         require_ending(finish, pieces, "finish reason")
         text = "".join(pieces)
+        made = calls.calls()
         with reply_shape("its usage"):
-            usage = self._usage(usage_seen, prompt, text)
-        return Completion(text, usage, model_id(model or self.model), finish)
+            usage = self._usage(usage_seen, prompt, text + "".join(c.arguments for c in made))
+        return Completion(text, usage, model_id(model or self.model), finish, tool_calls=made)
 
     def _stopped(self, pieces: list[str], prompt: str, model: str, reason: str) -> Completion:
         """What a stream stopped part-way returned; its usage never came: estimated."""
@@ -246,6 +299,42 @@ class OpenAIModel:
             key_env=KEY_ENV,
             timeout_s=self.timeout,
         )
+
+
+def _wire_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def _wire_messages(message: Message) -> list[dict[str, Any]]:
+    """One message in Chat Completions' form: a user message after tool calls is their
+    results (`tool` messages, one a call) and then its text; an assistant message that
+    made calls carries them."""
+    if message.tool_results:
+        wire: list[dict[str, Any]] = [
+            {"role": "tool", "tool_call_id": r.call_id, "content": r.content}
+            for r in message.tool_results
+        ]
+        if message.content:
+            wire.append({"role": message.role, "content": message.content})
+        return wire
+    if message.tool_calls:
+        calls = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": history_arguments(c.arguments)},
+            }
+            for c in message.tool_calls
+        ]
+        return [{"role": "assistant", "content": message.content or None, "tool_calls": calls}]
+    return [message.to_dict()]
 
 
 def _deliver(on_text: TextCallback, text: str) -> None:

@@ -14,9 +14,17 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from conductor_kernel.interfaces import CallRole, Completion, Message, TextCallback, Usage
+from conductor_kernel.interfaces import (
+    CallRole,
+    Completion,
+    Message,
+    TextCallback,
+    ToolSpec,
+    Usage,
+)
 from conductor_kernel.text.tokens import estimate_tokens
 from record.published import PublishedRecord, RecordedCall, normalise_expert_name
 
@@ -74,6 +82,8 @@ class ReplayModel:
         cache: bool = False,
         role: CallRole = "meta",
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,  # a replay speaks the recorded text only
+        grammar: str | None = None,
     ) -> Completion:
         with self._lock:
             if role == "meta":
@@ -189,6 +199,8 @@ class TurnsReplayModel:
         cache: bool = False,
         role: CallRole = "meta",
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,  # a replay speaks the recorded text only
+        grammar: str | None = None,
     ) -> Completion:
         with self._lock:
             if self._next >= len(self.turns):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from conductor_kernel.interfaces import (
     STOPPED_PREFIX,
@@ -17,12 +18,15 @@ from conductor_kernel.interfaces import (
     Message,
     StreamStopped,
     TextCallback,
+    ToolSpec,
     Usage,
 )
 
 # Given the expert's name (from its system prompt) and its instruction, the reply.
 ExpertFn = Callable[[str, str], str]
-MetaFn = Callable[[list[Message]], str]
+# A meta turn: its text, or a whole completion (its text, tool calls and stop reason).
+MetaTurn = str | Completion
+MetaFn = Callable[[list[Message]], MetaTurn]
 
 _NAME_RE = re.compile(r"You are (Expert [^.\n]+?)\.")
 
@@ -50,7 +54,7 @@ class ScriptedModel:
 
     def __init__(
         self,
-        meta: Sequence[str] | MetaFn,
+        meta: Sequence[MetaTurn] | MetaFn,
         experts: ExpertFn | Sequence[str] | None = None,
         *,
         name: str = "scripted",
@@ -64,6 +68,10 @@ class ScriptedModel:
         self._lock = threading.Lock()
         self.chunk_chars = chunk_chars
         self.requests: list[tuple[CallRole, str | None, list[Message]]] = []
+        # The names of the tools each meta call offered (None: none offered), and the
+        # grammar it was held to (None: none).
+        self.offered: list[tuple[str, ...] | None] = []
+        self.grammars: list[str | None] = []
 
     def complete(
         self,
@@ -74,21 +82,29 @@ class ScriptedModel:
         cache: bool = False,
         role: CallRole = "meta",
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         with self._lock:
             self.requests.append((role, system, list(messages)))
+            if role == "meta":
+                self.offered.append(None if tools is None else tuple(t.name for t in tools))
+                self.grammars.append(grammar)
+        scripted: Completion | None = None
         if role == "expert" and callable(self._experts):
             # Outside the lock: concurrent expert calls must really run concurrently.
             instruction = messages[-1].content if messages else ""
             text = self._experts(expert_name_from_system(system), instruction)
         else:
             with self._lock:
-                text = (
+                turn = (
                     self._meta_reply(messages)
                     if role == "meta"
                     else self._expert_reply(system, messages)
                 )
-        stop = "end_turn"
+            scripted = turn if isinstance(turn, Completion) else None
+            text = turn.text if isinstance(turn, Completion) else turn
+        stop = scripted.stop_reason if scripted is not None and scripted.stop_reason else "end_turn"
         if on_text:
             for i in range(0, len(text), self.chunk_chars):
                 try:
@@ -100,9 +116,12 @@ class ScriptedModel:
         usage = Usage(
             input_tokens=estimate_tokens(prompt), output_tokens=estimate_tokens(text), calls=1
         )
-        return Completion(text=text, usage=usage, model=self.name, stop_reason=stop)
+        completion = Completion(text=text, usage=usage, model=self.name, stop_reason=stop)
+        if scripted is not None and not stop.startswith(STOPPED_PREFIX):
+            completion = replace(completion, tool_calls=list(scripted.tool_calls))
+        return completion
 
-    def _meta_reply(self, messages: list[Message]) -> str:
+    def _meta_reply(self, messages: list[Message]) -> MetaTurn:
         if callable(self._meta):
             return self._meta(messages)
         if self._meta_index >= len(self._meta):
@@ -120,3 +139,14 @@ class ScriptedModel:
             raise ScriptExhausted(f"the script has only {len(self._experts)} expert replies")
         self._expert_index += 1
         return self._experts[self._expert_index - 1]
+
+
+class ScriptedToolModel(ScriptedModel):
+    """A scripted model that takes tools (`ToolSupport`): under `--protocol auto` its runs
+    use the tools carrier. Script its tool turns as `Completion`s with `tool_calls`."""
+
+    def tool_support(self) -> tuple[bool, str]:
+        return True, "the scripted model takes tools"
+
+    def grammar_support(self) -> tuple[bool, str]:
+        return True, "the scripted model records the grammar"

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from conductor_kernel.interfaces import TextCallback
+from conductor_kernel.interfaces import TextCallback, ToolCall
 
 
 def attach_closer(on_text: TextCallback, http_response: Any) -> Callable[[], None]:
@@ -40,3 +41,40 @@ def stop_reason(on_text: TextCallback | None) -> str | None:
     """Why the run stopped this call's stream, if it did (its read then failed or
     ended early because the connection was closed under it)."""
     return getattr(on_text, "stop_reason", None) if on_text is not None else None
+
+
+@dataclass
+class _Pending:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class StreamedCalls:
+    """The tool calls of one streamed reply, put together from their pieces by position:
+    an id and a name first, then the arguments' JSON in fragments."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _Pending] = {}
+
+    def start(self, index: int, call_id: str, name: str) -> None:
+        pending = self._calls.setdefault(index, _Pending())
+        pending.id = pending.id or call_id
+        if name and not pending.name.endswith(name):  # some servers repeat the name
+            pending.name += name
+
+    def arguments(self, index: int, fragment: str) -> None:
+        self._calls.setdefault(index, _Pending()).arguments.append(fragment)
+
+    def add_openai(self, part: Any) -> None:
+        """One `delta.tool_calls` entry of a Chat Completions chunk."""
+        index = part.index if isinstance(part.index, int) else len(self._calls)
+        function = getattr(part, "function", None)
+        self.start(index, str(part.id or ""), str(getattr(function, "name", None) or ""))
+        if function is not None and function.arguments:
+            self.arguments(index, str(function.arguments))
+
+    def calls(self) -> list[ToolCall]:
+        return [
+            ToolCall(p.name, "".join(p.arguments), p.id) for _, p in sorted(self._calls.items())
+        ]

@@ -227,7 +227,7 @@ def _changed_after_verified(final: FinalAnswer | None, rounds: list[RoundView]) 
             clean = x.result.ok and not program_failed(x.result)
             if clean and cand not in _TRIVIAL_OUTPUTS and joined.find(cand, later) != -1:
                 verified.append((line, r.number, "printed by code and repeated by the meta model"))
-        aside = parse_turn(r.text).final_answer if _started(r) else None
+        aside = r.answer_written if _started(r) else None
         if aside:
             cand = normalise(aside)
             replies = " ".join(normalise(x.text or x.output) for x in _replies(r))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conductor_kernel.carrier.tools import answer_written
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -103,6 +104,19 @@ class RoundView:
     @property
     def text(self) -> str:
         return self.finished.text if self.finished is not None else ""
+
+    @property
+    def shown_text(self) -> str:
+        """The turn as a reader is shown it: its text and the tool calls it made."""
+        return self.finished.shown_text if self.finished is not None else ""
+
+    @property
+    def answer_written(self) -> str | None:
+        """The final answer the turn wrote, whether or not it was taken: in the text
+        protocol, or as the first `final_answer` call it made."""
+        if self.finished is None:
+            return None
+        return answer_written(self.finished.text, self.finished.tool_calls)
 
     @property
     def usage(self) -> Usage:

@@ -44,6 +44,16 @@ def stop_signal_handlers_restored() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def tool_probes_forgotten() -> Iterator[None]:
+    """Each test's servers are asked afresh whether they take tools: a wire server on a
+    port an earlier test's server had must not inherit its answer (experts/tool_wire.py)."""
+    from experts.tool_wire import forget_probes
+
+    forget_probes()
+    yield
+
+
+@pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own data and config dirs and no provider keys."""
     home = tmp_path / "conductor-home"

@@ -164,7 +164,7 @@ async def _text_delta(r: RunRenderer, e: TextDelta) -> None:
 
 async def _turn_finished(r: RunRenderer, e: MetaTurnFinished) -> None:
     block = await r.turn(e.parent_id, e.round)
-    await block.text.settle(e.text)
+    await block.text.settle(e.shown_text)
     block.border_subtitle = f"{usage_line(e.usage)} · {e.duration_s:.1f} s"
 
 

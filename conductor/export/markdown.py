@@ -82,7 +82,7 @@ def _meta_started(e: MetaTurnStarted) -> str:
 
 
 def _meta_finished(e: MetaTurnFinished) -> str:
-    return f"### Meta model\n\n{_block(e.text)}"
+    return f"### Meta model\n\n{_block(e.shown_text)}"
 
 
 def _expert_started(e: ExpertCallStarted) -> str:

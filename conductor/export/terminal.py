@@ -82,7 +82,10 @@ def exec_status(result: ExecResult) -> str:
 def _run_started(e: RunStarted) -> Any:
     return Panel(
         shown(e.question),
-        title=shown_line(f"question · {e.method_name} · {e.model} · sandbox {e.sandbox}"),
+        title=shown_line(
+            f"question · {e.method_name} · {e.model} · sandbox {e.sandbox}"
+            + (f" · protocol {e.protocol}" if e.protocol else "")
+        ),
         border_style="cyan",
     )
 
@@ -100,7 +103,7 @@ def _recall(e: Recall) -> Any:
 
 def _meta_turn(e: MetaTurnFinished) -> Any:
     return Panel(
-        shown(e.text),
+        shown(e.shown_text),
         title=f"round {e.round} · meta model",
         subtitle=usage_line(e.usage),
         border_style="blue",

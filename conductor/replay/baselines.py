@@ -152,7 +152,11 @@ def replay_config(record: BaselineRecord) -> RunConfig:
     turns = record.rounds if record.capped else max(MAX_TURNS, record.rounds)
     notice = record.notice_round + extra if record.notice_round else None
     return RunConfig(
-        max_rounds=turns + extra, last_round_notice_at=notice, python=False, prompt_cache=True
+        protocol="text",
+        max_rounds=turns + extra,
+        last_round_notice_at=notice,
+        python=False,
+        prompt_cache=True,
     )
 
 

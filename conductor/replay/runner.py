@@ -52,8 +52,10 @@ SandboxFactory = Callable[[], Sandbox | None]
 
 
 def replay_config(notice_round: int | None = None) -> RunConfig:
-    """The published runs' own rules: 16 meta turns, calls before answers, 3 s of Python."""
+    """The published runs' own rules: 16 meta turns, calls before answers, 3 s of Python,
+    the text protocol they were written in."""
     return RunConfig(
+        protocol="text",
         max_rounds=MAX_META_TURNS,
         last_round_notice_at=notice_round,
         python_timeout_s=PYTHON_TIMEOUT_S,

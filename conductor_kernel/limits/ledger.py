@@ -18,7 +18,7 @@ metered model records that too before the error goes on, so no failure spends fo
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,6 +28,7 @@ from conductor_kernel.interfaces import (
     Completion,
     Message,
     TextCallback,
+    ToolSpec,
     Usage,
 )
 
@@ -189,10 +190,16 @@ class MeteredModel:
         cache: bool = False,
         role: CallRole = "meta",
         max_tokens: int | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         for meter in self.meters:
             if isinstance(meter, Admission):
                 max_tokens = meter.admit(messages, system=system, max_tokens=max_tokens)
+        # Passed on only when given: a model that takes no tools need not know the word.
+        offer: dict[str, Any] = {} if tools is None else {"tools": tools}
+        if grammar is not None:
+            offer["grammar"] = grammar
         try:
             completion = self.inner.complete(
                 messages,
@@ -201,6 +208,7 @@ class MeteredModel:
                 cache=cache,
                 role=role,
                 max_tokens=max_tokens,
+                **offer,
             )
         except Exception as error:
             spent = spent_on(error)

@@ -103,6 +103,18 @@ class RunConfig(BaseModel):
         "asking for one check first (for small models that answer in round 1 alone; "
         "measured in docs/methods.md).",
     )  # fmt: skip
+    protocol: Literal["auto", "text", "tools", "grammar"] = setting(
+        "auto", flag="--protocol",
+        description="How the meta model's calls and answer are carried: `text` (`Expert X:` "
+        "and `>> FINAL ANSWER:`, as the paper), `tools` (native tool calls), `grammar` (the "
+        "text held to its forms by llama-server's grammar), `auto` (tools where the endpoint "
+        "takes them, else text; docs/models.md).",
+    )  # fmt: skip
+    consult_first: bool = setting(
+        True, flag="--consult-first",
+        description="With tool calls, round 1 offers no final-answer tool, so the first act "
+        "is an expert call (the text protocol cannot enforce it).",
+    )  # fmt: skip
     prompt_cache: bool = setting(
         True, flag="--prompt-cache",
         description="Ask the provider to cache the growing meta history.",

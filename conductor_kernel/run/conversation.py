@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from conductor_kernel import prompts
+from conductor_kernel.carrier.recover import calls_in_text
 from conductor_kernel.events import (
     Event,
     FinalAnswer,
@@ -31,7 +32,17 @@ from conductor_kernel.events import (
     MetaTurnStarted,
     Observation,
 )
-from conductor_kernel.interfaces import ChatModel, Completion, Message, Sandbox, Usage, cut_cause
+from conductor_kernel.interfaces import (
+    ChatModel,
+    Completion,
+    Message,
+    Sandbox,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+    cut_cause,
+)
 from conductor_kernel.limits.ledger import UsageLedger
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.limits.streaming import (
@@ -72,15 +83,36 @@ class RunState:
 
 @dataclass(frozen=True)
 class Turn:
-    """One model turn of the run: its round, the id of its `MetaTurnStarted`, the reply."""
+    """One model turn of the run: its round, the id of its `MetaTurnStarted`, the reply.
+
+    A turn offered tools has the names it was offered and its calls: the model's own,
+    or (`recovered`) those it wrote into its text instead.
+    """
 
     round: int
     id: str
     completion: Completion
+    offered: tuple[str, ...] | None = None  # None: no tools offered (the text protocol)
+    calls: tuple[ToolCall, ...] = ()
+    recovered: bool = False
 
     @property
     def text(self) -> str:
         return self.completion.text
+
+    @property
+    def native_calls(self) -> tuple[ToolCall, ...]:
+        """The calls the model made as calls (each needs a result sent back)."""
+        return () if self.recovered else self.calls
+
+
+@dataclass(frozen=True)
+class NextMessage:
+    """What a method sends after a turn: the text, and a result for each of the turn's
+    own tool calls (sent before the text, under the calls' ids)."""
+
+    text: str
+    tool_results: tuple[ToolResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +141,7 @@ class RunContext:
         cancel: threading.Event,
         system_prompt: str,
         question: str = "",
+        carrier: str = "text",
     ) -> None:
         self.state = state
         self.model = model
@@ -118,6 +151,7 @@ class RunContext:
         self.cancel = cancel
         self.system_prompt = system_prompt  # the run's, as RunStarted recorded it
         self.question = question
+        self.carrier = carrier  # how the protocol is carried: text or tools (RunStarted)
         self.recall = ""  # the notebook's notes, rendered (empty: none, or recall off)
 
     @property
@@ -150,9 +184,13 @@ class RunContext:
         round: int,
         system: str,
         new_conversation: bool = False,
+        tools: Sequence[ToolSpec] | None = None,
+        grammar: str | None = None,
     ) -> Generator[Event, None, Turn]:
         """One model turn on `history` (its last message is this turn's): limits first,
-        then the call, streamed and recorded. A call stopped mid-stream ends the run."""
+        then the call, streamed and recorded. A call stopped mid-stream ends the run.
+        With `tools`, they are offered, and calls written into the text are read too;
+        with `grammar`, the reply is held to it."""
         self.check()
         started = MetaTurnStarted(
             run_id=self.run_id,
@@ -160,13 +198,24 @@ class RunContext:
             user_message=history[-1].content if history else "",
             system_prompt="" if system == self.system_prompt else system,
             new_conversation=new_conversation,
+            tool_results=[asdict(r) for r in history[-1].tool_results] if history else [],
         )
         yield started
         t0 = time.monotonic()
         completion = yield from self.in_worker(
-            partial(self._call, list(history), system, started.id)
+            partial(self._call, list(history), system, started.id, tools, grammar)
         )
         self.state.rounds = round
+        # A call a server sent without an id gets one: its result goes back under it.
+        calls = tuple(
+            c if c.id else replace(c, id=f"call-{round}-{i}")
+            for i, c in enumerate(completion.tool_calls)
+        )
+        recovered = False
+        if tools is not None and not calls and not completion.truncated:
+            calls = tuple(calls_in_text(completion.text))
+            recovered = bool(calls)
+        source = "text" if recovered else "native"
         yield MetaTurnFinished(
             parent_id=started.id,
             run_id=self.run_id,
@@ -177,15 +226,27 @@ class RunContext:
             duration_s=time.monotonic() - t0,
             stop_reason=completion.stop_reason,
             truncated=completion.truncated,
+            carrier="tools" if tools is not None else "grammar" if grammar else "",
+            offered_tools=[t.name for t in tools or ()],
+            tool_calls=[{**c.to_dict(), "source": source} for c in calls],
         )
         if completion.stopped:
             if self.cancel.is_set():
                 raise RunCancelled()
             if self.guard.limit is not None:
                 raise StreamLimit(self.guard.limit)
-        return Turn(round, started.id, completion)
+        offered = None if tools is None else tuple(t.name for t in tools)
+        return Turn(round, started.id, completion, offered, calls, recovered)
 
-    def _call(self, messages: list[Message], system: str, turn_id: str, emit: Emit) -> Completion:
+    def _call(
+        self,
+        messages: list[Message],
+        system: str,
+        turn_id: str,
+        tools: Sequence[ToolSpec] | None,
+        grammar: str | None,
+        emit: Emit,
+    ) -> Completion:
         """The call itself, streamed through a watch; charged the moment it returns."""
         watch = StreamWatch(
             self.guard,
@@ -196,6 +257,10 @@ class RunContext:
             prompt=lambda: "\n".join([system, *(m.content for m in messages)]),
         )
         watch.check_before()  # a cancel or limit that came first: do not start the call
+        # Tools go only to a call that offers them: a model that takes none never sees it.
+        offer: dict[str, Any] = {} if tools is None else {"tools": tools}
+        if grammar is not None:
+            offer["grammar"] = grammar
         return self.state.ledger.metered(self.model, "meta").complete(
             messages,
             system=system,
@@ -203,6 +268,7 @@ class RunContext:
             cache=self.config.prompt_cache,
             role="meta",
             max_tokens=self.config.meta_max_tokens,
+            **offer,
         )
 
     def answer(self, turn: Turn, answer: str) -> FinalAnswer:
@@ -215,8 +281,14 @@ class RunContext:
         return Observation(parent_id=turn.id, run_id=self.run_id, reason=reason, message=message)
 
 
-# What `act` returns: the body of the next user message, or None when the run is answered.
-Act = Callable[[Turn], Generator[Event, None, str | None]]
+# What `act` returns: the body of the next user message (with the results of the turn's
+# tool calls, if it made any), or None when the run is answered.
+Act = Callable[[Turn], Generator[Event, None, str | NextMessage | None]]
+# The tools a round offers (None: the text protocol), given its round number.
+ToolsFor = Callable[[int], Sequence[ToolSpec] | None]
+# What stands in the history for a turn with no text whose calls were not acted on (a
+# call cut off): providers refuse an empty assistant message.
+NO_TEXT = "(no text)"
 
 # Turns in a row that neither call an expert nor answer (nor say anything) after which
 # the run stops: a model, or a chat template, that does not follow the protocol will
@@ -258,6 +330,8 @@ def converse(
     first_round: int = 1,
     new_conversation: bool = False,
     off_protocol_stop: int | None = None,
+    tools_for: ToolsFor | None = None,
+    grammar: str | None = None,
 ) -> Generator[Event, None, str]:
     """Rounds of one conversation with the model, up to the run's round cap; the status.
 
@@ -265,11 +339,14 @@ def converse(
     reads counts this conversation's own turns. `new_conversation` records that its
     first turn saw none of the run's earlier turns (a method's second conversation).
     `off_protocol_stop` turns in a row that ignore the protocol end the run (None: never).
+    `tools_for(round)` gives the tools each round offers (the tools carrier); `grammar`
+    holds every turn to a GBNF grammar (the grammar carrier).
     """
     cfg = run.config
     system = run.system_prompt if system is None else system
     history: list[Message] = []
     user_text = prompts.ROUND_HEADER.format(round=1) + first
+    results: tuple[ToolResult, ...] = ()  # for the last turn's own calls
     off_protocol = 0  # turns in a row that ignored the protocol
     for round_no in range(first_round, cfg.max_rounds + 1):
         if off_protocol_stop is not None and off_protocol >= off_protocol_stop:
@@ -279,15 +356,19 @@ def converse(
         notice_at = cfg.last_round_notice_at or cfg.max_rounds - 1
         if cfg.last_round_notice and round_no == notice_at and cfg.max_rounds > 1:
             user_text += "\n\n" + prompts.LAST_ROUND
-        history.append(Message("user", user_text))
+        history.append(Message("user", user_text, tool_results=results))
+        results = ()
         turn = yield from run.ask(
             history,
             round=round_no,
             system=system,
             new_conversation=new_conversation and round_no == first_round,
+            tools=None if tools_for is None else tools_for(round_no),
+            grammar=grammar,
         )
         completion = turn.completion
-        history.append(Message("assistant", completion.text))
+        said = completion.text or (NO_TEXT if turn.offered is not None else "")
+        history.append(Message("assistant", said))
         if completion.stop_reason == "declined":
             # The model says it cannot answer (the offline demo does): a labelled
             # non-answer, never an answer to learn from.
@@ -303,7 +384,7 @@ def converse(
             user_text = header + message
             off_protocol += 1  # nothing usable came of it either
             continue
-        if not completion.text.strip():
+        if not completion.text.strip() and not turn.calls:
             message = prompts.EMPTY_REPLY + replies.nudge
             yield run.note(turn, "empty_reply", message)
             user_text = header + message
@@ -315,6 +396,11 @@ def converse(
         off_protocol = 0 if acted else off_protocol + 1
         if body is None:
             return "answered"
+        if isinstance(body, NextMessage):
+            if body.tool_results:  # the turn's calls go into the history with their results
+                history[-1] = Message("assistant", completion.text, tool_calls=turn.native_calls)
+            results = body.tool_results
+            body = body.text
         user_text = header + body
     yield LimitHit(run_id=run.run_id, limit="rounds", value=cfg.max_rounds, maximum=cfg.max_rounds)
     return "limit"

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
+from conductor_kernel.carrier.choice import choose_carrier
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -29,7 +30,7 @@ from conductor_kernel.events import (
     SandboxExec,
     new_id,
 )
-from conductor_kernel.interfaces import ChatModel, Method, Sandbox
+from conductor_kernel.interfaces import CarrierAware, ChatModel, Method, Sandbox
 from conductor_kernel.limits.ledger import UsageLedger
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.limits.streaming import RunCancelled, RunGuard, StreamLimit
@@ -95,6 +96,11 @@ class Conductor:
         if ledger is not None:
             state.ledger = ledger
         state.guard = RunGuard(cfg, state.ledger, self._cancel)
+        carriers = method.carriers if isinstance(method, CarrierAware) else ("text",)
+        carrier = choose_carrier(cfg.protocol, self.meta_model, method_carriers=carriers)
+        system_prompt = method.system_prompt
+        if isinstance(method, CarrierAware):
+            system_prompt = method.system_prompt_for(carrier.carrier)
         yield RunStarted(
             run_id=state.run_id,
             question=question,
@@ -104,9 +110,11 @@ class Conductor:
             model=self.meta_model.name,
             expert_model=self.expert_model.name,
             sandbox=getattr(self.sandbox, "name", "none") if cfg.python else "off",
-            system_prompt=method.system_prompt,
+            system_prompt=system_prompt,
             limits=cfg.limits(),
             tags=tags or {},
+            protocol=carrier.carrier,
+            protocol_reason=carrier.reason,
         )
         run = RunContext(
             state,
@@ -115,8 +123,9 @@ class Conductor:
             sandbox=self.sandbox,
             config=cfg,
             cancel=self._cancel,
-            system_prompt=method.system_prompt,
+            system_prompt=system_prompt,
             question=question,
+            carrier=carrier.carrier,
         )
         status = "no_answer"
         error: Exception | None = None

@@ -5,35 +5,54 @@ concurrently when allowed; Expert Python's code in the sandbox), gives the final
 or neither (the model is nudged). The experts' outputs go back quoted in the next user
 message with a feedback paragraph. With `python=False` Expert Python is not offered and
 no code runs ("meta-prompting without Python" in the paper's Table 1).
+
+The protocol has three carriers (conductor_kernel/carrier): the text of the paper, the
+same text held to its forms by a grammar, or tool calls, whose turns are read into the
+same `ParsedTurn` and acted on by the same policy (`decide`), so all give the same
+events; only what is said back differs in form (conductor_kernel/run/tool_turns.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
 from functools import partial
 
 from conductor_kernel import prompts
+from conductor_kernel.carrier.choice import CARRIERS
+from conductor_kernel.carrier.grammar import PROTOCOL_GBNF
+from conductor_kernel.carrier.tools import offered_tools
 from conductor_kernel.events import Event
+from conductor_kernel.interfaces import ToolSpec
 from conductor_kernel.protocol import ParsedTurn, parse_turn
 from conductor_kernel.run.conversation import (
     META_REPLIES,
     OFF_PROTOCOL_TURNS,
+    NextMessage,
+    Replies,
     RunContext,
     Turn,
     converse,
 )
 from conductor_kernel.run.expert_call import ExpertContext, ExpertOutcome, call_expert
 from conductor_kernel.run.threads import run_concurrently
+from conductor_kernel.run.tool_turns import act_on_calls, answer_withheld
 from conductor_kernel.turn_diagnosis import nudge_with_reasons
 
 META = "meta"
 META_NO_PYTHON = "meta-no-python"
+META_TOOL_REPLIES = Replies(nudge=prompts.NUDGE_TOOLS, truncated=prompts.TRUNCATED)
+READ_FROM_TEXT = (
+    "The turn wrote its calls or answer in the text protocol, not as tool calls; they "
+    "were read from the text."
+)
 
 
 class MetaPrompting:
     """The conductor loop of the meta-prompting paper, with or without Expert Python."""
 
     system_prompt = prompts.META_SYSTEM
+    carriers = CARRIERS
 
     def __init__(self, *, python: bool = True) -> None:
         self.python = python
@@ -42,42 +61,102 @@ class MetaPrompting:
     def name(self) -> str:
         return META if self.python else META_NO_PYTHON
 
-    def solve(self, run: RunContext) -> Generator[Event, None, str]:
-        first = prompts.meta_first_message(
-            run.question, python=self.python, max_rounds=run.config.max_rounds, recall=run.recall
-        )
+    def system_prompt_for(self, carrier: str) -> str:
+        return prompts.META_TOOLS_SYSTEM if carrier == "tools" else prompts.META_SYSTEM
 
-        def act(turn: Turn) -> Generator[Event, None, str | None]:
+    def solve(self, run: RunContext) -> Generator[Event, None, str]:
+        cfg = run.config
+        tools = run.carrier == "tools"
+        if tools:
+            first = prompts.meta_tools_first_message(
+                run.question,
+                python=self.python,
+                max_rounds=cfg.max_rounds,
+                recall=run.recall,
+                consult_first=answer_withheld(cfg, 1),
+            )
+        else:
+            first = prompts.meta_first_message(
+                run.question, python=self.python, max_rounds=cfg.max_rounds, recall=run.recall
+            )
+
+        def act(turn: Turn) -> Generator[Event, None, str | NextMessage | None]:
             return self._act(run, turn)
+
+        def tools_for(round_no: int) -> tuple[ToolSpec, ...]:
+            return offered_tools(python=self.python, answer=not answer_withheld(cfg, round_no))
 
         return (
             yield from converse(
-                run, first, act=act, replies=META_REPLIES, off_protocol_stop=OFF_PROTOCOL_TURNS
+                run,
+                first,
+                act=act,
+                replies=META_TOOL_REPLIES if tools else META_REPLIES,
+                off_protocol_stop=OFF_PROTOCOL_TURNS,
+                tools_for=tools_for if tools else None,
+                grammar=PROTOCOL_GBNF if run.carrier == "grammar" else None,
             )
         )
 
-    def _act(self, run: RunContext, turn: Turn) -> Generator[Event, None, str | None]:
+    def _act(self, run: RunContext, turn: Turn) -> Generator[Event, None, str | NextMessage | None]:
+        if turn.calls:  # tool calls: made, or written as JSON in the text
+            return (yield from act_on_calls(run, turn, decide))
         parsed = parse_turn(turn.text)
-        if parsed.has_answer and (not parsed.calls or run.config.calls_and_answer == "answer"):
-            if _check_first(run, turn):
-                run.state.check_asked = True
-                ask = prompts.check_first(run.question, parsed.final_answer or "")
-                yield run.note(turn, "answer_before_check", ask)
-                return ask
-            yield run.answer(turn, parsed.final_answer or "")
-            return None
-        if parsed.calls:
-            if parsed.has_answer:
-                yield run.note(
-                    turn,
-                    "calls_and_answer",
-                    "The turn called experts and answered; the calls ran and the answer was set aside.",
-                )
-            body = yield from _dispatch(run, parsed, turn)
-            return body + "\n\n" + prompts.FEEDBACK
-        nudge = nudge_with_reasons(prompts.NUDGE, turn.text)
-        yield run.note(turn, "no_call_or_answer", nudge)
-        return nudge
+        tools = turn.offered is not None
+        if tools and (parsed.calls or parsed.has_answer):
+            yield run.note(turn, "read_from_text", READ_FROM_TEXT)
+        decision = yield from decide(run, turn, parsed, tools=tools)
+        return None if decision is None else decision.message
+
+
+@dataclass
+class Decision:
+    """What a turn came to, when it did not end the run: the next message as the text
+    carrier sends it, what it is as tool results (`results`: each expert call's output by
+    the call's identity; `answer`: what a final answer not taken came to) and the text
+    that goes beside tool results (`beside`)."""
+
+    message: str
+    beside: str
+    results: dict[int, str] = field(default_factory=dict)
+    answer: str | None = None
+
+
+def decide(
+    run: RunContext, turn: Turn, parsed: ParsedTurn, *, tools: bool
+) -> Generator[Event, None, Decision | None]:
+    """The one policy for a read turn, whichever carrier it came by: answer, check first,
+    consult first, run the calls, or nudge. None: the run is answered."""
+    if parsed.has_answer and (not parsed.calls or run.config.calls_and_answer == "answer"):
+        if tools and answer_withheld(run.config, turn.round):
+            yield run.note(turn, "answer_before_consult", prompts.CONSULT_FIRST)
+            return Decision(
+                prompts.CONSULT_FIRST, prompts.CONSULT_FIRST, answer=prompts.ANSWER_NOT_YET
+            )
+        if _check_first(run, turn):
+            run.state.check_asked = True
+            template = prompts.CHECK_FIRST_TOOLS if tools else prompts.CHECK_FIRST
+            ask = template.format(
+                question=run.question.strip(), answer=(parsed.final_answer or "").strip()
+            )
+            yield run.note(turn, "answer_before_check", ask)
+            return Decision(ask, ask, answer=prompts.ANSWER_NOT_YET)
+        yield run.answer(turn, parsed.final_answer or "")
+        return None
+    if parsed.calls:
+        if parsed.has_answer:
+            yield run.note(
+                turn,
+                "calls_and_answer",
+                "The turn called experts and answered; the calls ran and the answer was set aside.",
+            )
+        empty = prompts.EMPTY_INSTRUCTION_TOOLS if tools else prompts.EMPTY_INSTRUCTION
+        body, results = yield from _dispatch(run, parsed, turn, empty)
+        aside = prompts.ANSWER_SET_ASIDE if parsed.has_answer else None
+        return Decision(body + "\n\n" + prompts.FEEDBACK, prompts.FEEDBACK, results, aside)
+    nudge = prompts.NUDGE_TOOLS if tools else nudge_with_reasons(prompts.NUDGE, turn.text)
+    yield run.note(turn, "no_call_or_answer", nudge)
+    return Decision(nudge, nudge)
 
 
 def _check_first(run: RunContext, turn: Turn) -> bool:
@@ -92,13 +171,14 @@ def _check_first(run: RunContext, turn: Turn) -> bool:
     )
 
 
-def _dispatch(run: RunContext, parsed: ParsedTurn, turn: Turn) -> Generator[Event, None, str]:
-    """Run the turn's expert calls (concurrently when allowed); their outputs, quoted."""
-    for call in parsed.calls:
-        if call.is_empty:
-            yield run.note(
-                turn, "empty_instruction", prompts.EMPTY_INSTRUCTION.format(name=call.name)
-            )
+def _dispatch(
+    run: RunContext, parsed: ParsedTurn, turn: Turn, empty_message: str
+) -> Generator[Event, None, tuple[str, dict[int, str]]]:
+    """Run the turn's expert calls (concurrently when allowed): their outputs quoted, and
+    what each call came to, by the call's identity."""
+    empties = [c for c in parsed.calls if c.is_empty]
+    for call in empties:
+        yield run.note(turn, "empty_instruction", empty_message.format(name=call.name))
     calls = parsed.dispatchable
     state = run.state
 
@@ -120,9 +200,14 @@ def _dispatch(run: RunContext, parsed: ParsedTurn, turn: Turn) -> Generator[Even
     if calls:
         outcomes = yield from run.in_worker(work)
     blocks: list[str] = []
-    for outcome in outcomes:
+    results: dict[int, str] = {}
+    for call, outcome in zip(calls, outcomes, strict=True):
         state.expert_calls += 1
         state.sandbox_runs += outcome.sandbox_runs
         blocks.append(prompts.EXPERT_OUTPUT.format(name=outcome.name, output=outcome.output))
-    empty = [prompts.EMPTY_INSTRUCTION.format(name=c.name) for c in parsed.calls if c.is_empty]
-    return "\n\n".join(blocks + empty)
+        results[id(call)] = outcome.output
+    empty: list[str] = []
+    for call in empties:
+        empty.append(empty_message.format(name=call.name))
+        results[id(call)] = empty[-1]
+    return "\n\n".join(blocks + empty), results

@@ -9,19 +9,33 @@ methods.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class WireCall:
+    """A tool call a scripted reply makes. `arguments` is sent as written (it may be
+    malformed JSON, or cut off); an empty `id` gets one made up."""
+
+    name: str
+    arguments: str
+    id: str = ""
 
 
 @dataclass
 class Reply:
-    """A scripted answer. `stop_reason` None means the API's normal end of turn."""
+    """A scripted answer. `stop_reason` None means the API's normal end of turn (or,
+    with tool calls, the end of a turn that made calls)."""
 
     text: str
     stop_reason: str | None = None
     # Sent apart from the text, as a reasoning model's server does (`reasoning_content`,
     # Anthropic `thinking` blocks), before it.
     reasoning: str = ""
+    # Tool calls made after the text (streamed as each API streams them: an id and a
+    # name, then the arguments in pieces).
+    tool_calls: list[WireCall] = field(default_factory=list)
 
 
 @dataclass

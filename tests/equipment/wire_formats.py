@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from equipment import wire_tools
+from equipment.wire_faults import WireCall
 
 Api = Literal["anthropic", "openai"]
 
@@ -122,6 +126,8 @@ def apply_max_tokens(api: Api, body: dict[str, Any], reply: Any) -> tuple[str, s
     text = reply.text
     if isinstance(limit, int) and estimate_tokens(text) > limit:
         return text[: limit * 4], "max_tokens" if api == "anthropic" else "length"
+    if getattr(reply, "tool_calls", None) and not reply.stop_reason:
+        return text, "tool_use" if api == "anthropic" else "tool_calls"
     return text, reply.stop_reason or ("end_turn" if api == "anthropic" else "stop")
 
 
@@ -153,16 +159,18 @@ def full_reply(
     stop: str,
     usage: UsageCounts,
     reasoning: str = "",
+    calls: Sequence[WireCall] = (),
 ) -> dict[str, Any]:
     """A non-streamed reply body (`reasoning` sent apart from the text when given)."""
     if api == "anthropic":
         thinking = [{"type": "thinking", "thinking": reasoning, "signature": "sig"}]
+        said = [{"type": "text", "text": text}] if text or not calls else []
         return {
             "id": f"msg_{msg_id}",
             "type": "message",
             "role": "assistant",
             "model": model,
-            "content": (thinking if reasoning else []) + [{"type": "text", "text": text}],
+            "content": (thinking if reasoning else []) + said + wire_tools.anthropic_blocks(calls),
             "stop_reason": stop,
             "stop_sequence": None,
             "usage": _anthropic_usage(usage, output=usage.output),
@@ -177,9 +185,10 @@ def full_reply(
                 "index": 0,
                 "message": {
                     "role": "assistant",
-                    "content": text,
+                    "content": text if text or not calls else None,
                     "refusal": None,
                     **({"reasoning_content": reasoning} if reasoning else {}),
+                    **({"tool_calls": wire_tools.openai_calls(calls)} if calls else {}),
                 },
                 "finish_reason": stop,
                 "logprobs": None,
@@ -204,10 +213,12 @@ def stream_events(
     usage: UsageCounts,
     include_usage: bool,
     reasoning: list[str] | None = None,
+    calls: Sequence[WireCall] = (),
+    chunk_chars: int = 8,
 ) -> list[str]:
     """The server-sent events of a streamed reply, in the order the real API sends them;
     `reasoning` pieces come first, apart from the text (a thinking block, or
-    `reasoning_content` deltas)."""
+    `reasoning_content` deltas); tool calls come after the text."""
     reasoning = reasoning or []
     if api == "anthropic":
         start = full_reply(api, msg_id, model, "", "", usage)
@@ -247,8 +258,9 @@ def stream_events(
             )
             for p in pieces
         ]
+        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        events += wire_tools.anthropic_events(_sse, calls, 1, chunk_chars)
         events += [
-            _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
             _sse(
                 "message_delta",
                 {
@@ -279,6 +291,7 @@ def stream_events(
     events = [chunk({"role": "assistant", "content": ""}, None)]
     events += [chunk({"reasoning_content": p}, None) for p in reasoning]
     events += [chunk({"content": p}, None) for p in pieces]
+    events += [chunk(delta, None) for delta in wire_tools.openai_deltas(calls, chunk_chars)]
     events.append(chunk({}, stop))
     if include_usage:
         events.append(

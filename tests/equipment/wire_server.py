@@ -34,9 +34,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from equipment import wire_formats as fmt
-from equipment.wire_faults import FILLER, Answer, Fault, Reply, Responder
+from equipment.wire_faults import FILLER, Answer, Fault, Reply, Responder, WireCall
 
 Api = Literal["anthropic", "openai"]
+NO_TOOLS = "no_tools"  # the fault recorded on a request refused for offering tools
 ROUTES: dict[str, Api] = {
     "/v1/messages": "anthropic",
     "/v1/chat/completions": "openai",
@@ -44,7 +45,7 @@ ROUTES: dict[str, Api] = {
 }
 
 
-__all__ = ["Answer", "Fault", "RecordedRequest", "Reply", "Responder", "WireServer"]
+__all__ = ["Answer", "Fault", "RecordedRequest", "Reply", "Responder", "WireCall", "WireServer"]
 
 
 @dataclass
@@ -90,12 +91,16 @@ class WireServer:
         models: Iterable[str] = ("wire-model",),
         stream_usage: bool = True,
         chunk_delay_s: float = 0.0,
+        tools: bool = False,
     ) -> None:
         """`latency_s` is waited before every answer; `chunk_chars` sizes streamed text
         pieces; with `api_key` set, requests without it get a 401; prompts shorter than
         `cache_min_tokens` are never cached (the real services need 1024 or more);
         `models` is what `GET /v1/models` lists; `stream_usage=False` plays a server that
-        ignores `stream_options.include_usage` (usage never sent while streaming)."""
+        ignores `stream_options.include_usage` (usage never sent while streaming);
+        `tools=True` plays a server that takes tool definitions: without it, a request
+        that offers tools is refused with a 400 and recorded in `refused_tools`."""
+        self.tools = tools
         self.models = list(models)
         self.stream_usage = stream_usage
         self.chunk_delay_s = chunk_delay_s  # between text pieces: a model generating
@@ -107,6 +112,7 @@ class WireServer:
         self._script: deque[Answer] = deque(script)
         self._faults: deque[Fault] = deque()
         self._requests: list[RecordedRequest] = []
+        self._refusals: list[RecordedRequest] = []
         self._cache: set[str] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -170,6 +176,16 @@ class WireServer:
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    @property
+    def refused_tools(self) -> list[RecordedRequest]:
+        """Requests refused for offering tools (a server made without `tools=True`)."""
+        with self._lock:
+            return list(self._refusals)
+
+    def _refused(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._refusals.append(request)
 
     def _next_answer(self, body: dict[str, Any]) -> Answer:
         with self._lock:
@@ -260,6 +276,14 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         record = RecordedRequest("POST", path, api, headers, body, raw)
+        if isinstance(body, dict) and body.get("tools") and not owner.tools and api is not None:
+            # A server that takes no tools (llama-server without --jinja, an old vLLM):
+            # refused before any fault or scripted reply is spent on it, and kept apart
+            # from `requests`, which are the model calls the script answers.
+            record.status, record.fault = 400, NO_TOOLS
+            owner._refused(record)
+            self._send_json(400, fmt.error_body(api, 400, "this server takes no tools"))
+            return
         owner._record(record)
         if api is None:
             record.status = 404
@@ -335,12 +359,15 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> None:
         total, read, write = owner._cached_tokens(api, body)
         text, stop = fmt.apply_max_tokens(api, body, reply)
-        usage = fmt.UsageCounts(total, fmt.estimate_tokens(text), read, write)
+        said = text + "".join(c.name + c.arguments for c in reply.tool_calls)
+        usage = fmt.UsageCounts(total, fmt.estimate_tokens(said), read, write)
         model = str(body.get("model", "unknown"))
         msg_id = uuid.uuid4().hex[:24]
         if not body.get("stream"):
             data = json.dumps(
-                fmt.full_reply(api, msg_id, model, text, stop, usage, reply.reasoning)
+                fmt.full_reply(
+                    api, msg_id, model, text, stop, usage, reply.reasoning, reply.tool_calls
+                )
             ).encode()
             if cut_after is not None:  # promise the whole body, send half, hang up
                 self._send_bytes(200, data[: len(data) // 2], "application/json", length=len(data))
@@ -356,7 +383,18 @@ class _Handler(BaseHTTPRequestHandler):
         thoughts = [
             thought[i : i + owner.chunk_chars] for i in range(0, len(thought), owner.chunk_chars)
         ]
-        events = fmt.stream_events(api, msg_id, model, pieces, stop, usage, include_usage, thoughts)
+        events = fmt.stream_events(
+            api,
+            msg_id,
+            model,
+            pieces,
+            stop,
+            usage,
+            include_usage,
+            thoughts,
+            reply.tool_calls,
+            owner.chunk_chars,
+        )
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")

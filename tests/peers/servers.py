@@ -75,6 +75,13 @@ def find_llama_server() -> tuple[Path, Path] | None:
     return None
 
 
+def find_qwen() -> Path | None:
+    """Qwen2.5-Coder-1.5B-Instruct's GGUF, if someone put it in the cache (the set-up
+    script does not: 1.1 GB)."""
+    found = CACHE / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    return found if found.exists() else None
+
+
 def find_litellm() -> Path | None:
     env = ENV["CONDUCTOR_LITELLM"]
     if env:
@@ -165,7 +172,17 @@ class LlamaServer(Peer):
         return False
 
 
-def start_llama_server(binary: Path, model: Path, workdir: Path, *, slots: int = 2) -> LlamaServer:
+def start_llama_server(
+    binary: Path,
+    model: Path,
+    workdir: Path,
+    *,
+    slots: int = 2,
+    extra: tuple[str, ...] = (),
+    alias: str = MODEL_ALIAS,
+    threads: int = 1,
+) -> LlamaServer:
+    """`extra` flags go last (`--jinja`: the chat template renders tools)."""
     port = free_port()
     log_path = workdir / f"llama-server-{port}.log"
     log = log_path.open("wb")
@@ -173,16 +190,17 @@ def start_llama_server(binary: Path, model: Path, workdir: Path, *, slots: int =
         [
             str(binary),
             "-m", str(model),
-            "--alias", MODEL_ALIAS,
+            "--alias", alias,
             "--host", "127.0.0.1",
             "--port", str(port),
             "-c", str(4096 * slots),
             "-np", str(slots),
-            "-t", "1",
+            "-t", str(threads),
             "--temp", "0",
             "--seed", "1",
             "--metrics",
             "--no-webui",
+            *extra,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

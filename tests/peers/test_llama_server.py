@@ -120,7 +120,7 @@ def test_cancel_during_a_stream_stops_the_servers_generation_and_keeps_the_usage
 ) -> None:
     session = Session(
         meta_model=model_for(provider, llama),
-        config=RunConfig(meta_max_tokens=400, python=False),
+        config=RunConfig(meta_max_tokens=400, python=False, protocol="text"),
         runs_path=tmp_path,
     )
     log_before = len(llama.log())
@@ -153,7 +153,7 @@ def test_the_token_limit_stops_a_turn_while_it_streams(
 ) -> None:
     session = Session(
         meta_model=model_for(provider, llama),
-        config=RunConfig(meta_max_tokens=400, max_tokens=700, python=False),
+        config=RunConfig(meta_max_tokens=400, max_tokens=700, python=False, protocol="text"),
         runs_path=tmp_path,
     )
     log_before = len(llama.log())
@@ -176,7 +176,7 @@ def test_a_server_killed_mid_stream_ends_the_run_recorded_with_a_clear_error(
 ) -> None:
     session = Session(
         meta_model=model_for(provider, own_llama),
-        config=RunConfig(meta_max_tokens=400, python=False),
+        config=RunConfig(meta_max_tokens=400, python=False, protocol="text"),
         runs_path=tmp_path,
     )
     events: list[Event] = []

@@ -27,7 +27,8 @@ def anyio_backend() -> str:
 
 
 def settings_for(llama: LlamaServer, provider: str, **run: object):
-    values = {"python": False, "max_rounds": 2, "meta_max_tokens": 48, **run}
+    # The text protocol, as the peers tests written for it pin (conftest.py's SHORT).
+    values = {"python": False, "max_rounds": 2, "meta_max_tokens": 48, "protocol": "text", **run}
     return load_settings(
         {
             "model": spec(provider, "smollm2", llama),

@@ -54,6 +54,7 @@ class StatusBar(Static):
             self.state, self.round, self.tokens, self.cost = "recall", 0, 0, 0.0
             self.started_at, self.elapsed = self.clock(), 0.0
             self.model, self.sandbox = event.model, event.sandbox
+            self.model += f" · {event.protocol}" if event.protocol else ""
         elif isinstance(event, MetaTurnStarted):
             self.state, self.round = "running", event.round
         elif isinstance(event, MetaTurnFinished | ExpertCallFinished):

@@ -1,0 +1,23 @@
+"""The text protocol as a grammar: a meta turn held to its two forms while it is written.
+
+With the `grammar` carrier, each meta request carries this GBNF grammar (llama-server's
+`grammar` field), so the server can only sample a turn the text parser reads as expert
+calls or as a final answer: a short lead line, then one to four `Expert Name:` calls
+with a triple-quoted instruction each, or `>> FINAL ANSWER:` with a triple-quoted
+answer. The lead holds no colon and no quote, so nothing in it is read as a marker; a
+quoted body holds anything but three quotes in a row, so it ends where the parser ends
+it. The prompts and the parser are the text carrier's.
+"""
+
+from __future__ import annotations
+
+PROTOCOL_GBNF = r"""
+root   ::= lead? (calls | answer)
+lead   ::= [^\n":]{1,160} "\n\n"
+calls  ::= call ("\n\n" call)? ("\n\n" call)? ("\n\n" call)?
+call   ::= "Expert " word (" " word)? (" " word)? ":\n\"\"\"\n" body "\n\"\"\""
+word   ::= [A-Z] [a-zA-Z]*
+answer ::= ">> FINAL ANSWER:\n\"\"\"\n" body "\n\"\"\""
+body   ::= char char*
+char   ::= [^"] | "\"" [^"] | "\"\"" [^"]
+"""

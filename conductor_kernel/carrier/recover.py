@@ -1,0 +1,123 @@
+"""Tool calls a model wrote as text in its reply instead of making them.
+
+Small models offered tools often write the call into the content: in a
+`<tool_call>...</tool_call>` block (their chat template's own form, the closing tag
+sometimes missing), as bare JSON, in a code fence, or with every brace doubled
+(`{{"name": "run_python", ...}}`, copied from a template that escapes them). Such a
+call is read as a call; the turn's record says it was recovered from text.
+
+A JSON object counts when it names a tool and carries arguments: `{"name": ...,
+"arguments": {...}}` (or `parameters`), or OpenAI's `{"function": {"name": ...,
+"arguments": "..."}}`. Bare JSON outside a tag must name one of the protocol's tools,
+so an answer that happens to be JSON is not taken for a call. Reasoning
+(`<think>...</think>`) is never read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from conductor_kernel.carrier.tools import TOOL_NAMES
+from conductor_kernel.interfaces import ToolCall
+from conductor_kernel.protocol import protocol_text
+
+_TAG_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S | re.I)
+_DECODER = json.JSONDecoder(strict=False)  # raw newlines inside strings, as models write
+_NAME_KEYS = ("name", "tool", "tool_name")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+
+
+def calls_in_text(text: str) -> list[ToolCall]:
+    """The tool calls written in a reply's text, in order; [] when there are none."""
+    visible = protocol_text(text)
+    parts: list[tuple[str, bool]] = []  # (text, inside a tag), in order
+    last = 0
+    for tag in _TAG_RE.finditer(visible):
+        parts += [(visible[last : tag.start()], False), (tag.group(1), True)]
+        last = tag.end()
+    parts.append((visible[last:], False))
+    return [
+        call
+        for part, tagged in parts
+        for value in _json_values(part)
+        for call in _as_calls(value, any_name=tagged)
+    ]
+
+
+def _json_values(text: str) -> Iterator[Any]:
+    """Every top-level JSON object or array in `text`, left to right; one written with
+    doubled braces is read with them undoubled."""
+    pos = 0
+    while True:
+        starts = [i for i in (text.find("{", pos), text.find("[", pos)) if i != -1]
+        if not starts:
+            return
+        start = min(starts)
+        found = _decode_at(text, start)
+        if found is None:
+            pos = start + 1
+            continue
+        value, end = found
+        yield value
+        pos = end
+
+
+def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
+    """The JSON value starting at `start` and where it ends, else None."""
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except ValueError:
+        pass
+    else:
+        if isinstance(value, dict | list):
+            return value, end
+        return None
+    if not text.startswith("{{", start):
+        return None
+    single, origin = _undoubled(text, start)
+    try:
+        value, end = _DECODER.raw_decode(single)
+    except ValueError:
+        return None
+    return (value, origin[end - 1] + 1) if isinstance(value, dict) else None
+
+
+def _undoubled(text: str, start: int) -> tuple[str, list[int]]:
+    """`text[start:]` with `{{` and `}}` made single, and for each character kept the
+    offset in `text` just past what it came from."""
+    out: list[str] = []
+    origin: list[int] = []
+    i = start
+    while i < len(text):
+        pair = text[i : i + 2]
+        step = 2 if pair in ("{{", "}}") else 1
+        out.append(text[i])
+        origin.append(i + step - 1)
+        i += step
+    return "".join(out), origin
+
+
+def _as_calls(value: Any, *, any_name: bool) -> list[ToolCall]:
+    if isinstance(value, list):
+        return [c for item in value for c in _as_calls(item, any_name=any_name)]
+    if not isinstance(value, dict):
+        return []
+    inner = value.get("function")
+    if isinstance(inner, dict):  # OpenAI's wire shape, written out
+        return _as_calls(inner, any_name=any_name)
+    name = next(
+        (value[k] for k in (*_NAME_KEYS, "function") if isinstance(value.get(k), str)), None
+    )
+    if name is None or not (any_name or name in TOOL_NAMES):
+        return []
+    arguments = next((value[k] for k in _ARGUMENT_KEYS if k in value), None)
+    if isinstance(arguments, str):
+        return [ToolCall(name, arguments)]
+    if isinstance(arguments, dict):
+        return [ToolCall(name, json.dumps(arguments, ensure_ascii=False))]
+    if arguments is None and any_name:
+        return [ToolCall(name, "{}")]
+    return []
