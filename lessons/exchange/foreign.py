@@ -64,7 +64,7 @@ def read_notebook_file(path: Path, *, audit: Audit | None = None) -> ForeignNote
     with tempfile.TemporaryDirectory(prefix="conductor-merge-") as tmp:
         copy = Path(tmp) / "source.db"
         try:
-            _snapshot(path, copy)
+            snapshot(path, copy)
             conn = _open_untrusted(copy)
         except sqlite3.DatabaseError as exc:
             raise _refuse(path, f"is not an SQLite notebook ({visible_line(str(exc))})") from None
@@ -82,7 +82,7 @@ def read_notebook_file(path: Path, *, audit: Audit | None = None) -> ForeignNote
             conn.close()
 
 
-def _snapshot(path: Path, copy: Path) -> None:
+def snapshot(path: Path, copy: Path) -> None:
     """A consistent page-for-page copy (the WAL's committed pages included)."""
     source = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
     source.set_authorizer(lambda *_: sqlite3.SQLITE_DENY)  # the backup needs no SQL

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from lessons.exchange.arrive import Arrival
-from lessons.exchange.foreign import Audit, ForeignNotebook, read_notebook_file
+from lessons.exchange.foreign import Audit, ForeignNotebook, read_notebook_file, snapshot
 from lessons.exchange.incoming import (
     IncomingNote,
     IncomingRun,
@@ -61,13 +61,7 @@ def snapshot_bytes(path: Path) -> bytes:
         Notebook(path).close()
     with tempfile.TemporaryDirectory(prefix="conductor-snapshot-") as tmp:
         copy = Path(tmp) / "notebook.db"
-        source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        target = sqlite3.connect(copy)
-        try:
-            source.backup(target)
-        finally:
-            target.close()
-            source.close()
+        snapshot(Path(path), copy)
         return copy.read_bytes()
 
 
