@@ -9,6 +9,7 @@ sentence below the table instead of showing figures.
 from __future__ import annotations
 
 import textwrap
+import threading
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -114,6 +115,8 @@ class MethodTally:
     def __init__(self, methods: list[str]) -> None:
         self.methods = list(methods)
         self._latest: dict[str, ItemRecord] = {}
+        # Records arrive from every worker thread of the batch at once.
+        self._lock = threading.Lock()
 
     def seed(self, records: Iterable[ItemRecord]) -> None:
         """The records of earlier sessions, before this one's arrive."""
@@ -121,12 +124,15 @@ class MethodTally:
             self.add(record)
 
     def add(self, record: ItemRecord) -> None:
-        self._latest[str(record.get("item_id"))] = record
+        with self._lock:
+            self._latest[str(record.get("item_id"))] = record
 
     def counts(self) -> dict[str, tuple[int, int, int]]:
         """(correct, scored, answers scored) per method, as the report counts them."""
         tally: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-        for record in self._latest.values():
+        with self._lock:
+            latest = list(self._latest.values())
+        for record in latest:
             if not record.get("final") or not is_scored(record):
                 continue
             counts = tally[str(record.get("method") or "")]

@@ -49,8 +49,16 @@ def test_every_method_runs_scored_and_reported_against_smollm2(
         timeout=1200,
     )  # fmt: skip
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
+    # 0 when every method had an answer graded; 3 (as a plain batch's) when some method
+    # had none: a tiny model often hits the rounds limit, and its figures measure nothing.
+    unmeasured = [
+        method
+        for report in out["comparisons"]
+        for method, figures in report["by_method"].items()
+        if figures["not_measured"]
+    ]
+    assert proc.returncode == (3 if unmeasured else 0), proc.stderr[-3000:]
     print(json.dumps(out["suite"], indent=1))
 
     suite = out["suite"]
@@ -72,7 +80,11 @@ def test_every_method_runs_scored_and_reported_against_smollm2(
             assert (cell["correct"], cell["scored"]) == (acc["correct"], 2)
             if method != "meta":
                 pair = report["paired"][method]
-                assert pair["items"] == 2 and 0 < pair["mcnemar_p"] <= 1
+                if figures["not_measured"] or report["by_method"]["meta"]["not_measured"]:
+                    # Nothing graded on one side: no test, and the reason instead.
+                    assert pair["mcnemar_p"] is None and pair["not_measured"]
+                else:
+                    assert pair["items"] == 2 and 0 < pair["mcnemar_p"] <= 1
         # Every run is recorded under its method, start to end, and indexed.
         folder = Path(report["folder"])
         finals = [

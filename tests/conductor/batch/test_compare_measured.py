@@ -215,3 +215,33 @@ def test_the_progress_line_shows_each_methods_accuracy_so_far() -> None:
         columns = [getattr(c, "text_format", "") for c in bar.columns]
     assert lines == ["accuracy so far: Standard -, Meta + Python 50%"]
     assert not any("acc" in str(c) for c in columns)  # no pooled accuracy of the methods
+
+
+def test_accuracy_so_far_takes_records_from_every_worker_at_once() -> None:
+    # The batch's workers report records concurrently while the progress line is drawn
+    # (a "dictionary changed size during iteration" once ended a worker thread).
+    import threading
+
+    from conductor.batch.compare_text import MethodTally
+
+    so_far = MethodTally(["standard", "meta"])
+    failures: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(300):
+                so_far.add(
+                    {"item_id": f"{n}-{i}", "method": "meta", "final": True,
+                     "status": "answered", "score": {"correct": True, "scored": True}}  # type: ignore[typeddict-item]
+                )  # fmt: skip
+                so_far.text()
+        except BaseException as exc:  # any failure of a worker is the finding
+            failures.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert so_far.counts()["meta"][1] == 8 * 300
