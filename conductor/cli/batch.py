@@ -13,11 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conductor.cli.batch_shared import print_report as _print_report
-from conductor.cli.batch_shared import task_items as _items
-from conductor.cli.batch_shared import task_spec as _spec
-from conductor.cli.batch_shared import warn as _stderr
-from conductor.cli.progress import Progress as _Progress
+from conductor.cli.batch_shared import print_report, task_items, task_spec, warn
+from conductor.cli.progress import Progress
 from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
 
@@ -134,8 +131,8 @@ def run_batch(args: argparse.Namespace) -> int:
 
     if args.replay:
         settings = settings.model_copy(update={"recall": False, "learn": False})
-    spec = _spec(args)
-    items = _items(args)
+    spec = task_spec(args)
+    items = task_items(args)
     if args.ablation is not None:
         from conductor.batch.ablation import ablate_batch
 
@@ -146,9 +143,7 @@ def run_batch(args: argparse.Namespace) -> int:
         return folder_box[0].path / "runs"
 
     if args.replay:
-        setup, items = replay_setup(
-            settings, spec, items, runs, on_error=args.on_error, warn=_stderr
-        )
+        setup, items = replay_setup(settings, spec, items, runs, on_error=args.on_error, warn=warn)
     else:
         setup = live_setup(settings, spec, runs)
     concurrency = args.concurrency
@@ -187,7 +182,7 @@ def _run(
             folder.path, folder.batch_id, spec.name, items, setup.question,
             make_scorer(spec, setup.sandbox_name, settings), {"batch_id": folder.batch_id},
         )  # fmt: skip
-        progress = _Progress(enabled=not args.json and sys.stdout.isatty())
+        progress = Progress(enabled=not args.json and sys.stdout.isatty())
         index = IndexSink(folder.path / "runs")
         runner = BatchRunner(
             plan,
@@ -213,5 +208,5 @@ def _run(
     batch_session.close_session(session, outcome)
     report = batch_session.session_report(session, args, spec, items, runner.log)
     write_report(folder.path, report)
-    _print_report(report, as_json=args.json)
+    print_report(report, as_json=args.json)
     return batch_session.exit_code(outcome, report)

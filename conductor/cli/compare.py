@@ -27,10 +27,9 @@ from conductor.batch.report import ItemRecord, write_report
 from conductor.batch.runner import BatchPlan, BatchRunner
 from conductor.batch.setup import BatchSetup, IndexSink, make_scorer
 from conductor.batch.store import BatchFolder, batch_id
-from conductor.cli.batch_shared import task_items as _items
-from conductor.cli.batch_shared import task_spec as _spec
+from conductor.cli.batch_shared import task_items, task_spec
 from conductor.cli.json_out import json_text
-from conductor.cli.progress import Progress as _Progress
+from conductor.cli.progress import Progress
 from conductor.config import Settings
 from conductor.config.flags import settings_from_args
 from conductor.export.suite import SuiteTable, render_markdown, rich_table
@@ -70,7 +69,7 @@ def run_comparisons(args: argparse.Namespace) -> int:
     for path in files:
         one = copy.copy(args)
         one.task_file = path
-        report, rc = _compare(one, settings, _spec(one), methods, quiet=len(files) > 1)
+        report, rc = _compare(one, settings, task_spec(one), methods, quiet=len(files) > 1)
         reports.append(report)
         code = max(code, rc)
     if len(files) > 1:
@@ -110,7 +109,7 @@ def _compare(
     *,
     quiet: bool,
 ) -> tuple[dict[str, Any], int]:
-    comparison = Comparison.of(_items(args), methods)
+    comparison = Comparison.of(task_items(args), methods)
     folder_box: list[BatchFolder] = []
 
     def runs() -> Path:
@@ -165,7 +164,7 @@ def _run(
                 so_far.add(record)
             return so_far.text()
 
-        progress = _Progress(enabled=not args.json and sys.stdout.isatty(), by_method=by_method)
+        progress = Progress(enabled=not args.json and sys.stdout.isatty(), by_method=by_method)
         index = IndexSink(folder.path / "runs")
         runner = BatchRunner(
             plan,

@@ -21,7 +21,7 @@ from conductor.batch.compare_text import MethodTally, terminal_text
 from conductor.batch.report import ItemRecord, Tally
 from conductor.batch.session import NOTHING_SCORED
 from conductor.cli import main
-from conductor.cli.batch import _Progress
+from conductor.cli.progress import Progress
 from conductor.methods import METHODS, label
 from conductor.methods import prompts as method_prompts
 from conductor.tasks.files import TaskItem
@@ -201,7 +201,7 @@ def test_the_progress_line_shows_each_methods_accuracy_so_far() -> None:
         return so_far.text()
 
     console = Console(file=io.StringIO(), force_terminal=True, width=80)
-    progress = _Progress(enabled=True, console=console, by_method=by_method)
+    progress = Progress(enabled=True, console=console, by_method=by_method)
     tally = Tally(total=4)
     with progress.shown(tally) as bar:
         for rec in (
