@@ -116,6 +116,10 @@ class Recall(Event):
     notes: list[dict[str, Any]] = field(default_factory=list)  # id, key, kind, score, rank
     rendered: str = ""
     tokens: int = 0
+    # Programs among the shown notes whose answer to this very question passed the
+    # task's own check in a fresh sandbox (note, code, answer, check): what the meta
+    # model is handed as a result it can cite (conductor_kernel/run/experience.py).
+    checked: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

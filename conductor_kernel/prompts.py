@@ -135,13 +135,15 @@ PYTHON_NO_CODE = (
 )
 
 
-def meta_first_message(question: str, *, python: bool, max_rounds: int, recall: str = "") -> str:
-    """The first user turn: instructions, what the notebook recalled, the question."""
-    parts = [
-        META_INSTRUCTIONS.format(
-            python_section=PYTHON_SECTION if python else "", max_rounds=max_rounds
-        )
-    ]
+def meta_first_message(
+    question: str, *, python: bool, max_rounds: int, recall: str = "", consult_first: bool = False
+) -> str:
+    """The first user turn: instructions, what the notebook recalled, the question.
+    `consult_first`: round 1's grammar allows expert calls only, and the model is told."""
+    instructions = META_INSTRUCTIONS.format(
+        python_section=PYTHON_SECTION if python else "", max_rounds=max_rounds
+    )
+    parts = [instructions + (CONSULT_FIRST_TEXT_NOTE if consult_first else "")]
     if recall:
         parts.append(recall)
     parts.append(QUESTION_BLOCK.format(question=question))
@@ -194,6 +196,22 @@ and what it prints comes back. Use it for calculation, search, and for checking 
 by computation.
 """
 
+# Checked experience, with the tools carrier (conductor_kernel/run/experience.py).
+EXPERIENCE_LEAD = (
+    "Before the question: the notebook holds a program from an earlier run that fits "
+    "the question you are about to read, and it has been run on that question in a "
+    "fresh sandbox. The call and its result come next."
+)
+EXPERIENCE_RESULT = (
+    "The notebook's program{note} ran on your question and printed the answer {answer}. "
+    "The task's own check accepts that answer for this question."
+)
+
+CONSULT_FIRST_TEXT_NOTE = (
+    "\n\nIn round 1 only expert calls are accepted: begin by consulting an expert; the "
+    "final answer can be given from round 2."
+)
+
 CONSULT_FIRST_NOTE = " final_answer is offered from round 2: begin by consulting an expert."
 
 NUDGE_TOOLS = (
@@ -207,6 +225,15 @@ CHECK_FIRST_TOOLS = (
     "instruction:\n\nQuestion:\n{question}\n\nProposed answer: {answer}\n\n"
     "Check whether the proposed answer is correct and meets every requirement of the "
     "question. Reply CORRECT or WRONG, then why.\n\nThen call final_answer."
+)
+
+ANSWER_FAILS_CHECK = (
+    "Your final answer was not taken: the task's own check rejects it ({why}). The "
+    "answer was: {answer}\n\nFind one that passes (a program can search and check "
+    "candidates), then give the final answer again."
+)
+ANSWER_FAILS_LAST = (
+    "The final answer was taken in the last round, though the task's check rejects it ({why})."
 )
 
 CONSULT_FIRST = (

@@ -215,21 +215,51 @@ def parse_turn(turn: str) -> ParsedTurn:
     )
 
 
+def answer_complete(turn: str) -> bool:
+    """Whether a turn written so far holds its whole final answer (quoted or fenced, and
+    closed): what a stream is stopped at, since nothing after an answer is acted on."""
+    if ">>" not in turn and "FINAL" not in turn.upper():
+        return False
+    parsed = parse_turn(turn)
+    return parsed.final_answer is not None and parsed.answer_closed
+
+
 RUN_MARKER = "Please run this code!"
 _FENCE_RE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.S | re.I)
+# Every fence line, opening or closing: an opening one is followed by its code.
+_FENCE_LINE_RE = re.compile(r"```[^\n`]*\n|```")
 
 
 def extract_code(reply: str, marker: str = RUN_MARKER) -> str | None:
-    """The code Expert Python asked to run: the last fenced block before the marker.
+    """The code Expert Python asked to run: the last fenced block before the marker, or
+    the block the marker was written inside (small models put the line in the fence:
+    the block runs without it).
 
-    None when the marker is absent or no fenced block precedes it, reasoning left out.
+    None when the marker is absent or no fenced block precedes or holds it, reasoning
+    left out.
     """
     reply = visible_text(reply)
-    at = reply.rfind(marker)
+    at = reply.lower().rfind(marker.lower())
     if at == -1:
         return None
+    holding = _block_holding(reply, at)
+    if holding is not None:
+        return holding
     blocks = _FENCE_RE.findall(reply[:at])
     if not blocks:
         return None
     code: str = blocks[-1]
     return code
+
+
+def _block_holding(reply: str, at: int) -> str | None:
+    """The code of the fenced block that `at` falls inside (an open fence with no close
+    before `at`), without the marker's line and anything after it; None if none does."""
+    opening = None
+    for fence in _FENCE_LINE_RE.finditer(reply[:at]):
+        opening = None if opening is not None else fence
+    if opening is None:
+        return None
+    line_start = reply.rfind("\n", 0, at) + 1
+    code = reply[opening.end() : line_start]
+    return code if code.strip() else None

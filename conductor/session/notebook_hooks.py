@@ -93,6 +93,7 @@ class NotebookHooks:
             notes=result.event_notes(),
             rendered=result.rendered.text,
             tokens=result.rendered.tokens,
+            checked=result.checked(),
         )
 
     def after_run(

@@ -62,6 +62,12 @@ class RunResult:
     outline: RunOutline | None = None
 
 
+def _task_check() -> Callable[[str, str, str], str | None]:
+    from conductor.scoring.answer_check import rejection
+
+    return rejection
+
+
 @dataclass
 class Session:
     """Everything a run needs; `solve` runs one question and yields its events.
@@ -97,6 +103,11 @@ class Session:
     # Score each run when it ends (conductor/scoring/runs.py): a `RunScored` event
     # after `RunFinished` for a run with a target or a checker.
     scoring: bool = True
+    # Why the task's own check rejects a final answer (question, task, answer), asked
+    # before a meta-prompting run takes it (conductor/scoring/answer_check.py).
+    answer_check: Callable[[str, str, str], str | None] | None = field(
+        default_factory=lambda: _task_check()
+    )
     conductor: Conductor | None = None
     # "idle", "running", "learning": lets a signal handler choose how to stop.
     phase: str = "idle"
@@ -122,6 +133,7 @@ class Session:
             self.config,
             recall=self.recall,
             method=self.method,
+            answer_check=self.answer_check,
         )
 
     def __enter__(self) -> Session:

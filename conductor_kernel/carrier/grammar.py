@@ -6,7 +6,8 @@ calls or as a final answer: a short lead line, then one to four `Expert Name:` c
 with a triple-quoted instruction each, or `>> FINAL ANSWER:` with a triple-quoted
 answer. The lead holds no colon and no quote, so nothing in it is read as a marker; a
 quoted body holds anything but three quotes in a row, so it ends where the parser ends
-it. The prompts and the parser are the text carrier's.
+it. The prompts and the parser are the text carrier's. A round that withholds the
+answer (`--consult-first`) is held to the calls alone (`PROTOCOL_CALLS_GBNF`).
 """
 
 from __future__ import annotations
@@ -21,3 +22,13 @@ answer ::= ">> FINAL ANSWER:\n\"\"\"\n" body "\n\"\"\""
 body   ::= char char*
 char   ::= [^"] | "\"" [^"] | "\"\"" [^"]
 """
+
+# Round 1 under consult-first: the same forms, without the answer.
+PROTOCOL_CALLS_GBNF = PROTOCOL_GBNF.replace(
+    "root   ::= lead? (calls | answer)", "root   ::= lead? calls"
+)
+
+
+def grammar_for_round(*, answer: bool) -> str:
+    """The grammar of one meta turn: both forms, or the calls alone."""
+    return PROTOCOL_GBNF if answer else PROTOCOL_CALLS_GBNF

@@ -112,8 +112,15 @@ class RunConfig(BaseModel):
     )  # fmt: skip
     consult_first: bool = setting(
         True, flag="--consult-first",
-        description="With tool calls, round 1 offers no final-answer tool, so the first act "
-        "is an expert call (the text protocol cannot enforce it).",
+        description="Round 1 cannot end the run: with tool calls it offers no final-answer "
+        "tool, with the grammar carrier its grammar allows only expert calls (plain text "
+        "cannot enforce it); a checked program the notebook handed over counts as consulted.",
+    )  # fmt: skip
+    answer_check: bool = setting(
+        True, flag="--answer-check",
+        description="A final answer the task's own check rejects (one that needs no known "
+        "answer, e.g. Game of 24's arithmetic) goes back to the model once with the reason "
+        "before it is taken (meta-prompting).",
     )  # fmt: skip
     prompt_cache: bool = setting(
         True, flag="--prompt-cache",

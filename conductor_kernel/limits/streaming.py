@@ -22,6 +22,7 @@ from conductor_kernel.events import Event, LimitHit, TextDelta
 from conductor_kernel.interfaces import StreamStopped, Usage
 from conductor_kernel.limits.ledger import UsageLedger
 from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.protocol import answer_complete
 from conductor_kernel.text.tokens import by_characters, estimate_tokens
 
 T = TypeVar("T")
@@ -101,6 +102,13 @@ class RunGuard:
                 self.limit = hit
 
 
+# Why a stream was stopped at a turn's closed final answer (Completion.stop_reason
+# "stopped:answered"): the turn is whole, and is acted on as any other.
+ANSWERED = "answered"
+# What a turn may write after its answer closes before it is stopped there.
+ANSWER_TAIL_CHARS = 200
+
+
 class StreamWatch:
     """The `on_text` of one call: forwards text as `TextDelta`s, stops on cancel/limit."""
 
@@ -113,8 +121,14 @@ class StreamWatch:
         parent_id: str,
         model: Any,
         prompt: Callable[[], str],
+        stop_at_answer: bool = False,
     ) -> None:
         self.guard = guard
+        # A text-protocol meta turn ends at its answer: a small model ran 768 tokens of
+        # fence lines past one, paid for and never read.
+        self.stop_at_answer = stop_at_answer
+        self._text: list[str] = []
+        self._answered_at: int | None = None  # characters streamed when it closed
         self.emit = emit
         self.run_id = run_id
         self.parent_id = parent_id
@@ -149,6 +163,21 @@ class StreamWatch:
         self.chars += len(text)
         self.pieces += 1
         self.check()
+        if self.stop_at_answer:
+            self._past_answer(text)
+
+    def _past_answer(self, text: str) -> None:
+        """Stop a turn that writes on past its closed final answer. A model that ends
+        there ends within a few characters, and its stream ends by itself, with the
+        server's own usage; only one that runs on is cut (its usage then estimated)."""
+        if self._answered_at is None:
+            self._text.append(text)
+            # An answer closes on a quote or a fence: only then is it looked for.
+            if ('"' in text or "`" in text) and answer_complete("".join(self._text)):
+                self._answered_at = self.chars
+                self._text = []
+        elif self.chars - self._answered_at > ANSWER_TAIL_CHARS:
+            raise StreamStopped(ANSWERED)
 
     def check_before(self) -> None:
         """Before the call: do not start it after a cancel or a limit already hit."""

@@ -70,6 +70,8 @@ class RunState:
     answer: str | None = None
     # The run's answer was sent back once for a check (RunConfig.check_before_answer).
     check_asked: bool = False
+    # Answers the task's own check rejected and the model was told of (each only once).
+    rejected_answers: set[str] = field(default_factory=set)
 
     @property
     def usage(self) -> Usage:
@@ -153,6 +155,12 @@ class RunContext:
         self.question = question
         self.carrier = carrier  # how the protocol is carried: text or tools (RunStarted)
         self.recall = ""  # the notebook's notes, rendered (empty: none, or recall off)
+        # Recalled programs checked on this question (Recall.checked): handed to the
+        # model as results it can cite, in the carrier's form (run/experience.py).
+        self.checked: list[dict[str, Any]] = []
+        self.handed = False  # one of them was handed to the model before round 1
+        # Why the task's own check rejects an answer, or None (no check: always None).
+        self.answer_rejection: Callable[[str], str | None] = lambda answer: None
 
     @property
     def run_id(self) -> str:
@@ -255,6 +263,7 @@ class RunContext:
             parent_id=turn_id,
             model=self.model,
             prompt=lambda: "\n".join([system, *(m.content for m in messages)]),
+            stop_at_answer=tools is None,
         )
         watch.check_before()  # a cancel or limit that came first: do not start the call
         # Tools go only to a call that offers them: a model that takes none never sees it.
@@ -286,6 +295,8 @@ class RunContext:
 Act = Callable[[Turn], Generator[Event, None, str | NextMessage | None]]
 # The tools a round offers (None: the text protocol), given its round number.
 ToolsFor = Callable[[int], Sequence[ToolSpec] | None]
+# The grammar a round's turn is held to (None: none), given its round number.
+GrammarFor = Callable[[int], str | None]
 # What stands in the history for a turn with no text whose calls were not acted on (a
 # call cut off): providers refuse an empty assistant message.
 NO_TEXT = "(no text)"
@@ -331,7 +342,9 @@ def converse(
     new_conversation: bool = False,
     off_protocol_stop: int | None = None,
     tools_for: ToolsFor | None = None,
-    grammar: str | None = None,
+    grammar_for: GrammarFor | None = None,
+    prelude: Sequence[Message] = (),
+    first_results: tuple[ToolResult, ...] = (),
 ) -> Generator[Event, None, str]:
     """Rounds of one conversation with the model, up to the run's round cap; the status.
 
@@ -339,14 +352,16 @@ def converse(
     reads counts this conversation's own turns. `new_conversation` records that its
     first turn saw none of the run's earlier turns (a method's second conversation).
     `off_protocol_stop` turns in a row that ignore the protocol end the run (None: never).
-    `tools_for(round)` gives the tools each round offers (the tools carrier); `grammar`
-    holds every turn to a GBNF grammar (the grammar carrier).
+    `tools_for(round)` gives the tools each round offers (the tools carrier);
+    `grammar_for(round)` the GBNF grammar each turn is held to (the grammar carrier).
+    `prelude` comes before the first message, and `first_results` are sent with it (the
+    results of a call the prelude's last message made: run/experience.py).
     """
     cfg = run.config
     system = run.system_prompt if system is None else system
-    history: list[Message] = []
+    history: list[Message] = list(prelude)
     user_text = prompts.ROUND_HEADER.format(round=1) + first
-    results: tuple[ToolResult, ...] = ()  # for the last turn's own calls
+    results: tuple[ToolResult, ...] = first_results  # for the last turn's own calls
     off_protocol = 0  # turns in a row that ignored the protocol
     for round_no in range(first_round, cfg.max_rounds + 1):
         if off_protocol_stop is not None and off_protocol >= off_protocol_stop:
@@ -364,7 +379,7 @@ def converse(
             system=system,
             new_conversation=new_conversation and round_no == first_round,
             tools=None if tools_for is None else tools_for(round_no),
-            grammar=grammar,
+            grammar=None if grammar_for is None else grammar_for(round_no),
         )
         completion = turn.completion
         said = completion.text or (NO_TEXT if turn.offered is not None else "")

@@ -54,12 +54,16 @@ class Conductor:
         # Called as recall(question, ledger=...): its model calls go on the run's ledger.
         recall: Callable[..., Recall | None] | None = None,
         method: Method | None = None,
+        # Called as answer_check(question, task, answer): why the task's own check
+        # rejects the answer, or None (conductor/scoring/answer_check.py).
+        answer_check: Callable[[str, str, str], str | None] | None = None,
     ) -> None:
         self.meta_model = meta_model
         self.expert_model = expert_model or meta_model
         self.sandbox = sandbox
         self.config = config or RunConfig()
         self.recall = recall
+        self.answer_check = answer_check
         # Meta-prompting, with Expert Python as the configuration says, unless told.
         self.method: Method = method or MetaPrompting(python=self.config.python)
         self._cancel = threading.Event()
@@ -127,6 +131,9 @@ class Conductor:
             question=question,
             carrier=carrier.carrier,
         )
+        if self.answer_check is not None and cfg.answer_check:
+            check = self.answer_check
+            run.answer_rejection = lambda answer: check(question, task, answer)
         status = "no_answer"
         error: Exception | None = None
         failures: list[SystemFailure] = []
@@ -138,6 +145,7 @@ class Conductor:
                 if event is not None:
                     event.run_id = state.run_id
                     run.recall = event.rendered
+                    run.checked = list(event.checked)
                     yield event
             status = yield from _watching(method.solve(run), failures)
             if failures and status != "interrupted":

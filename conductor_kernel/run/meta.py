@@ -20,7 +20,7 @@ from functools import partial
 
 from conductor_kernel import prompts
 from conductor_kernel.carrier.choice import CARRIERS
-from conductor_kernel.carrier.grammar import PROTOCOL_GBNF
+from conductor_kernel.carrier.grammar import grammar_for_round
 from conductor_kernel.carrier.tools import offered_tools
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import ToolSpec
@@ -34,6 +34,7 @@ from conductor_kernel.run.conversation import (
     Turn,
     converse,
 )
+from conductor_kernel.run.experience import checked_exchange
 from conductor_kernel.run.expert_call import ExpertContext, ExpertOutcome, call_expert
 from conductor_kernel.run.threads import run_concurrently
 from conductor_kernel.run.tool_turns import act_on_calls, answer_withheld
@@ -67,24 +68,39 @@ class MetaPrompting:
     def solve(self, run: RunContext) -> Generator[Event, None, str]:
         cfg = run.config
         tools = run.carrier == "tools"
+        # A program checked on this question, handed over as a call and its result
+        # (tools carrier, Python on); the text carriers have its line in the recall.
+        prelude, handed = checked_exchange(run.checked) if tools and self.python else ([], ())
+        run.handed = bool(handed)
+
+        def withheld(round_no: int) -> bool:
+            return answer_withheld(cfg, round_no, handed=run.handed)
+
         if tools:
             first = prompts.meta_tools_first_message(
                 run.question,
                 python=self.python,
                 max_rounds=cfg.max_rounds,
                 recall=run.recall,
-                consult_first=answer_withheld(cfg, 1),
+                consult_first=withheld(1),
             )
         else:
             first = prompts.meta_first_message(
-                run.question, python=self.python, max_rounds=cfg.max_rounds, recall=run.recall
+                run.question,
+                python=self.python,
+                max_rounds=cfg.max_rounds,
+                recall=run.recall,
+                consult_first=run.carrier == "grammar" and withheld(1),
             )
 
         def act(turn: Turn) -> Generator[Event, None, str | NextMessage | None]:
             return self._act(run, turn)
 
         def tools_for(round_no: int) -> tuple[ToolSpec, ...]:
-            return offered_tools(python=self.python, answer=not answer_withheld(cfg, round_no))
+            return offered_tools(python=self.python, answer=not withheld(round_no))
+
+        def grammar_for(round_no: int) -> str:
+            return grammar_for_round(answer=not withheld(round_no))
 
         return (
             yield from converse(
@@ -94,7 +110,9 @@ class MetaPrompting:
                 replies=META_TOOL_REPLIES if tools else META_REPLIES,
                 off_protocol_stop=OFF_PROTOCOL_TURNS,
                 tools_for=tools_for if tools else None,
-                grammar=PROTOCOL_GBNF if run.carrier == "grammar" else None,
+                grammar_for=grammar_for if run.carrier == "grammar" else None,
+                prelude=prelude,
+                first_results=handed,
             )
         )
 
@@ -128,7 +146,8 @@ def decide(
     """The one policy for a read turn, whichever carrier it came by: answer, check first,
     consult first, run the calls, or nudge. None: the run is answered."""
     if parsed.has_answer and (not parsed.calls or run.config.calls_and_answer == "answer"):
-        if tools and answer_withheld(run.config, turn.round):
+        enforced = run.carrier in ("tools", "grammar")
+        if enforced and answer_withheld(run.config, turn.round, handed=run.handed):
             yield run.note(turn, "answer_before_consult", prompts.CONSULT_FIRST)
             return Decision(
                 prompts.CONSULT_FIRST, prompts.CONSULT_FIRST, answer=prompts.ANSWER_NOT_YET
@@ -141,7 +160,17 @@ def decide(
             )
             yield run.note(turn, "answer_before_check", ask)
             return Decision(ask, ask, answer=prompts.ANSWER_NOT_YET)
-        yield run.answer(turn, parsed.final_answer or "")
+        answer = parsed.final_answer or ""
+        why = run.answer_rejection(answer)
+        if why is not None and answer.strip() not in run.state.rejected_answers:
+            run.state.rejected_answers.add(answer.strip())
+            if turn.round < run.config.max_rounds:
+                told = prompts.ANSWER_FAILS_CHECK.format(answer=answer.strip()[:300], why=why)
+                yield run.note(turn, "answer_fails_check", told)
+                return Decision(told, told, answer=prompts.ANSWER_NOT_YET)
+            # No round is left to tell the model in: taken, and the record says so.
+            yield run.note(turn, "answer_fails_check", prompts.ANSWER_FAILS_LAST.format(why=why))
+        yield run.answer(turn, answer)
         return None
     if parsed.calls:
         if parsed.has_answer:

@@ -86,6 +86,23 @@ class RecallResult:
     shown: list[ScoredNote]
     rendered: Rendered
 
+    def checked(self) -> list[dict[str, Any]]:
+        """The shown tools whose answer to this question the task's own check accepted
+        in a fresh sandbox (never one of another question): the `Recall` event's
+        `checked`."""
+        return [
+            {
+                "note": s.note["id"],
+                "code": s.note["code"],
+                "answer": s.note["checked_answer"],
+                "check": s.note.get("checked_why", ""),
+            }
+            for s in self.shown
+            if s.note.get("checked_answer") is not None
+            and s.note.get("code")
+            and not s.note.get("differs")
+        ]
+
     def event_notes(self) -> list[dict[str, Any]]:
         return [
             {
@@ -207,6 +224,7 @@ def tool_candidate(
                 continue
             if check.verdict:
                 note["checked_answer"] = check.answer
+                note["checked_why"] = check.why
         note["text"] = stored.describe() + " Written out for this question:"
         note["code"] = program
         note["tool_pass_rate"] = stored.pass_rate
