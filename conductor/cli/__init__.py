@@ -22,9 +22,9 @@ from conductor_kernel.errors import UserFacingError
 def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     """The whole command line; `lazy` leaves each command's setting flags to be made
     when that command is parsed (or its help printed), as `main` does."""
-    from conductor.cli.lazy_parser import LazyParser
+    from conductor.cli.lazy_parser import ExactParser, LazyParser
 
-    parser = (LazyParser if lazy else argparse.ArgumentParser)(
+    parser = (LazyParser if lazy else ExactParser)(
         prog="conductor",
         description="A sandboxed meta-prompting conductor: one model conducts experts.",
     )

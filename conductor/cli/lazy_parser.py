@@ -13,7 +13,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-class LazyParser(argparse.ArgumentParser):
+class ExactParser(argparse.ArgumentParser):
+    """A parser that takes every flag only as spelled: argparse's abbreviations read
+    `batch --out DIR` as `--output-cap DIR`, a setting the user never meant (and a new
+    flag can change what an old abbreviation means). Subparsers are of its class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
+class LazyParser(ExactParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Each deferred addition, with where it would have gone (its arguments' and

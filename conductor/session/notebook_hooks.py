@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -129,25 +129,39 @@ class NotebookHooks:
 
     def attach(self, session: Session, *, recall: bool = True, learn: bool = True) -> None:
         if recall:
-            opener = session.fresh_sandbox
-
-            def recall_checked(question: str, *, ledger: UsageLedger | None = None) -> Recall:
-                # Started only if a fitting tool's answer is checked; closed at once.
-                checks = FreshSandbox(opener) if opener is not None else None
-                try:
-                    return self.recall(question, ledger=ledger, sandbox=checks)
-                finally:
-                    if checks is not None:
-                        checks.close()
-
-            session.recall = recall_checked
+            checked = CheckedRecall(self, session.fresh_sandbox)
+            session.recall = checked
             if session.conductor is not None:
-                session.conductor.recall = recall_checked
+                session.conductor.recall = checked
         if learn:
             session.after_run.append(self.after_run)
 
     def close(self) -> None:
         self.book.close()
+
+
+@dataclass(frozen=True)
+class CheckedRecall:
+    """The notebook's recall for a session: a fitting tool's answer is checked in a
+    fresh sandbox from `opener`, started only if a check runs and closed at once.
+
+    A batch builds its hooks once, on a template session with no sandbox, and hands the
+    same recall to every item's session: each session rebinds it to its own opener
+    (`with_opener`), so an item's recall checks tools as a `solve` does."""
+
+    hooks: NotebookHooks
+    opener: Callable[[], Sandbox | None] | None = None
+
+    def with_opener(self, opener: Callable[[], Sandbox | None] | None) -> CheckedRecall:
+        return replace(self, opener=opener)
+
+    def __call__(self, question: str, *, ledger: UsageLedger | None = None) -> Recall:
+        checks = FreshSandbox(self.opener) if self.opener is not None else None
+        try:
+            return self.hooks.recall(question, ledger=ledger, sandbox=checks)
+        finally:
+            if checks is not None:
+                checks.close()
 
 
 def learning_options(

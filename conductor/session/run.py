@@ -126,6 +126,11 @@ class Session:
     _cancel_asked: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
+        # A recall shared by a batch's sessions checks tools in this session's sandboxes
+        # (conductor/session/notebook_hooks.py: CheckedRecall).
+        rebind = getattr(self.recall, "with_opener", None)
+        if rebind is not None and self.fresh_sandbox is not None:
+            self.recall = rebind(self.fresh_sandbox)
         self.conductor = Conductor(
             self.meta_model,
             self.expert_model,

@@ -30,7 +30,7 @@ from conductor.batch.runner import BatchPlan, BatchRunner
 from conductor.batch.setup import make_scorer, sandbox_opener
 from conductor.config import Settings
 from conductor.session import Session, build_session
-from conductor.session.notebook_hooks import learning_options
+from conductor.session.notebook_hooks import CheckedRecall, learning_options
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.events import Event
@@ -188,7 +188,8 @@ class ItemWorker:
             runs_path=self.scratch,
             # Learning's checks run in a sandbox of their own, never the item's.
             fresh_sandbox=self.open_box if self.sandbox_name else None,
-            recall=hooks.recall if hooks is not None and self.recall_on else None,
+            # Checked in this session's fresh sandboxes, as a local batch's recall is.
+            recall=CheckedRecall(hooks) if hooks is not None and self.recall_on else None,
         )
         if self.learn_on:
             session.after_run.append(self._distill)
