@@ -134,8 +134,12 @@ class MetaTurnStarted(Event):
     # method's second conversation, e.g. answering as the expert it described first).
     new_conversation: bool = False
     # Sent before `user_message`, with the tools carrier: a result for each tool call of
-    # the turn before (call_id, name, content, is_error).
+    # the turn before (call_id, name, content, is_error); with `handed_calls`, the
+    # results of those calls, sent after it.
     tool_results: list[dict[str, Any]] = field(default_factory=list)
+    # Calls the conductor made for the model after `user_message` (id, name, arguments):
+    # a program the notebook checked on the question (conductor_kernel/run/experience.py).
+    handed_calls: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

@@ -67,6 +67,12 @@ instruction, and it runs as given.
 """
 
 QUESTION_BLOCK = "Question:\n{question}\n\nBegin by naming the experts you may consult, then start."
+# With a checked program's result handed over before round 1 (tools carrier).
+HANDED_QUESTION_BLOCK = (
+    "Question:\n{question}\n\nThe notebook holds a program from an earlier run that fits "
+    "this question; it is run on it next, and its result follows. If the result answers "
+    "the question, give it with final_answer; if not, consult an expert."
+)
 
 ROUND_HEADER = "ROUND {round}:\n\n"
 
@@ -197,14 +203,14 @@ by computation.
 """
 
 # Checked experience, with the tools carrier (conductor_kernel/run/experience.py).
-EXPERIENCE_LEAD = (
-    "Before the question: the notebook holds a program from an earlier run that fits "
-    "the question you are about to read, and it has been run on that question in a "
-    "fresh sandbox. The call and its result come next."
-)
 EXPERIENCE_RESULT = (
-    "The notebook's program{note} ran on your question and printed the answer {answer}. "
-    "The task's own check accepts that answer for this question."
+    "The notebook's program{note} ran on your question and printed this answer:\n\n"
+    "{answer}\n\nThe task's own check accepts that answer for this question."
+)
+# Said beside an answer the check rejected, when a checked one was handed over.
+EXPERIENCE_REMINDER = (
+    "\n\nThe answer the notebook's program printed for this question, which the check "
+    "accepts, is:\n\n{answer}"
 )
 
 CONSULT_FIRST_TEXT_NOTE = (
@@ -257,9 +263,18 @@ TOOL_CALLS_FAILED = "None of your calls could be run; each call's result says wh
 
 
 def meta_tools_first_message(
-    question: str, *, python: bool, max_rounds: int, recall: str = "", consult_first: bool
+    question: str,
+    *,
+    python: bool,
+    max_rounds: int,
+    recall: str = "",
+    consult_first: bool,
+    handed: bool = False,
 ) -> str:
-    """The first user turn of the tools carrier: as `meta_first_message`, in its terms."""
+    """The first user turn of the tools carrier: as `meta_first_message`, in its terms.
+    `handed`: a checked program's call and result came before it (run/experience.py);
+    the recall text, whose best note is that program, is then left out, and the model is
+    told what the result above is instead of being asked to plan."""
     parts = [
         META_TOOLS_INSTRUCTIONS.format(
             python_section=PYTHON_TOOLS_SECTION if python else "",
@@ -267,7 +282,8 @@ def meta_tools_first_message(
             consult_first=CONSULT_FIRST_NOTE if consult_first else "",
         )
     ]
-    if recall:
+    if recall and not handed:
         parts.append(recall)
-    parts.append(QUESTION_BLOCK.format(question=question))
+    block = HANDED_QUESTION_BLOCK if handed else QUESTION_BLOCK
+    parts.append(block.format(question=question))
     return "\n\n".join(parts)

@@ -194,19 +194,24 @@ class RunContext:
         new_conversation: bool = False,
         tools: Sequence[ToolSpec] | None = None,
         grammar: str | None = None,
+        handed: bool = False,
     ) -> Generator[Event, None, Turn]:
         """One model turn on `history` (its last message is this turn's): limits first,
         then the call, streamed and recorded. A call stopped mid-stream ends the run.
         With `tools`, they are offered, and calls written into the text are read too;
-        with `grammar`, the reply is held to it."""
+        with `grammar`, the reply is held to it. `handed`: the history ends with the
+        turn's message, a call made for the model and its results (run/experience.py)."""
         self.check()
+        message = history[-3] if handed else history[-1] if history else Message("user", "")
+        results = history[-1].tool_results if handed else message.tool_results
         started = MetaTurnStarted(
             run_id=self.run_id,
             round=round,
-            user_message=history[-1].content if history else "",
+            user_message=message.content,
             system_prompt="" if system == self.system_prompt else system,
             new_conversation=new_conversation,
-            tool_results=[asdict(r) for r in history[-1].tool_results] if history else [],
+            tool_results=[asdict(r) for r in results],
+            handed_calls=[c.to_dict() for c in history[-2].tool_calls] if handed else [],
         )
         yield started
         t0 = time.monotonic()
@@ -297,6 +302,15 @@ Act = Callable[[Turn], Generator[Event, None, str | NextMessage | None]]
 ToolsFor = Callable[[int], Sequence[ToolSpec] | None]
 # The grammar a round's turn is held to (None: none), given its round number.
 GrammarFor = Callable[[int], str | None]
+
+
+@dataclass(frozen=True)
+class Handed:
+    """A call made for the model (an assistant message with its tool calls) and their
+    results, sent after round 1's message (run/experience.py)."""
+
+    call: Message
+    results: tuple[ToolResult, ...]
 # What stands in the history for a turn with no text whose calls were not acted on (a
 # call cut off): providers refuse an empty assistant message.
 NO_TEXT = "(no text)"
@@ -343,8 +357,7 @@ def converse(
     off_protocol_stop: int | None = None,
     tools_for: ToolsFor | None = None,
     grammar_for: GrammarFor | None = None,
-    prelude: Sequence[Message] = (),
-    first_results: tuple[ToolResult, ...] = (),
+    handed: Handed | None = None,
 ) -> Generator[Event, None, str]:
     """Rounds of one conversation with the model, up to the run's round cap; the status.
 
@@ -354,14 +367,14 @@ def converse(
     `off_protocol_stop` turns in a row that ignore the protocol end the run (None: never).
     `tools_for(round)` gives the tools each round offers (the tools carrier);
     `grammar_for(round)` the GBNF grammar each turn is held to (the grammar carrier).
-    `prelude` comes before the first message, and `first_results` are sent with it (the
-    results of a call the prelude's last message made: run/experience.py).
+    `handed` is a call made for the model and its results, sent after the first message
+    and before round 1's turn (run/experience.py).
     """
     cfg = run.config
     system = run.system_prompt if system is None else system
-    history: list[Message] = list(prelude)
+    history: list[Message] = []
     user_text = prompts.ROUND_HEADER.format(round=1) + first
-    results: tuple[ToolResult, ...] = first_results  # for the last turn's own calls
+    results: tuple[ToolResult, ...] = ()  # for the last turn's own calls
     off_protocol = 0  # turns in a row that ignored the protocol
     for round_no in range(first_round, cfg.max_rounds + 1):
         if off_protocol_stop is not None and off_protocol >= off_protocol_stop:
@@ -373,9 +386,13 @@ def converse(
             user_text += "\n\n" + prompts.LAST_ROUND
         history.append(Message("user", user_text, tool_results=results))
         results = ()
+        handed_now = handed is not None and round_no == first_round
+        if handed is not None and handed_now:
+            history += [handed.call, Message("user", "", tool_results=handed.results)]
         turn = yield from run.ask(
             history,
             round=round_no,
+            handed=handed_now,
             system=system,
             new_conversation=new_conversation and round_no == first_round,
             tools=None if tools_for is None else tools_for(round_no),

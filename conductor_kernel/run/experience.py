@@ -5,15 +5,16 @@ own check accepted, run in a fresh sandbox before round 1 (lessons/read/tool_che
 the `Recall` event's `checked`). A weak model cannot search for a Game of 24 expression,
 but it can cite one it is handed. With the tools carrier the conductor hands it over as
 what it is: a `run_python` call the notebook made, with the program, and its result, so
-the first turn the model writes already has the checked output before it, as a tool
-result it can cite, never as an instruction. Nothing unchecked is handed over this way
+the first turn the model writes follows the checked output, as a tool result it can
+cite, never as an instruction. Nothing unchecked is handed over this way
 (a program of another question, or one whose answer failed or could not be checked, is
 only a note in the recall text), and the text and grammar carriers keep the recall
 text's own line for it (`CHECKED ON YOUR QUESTION`).
 
-The exchange is fixed text built from the `Recall` event, and round 1's
-`MetaTurnStarted.tool_results` records the result the model was sent, so a transcript
-still says exactly what the model saw.
+The exchange comes after round 1's message (the question), as a tool-trained model
+meets a call and its result in its own runs; it is built from the `Recall` event, and
+round 1's `MetaTurnStarted` records it (`handed_calls`, `tool_results`), so a transcript
+says exactly what the model saw.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from conductor_kernel import prompts
 from conductor_kernel.carrier.tools import RUN_PYTHON
 from conductor_kernel.interfaces import Message, ToolCall, ToolResult
+from conductor_kernel.run.conversation import Handed
 from conductor_kernel.text.quoted import inline
 
 CALL_ID = "notebook-checked-1"
@@ -42,19 +44,16 @@ def shown_answer(answer: str) -> str:
     return text if _PLAIN_ANSWER.fullmatch(text) else inline(PRINTED, text)
 
 
-def checked_exchange(
-    checked: Sequence[dict[str, Any]],
-) -> tuple[list[Message], tuple[ToolResult, ...]]:
-    """The messages that come before round 1's (the notebook's lead and its call) and the
-    result sent with round 1's; nothing when no program was checked on the question."""
+def checked_exchange(checked: Sequence[dict[str, Any]]) -> Handed | None:
+    """The notebook's call of the program and its result, sent after round 1's message;
+    None when no program was checked on the question."""
     if not checked:
-        return [], ()
+        return None
     first = checked[0]
     code, answer = str(first.get("code") or ""), first.get("answer")
     if not code.strip() or answer is None:
-        return [], ()
+        return None
     call = ToolCall(RUN_PYTHON, json.dumps({"code": code}), id=CALL_ID)
-    lead = Message("user", prompts.EXPERIENCE_LEAD)
     made = Message("assistant", "", tool_calls=(call,))
     result = ToolResult(
         CALL_ID,
@@ -63,7 +62,12 @@ def checked_exchange(
             note=_cited(first.get("note")), answer=shown_answer(str(answer))
         ),
     )
-    return [lead, made], (result,)
+    return Handed(made, (result,))
+
+
+def handed_answer(checked: Sequence[dict[str, Any]]) -> str:
+    """The answer of the program that was handed over, as its result showed it."""
+    return shown_answer(str(checked[0].get("answer") or "")) if checked else ""
 
 
 def _cited(note: object) -> str:

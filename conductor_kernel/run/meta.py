@@ -34,7 +34,7 @@ from conductor_kernel.run.conversation import (
     Turn,
     converse,
 )
-from conductor_kernel.run.experience import checked_exchange
+from conductor_kernel.run.experience import checked_exchange, handed_answer
 from conductor_kernel.run.expert_call import ExpertContext, ExpertOutcome, call_expert
 from conductor_kernel.run.threads import run_concurrently
 from conductor_kernel.run.tool_turns import act_on_calls, answer_withheld
@@ -70,8 +70,8 @@ class MetaPrompting:
         tools = run.carrier == "tools"
         # A program checked on this question, handed over as a call and its result
         # (tools carrier, Python on); the text carriers have its line in the recall.
-        prelude, handed = checked_exchange(run.checked) if tools and self.python else ([], ())
-        run.handed = bool(handed)
+        handed = checked_exchange(run.checked) if tools and self.python else None
+        run.handed = handed is not None
 
         def withheld(round_no: int) -> bool:
             return answer_withheld(cfg, round_no, handed=run.handed)
@@ -83,6 +83,7 @@ class MetaPrompting:
                 max_rounds=cfg.max_rounds,
                 recall=run.recall,
                 consult_first=withheld(1),
+                handed=run.handed,
             )
         else:
             first = prompts.meta_first_message(
@@ -111,8 +112,7 @@ class MetaPrompting:
                 off_protocol_stop=OFF_PROTOCOL_TURNS,
                 tools_for=tools_for if tools else None,
                 grammar_for=grammar_for if run.carrier == "grammar" else None,
-                prelude=prelude,
-                first_results=handed,
+                handed=handed,
             )
         )
 
@@ -166,6 +166,8 @@ def decide(
             run.state.rejected_answers.add(answer.strip())
             if turn.round < run.config.max_rounds:
                 told = prompts.ANSWER_FAILS_CHECK.format(answer=answer.strip()[:300], why=why)
+                if run.handed:
+                    told += prompts.EXPERIENCE_REMINDER.format(answer=handed_answer(run.checked))
                 yield run.note(turn, "answer_fails_check", told)
                 return Decision(told, told, answer=prompts.ANSWER_NOT_YET)
             # No round is left to tell the model in: taken, and the record says so.
