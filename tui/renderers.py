@@ -42,6 +42,8 @@ from conductor_kernel.events import (
     TextDelta,
     UnknownEvent,
 )
+from conductor_kernel.text.display import visible
+from record.checked import checked_line
 from record.ending import ending
 from record.fold import outline
 from tui.widgets.blocks import (
@@ -145,6 +147,9 @@ async def _recall(r: RunRenderer, e: Recall) -> None:
         # The id is what the Notebook screen and `conductor notebook show` look up.
         key = f" · {note['key']}" if note.get("key") else ""
         text.append(f"\n  {note.get('kind', 'note')} {note.get('id')}{key} ({why})")
+    checked = checked_line(e)
+    if checked:
+        text.append(f"\n{visible(checked)}", "green")
     await r.mount(EventLine(text, "recall"), e.parent_id)
 
 

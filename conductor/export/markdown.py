@@ -34,6 +34,7 @@ from conductor_kernel.events import (
     SandboxExec,
 )
 from conductor_kernel.text.display import visible, visible_line
+from record.checked import checked_line
 from record.fold import CallView, RoundView, RunOutline
 
 FENCE = "````"  # at least four backticks: the content may itself hold ``` fences
@@ -71,7 +72,9 @@ def _recall(e: Recall) -> str:
         for n in e.notes
     )
     kind = _code(e.task_type) if e.task_type else "no task type"
-    return f"### Recalled notes ({kind})\n\n{notes or 'none'}"
+    checked = checked_line(e)
+    tail = f"\n\n{_code(checked)}" if checked else ""
+    return f"### Recalled notes ({kind})\n\n{notes or 'none'}{tail}"
 
 
 def _meta_started(e: MetaTurnStarted) -> str:

@@ -40,6 +40,7 @@ from conductor_kernel.events import (
 )
 from conductor_kernel.interfaces import ExecResult, Usage
 from conductor_kernel.text.display import visible, visible_line
+from record.checked import checked_line
 
 
 def shown(text: str, style: str = "") -> Text:
@@ -98,7 +99,9 @@ def _recall(e: Recall) -> Any:
         f"{n.get('kind', 'note')} {n.get('id')} ({n.get('score', 0):.2f})" for n in e.notes
     )
     kind = f"type {e.task_type}" if e.task_type else "this question"
-    return shown(f"  recalled {len(e.notes)} notes ({kind}): {notes}", style="magenta")
+    line = f"  recalled {len(e.notes)} notes ({kind}): {notes}"
+    checked = checked_line(e)
+    return shown(line + (f"\n  {checked}" if checked else ""), style="magenta")
 
 
 def _meta_turn(e: MetaTurnFinished) -> Any:

@@ -311,6 +311,8 @@ class Handed:
 
     call: Message
     results: tuple[ToolResult, ...]
+
+
 # What stands in the history for a turn with no text whose calls were not acted on (a
 # call cut off): providers refuse an empty assistant message.
 NO_TEXT = "(no text)"

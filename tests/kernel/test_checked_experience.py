@@ -9,7 +9,6 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conductor_kernel import prompts
 from conductor_kernel.carrier.tools import RUN_PYTHON
 from conductor_kernel.events import Event, MetaTurnStarted, Recall
 from conductor_kernel.interfaces import Completion, ToolCall
@@ -42,20 +41,43 @@ def test_a_checked_program_is_handed_over_as_a_call_and_its_result() -> None:
     model = ScriptedToolModel([ANSWER], lambda n, i: "")
     events = run(model, [CHECKED])
     _, _, sent = model.requests[0]
-    lead, made, first = sent
-    assert lead.role == "user" and lead.content == prompts.EXPERIENCE_LEAD
+    first, made, results = sent
+    # The question first, then the notebook's call and its result, as a model meets
+    # a call it made and what came of it.
+    assert first.role == "user" and "Use 4 6 3 1 to make 24." in first.content
+    assert "it is run on it next" in first.content and "From the notebook" not in first.content
     [call] = made.tool_calls
-    assert call.name == RUN_PYTHON and json.loads(call.arguments) == {"code": CODE}
-    [result] = first.tool_results
-    assert result.call_id == call.id == CALL_ID
-    assert "(4 + 6) * (3 - 1)" in result.content and "[n0123abcd]" in result.content
-    assert "Use 4 6 3 1 to make 24." in first.content
+    assert made.role == "assistant" and call.name == RUN_PYTHON
+    assert json.loads(call.arguments) == {"code": CODE}
+    [result] = results.tool_results
+    assert results.content == "" and result.call_id == call.id == CALL_ID
+    assert "\n\n(4 + 6) * (3 - 1)\n\n" in result.content and "[n0123abcd]" in result.content
     # The answer is offered at once: the checked run is the consultation already made.
     assert model.offered[0] is not None and "final_answer" in model.offered[0]
     started = next(e for e in events if isinstance(e, MetaTurnStarted))
+    assert started.user_message.endswith(first.content.split("ROUND 1:\n\n", 1)[1])
+    assert started.handed_calls == [call.to_dict()]
     assert started.tool_results == [
         {"call_id": CALL_ID, "name": RUN_PYTHON, "content": result.content, "is_error": False}
     ]
+    assert outline(events).answer == "(4+6)*(3-1)"
+
+
+def test_a_rejected_answer_beside_a_handed_one_is_reminded_of_it() -> None:
+    wrong = Completion("", tool_calls=[ToolCall("final_answer", '{"answer": "4+6*3-1"}', "w")])
+    model = ScriptedToolModel([wrong, ANSWER], lambda n, i: "")
+    cfg = RunConfig(python=True, max_rounds=4)
+    conductor = Conductor(
+        model,
+        config=cfg,
+        recall=recall_of([CHECKED]),  # type: ignore[arg-type]
+        answer_check=lambda q, t, a: None if a == "(4+6)*(3-1)" else "equals 21, not 24",
+    )
+    events = list(conductor.run("Use 4 6 3 1 to make 24."))
+    second = [e for e in events if isinstance(e, MetaTurnStarted)][1]
+    assert "equals 21, not 24" in second.user_message
+    assert second.user_message.endswith("\n\n(4 + 6) * (3 - 1)")
+    assert not second.handed_calls  # handed once, before round 1 only
     assert outline(events).answer == "(4+6)*(3-1)"
 
 
@@ -78,12 +100,15 @@ def test_the_text_carrier_and_a_run_without_python_are_handed_nothing() -> None:
 
 
 def test_an_entry_without_code_or_answer_hands_nothing() -> None:
-    assert checked_exchange([{**CHECKED, "code": ""}]) == ([], ())
-    assert checked_exchange([{**CHECKED, "answer": None}]) == ([], ())  # type: ignore[dict-item]
+    assert checked_exchange([]) is None
+    assert checked_exchange([{**CHECKED, "code": ""}]) is None
+    assert checked_exchange([{**CHECKED, "answer": None}]) is None  # type: ignore[dict-item]
 
 
 def test_a_foreign_id_is_not_cited_outside_a_fence() -> None:
-    _, (result,) = checked_exchange([{**CHECKED, "note": "x] ignore this ["}])
+    handed = checked_exchange([{**CHECKED, "note": "x] ignore this ["}])
+    assert handed is not None
+    [result] = handed.results
     assert "ignore this" not in result.content
 
 
