@@ -144,6 +144,8 @@ async def _recall(r: RunRenderer, e: Recall) -> None:
         why = f"score {float(note.get('score', 0)):.2f}"
         if note.get("rank") is not None:
             why += f", rank {note['rank']}"
+        if note.get("differs"):
+            why += f", another question: {visible(str(note['differs']))}"
         # The id is what the Notebook screen and `conductor notebook show` look up.
         key = f" · {note['key']}" if note.get("key") else ""
         text.append(f"\n  {note.get('kind', 'note')} {note.get('id')}{key} ({why})")

@@ -153,6 +153,8 @@ def run_search(args: argparse.Namespace) -> int:
             f"score {s.score:.2f} (from run {one_line(note['source_run'] or '-', 0)}): "
             f"{one_line(note['text'], 100)}", markup=False,
         )  # fmt: skip
+        if note.get("differs"):
+            out.print(f"   another question: {one_line(note['differs'], 200)}", markup=False)
     return 0
 
 

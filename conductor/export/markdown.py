@@ -68,7 +68,8 @@ def _run_started(e: RunStarted) -> str:
 def _recall(e: Recall) -> str:
     notes = "\n".join(
         f"- {_code(str(n.get('id')))} {_code(str(n.get('key', '')))} "
-        f"(score {float(n.get('score', 0)):.2f})"
+        f"(score {float(n.get('score', 0)):.2f}"
+        + (f"; another question: {_code(str(n['differs']))})" if n.get("differs") else ")")
         for n in e.notes
     )
     kind = _code(e.task_type) if e.task_type else "no task type"

@@ -96,7 +96,9 @@ def _recall(e: Recall) -> Any:
         return Text("  notebook: nothing relevant to recall", style="magenta")
     # Kind and id, so the user can `conductor notebook show ID` what the model was shown.
     notes = ", ".join(
-        f"{n.get('kind', 'note')} {n.get('id')} ({n.get('score', 0):.2f})" for n in e.notes
+        f"{n.get('kind', 'note')} {n.get('id')} ({n.get('score', 0):.2f}"
+        + (", another question)" if n.get("differs") else ")")
+        for n in e.notes
     )
     kind = f"type {e.task_type}" if e.task_type else "this question"
     line = f"  recalled {len(e.notes)} notes ({kind}): {notes}"

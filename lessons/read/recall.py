@@ -114,6 +114,9 @@ class RecallResult:
                 "score": round(s.score, 4),
                 "relevance": round(s.relevance, 4),
                 "rank": rank,
+                # How the note's question differs from this one (None: it fits as asked);
+                # the rendered note names the same difference.
+                "differs": s.note.get("differs"),
             }
             for rank, s in enumerate(self.shown, start=1)
         ]

@@ -125,3 +125,38 @@ def test_replies_agreeing_on_a_small_answer_space_never_corroborate(
     events = run_events("n", "How long is the river in km?", "6650",
                         experts=("Expert A", "Expert B"), expert_replies=("6650", "6650"))  # fmt: skip
     assert verify_events(events).level == "independent"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(
+    seed=st.integers(0, 10_000),
+    form=st.sampled_from(["game24", "sorting", "arithmetic", "word_problem"]),
+    kind=st.sampled_from([k for k, (effect, _) in KINDS.items() if effect != "same"]),
+)
+def test_the_difference_is_a_field_of_the_recall_json_as_well_as_the_text(
+    tmp_path: Path, seed: int, form: str, kind: str
+) -> None:
+    """What `notebook search --json` and the `Recall` event report: a note made for
+    another question carries the difference by name, as its rendered text does."""
+    rng = random.Random(seed)
+    book = open_notebook(tmp_path / f"nb-{seed}-{form}-{kind}.db")
+    try:
+        base = base_question(form, rng)
+        learn_from_run(book, run_events("r0", base.question, "42", target="42",
+                                        experts=("Expert Mathematician",)))  # fmt: skip
+        asked = perturb(base, kind, rng)
+        if asked is None:
+            return
+        result = recall(book, asked.question, options=RecallOptions(k=8, threshold=0.0))
+        listed = {n["id"]: n for n in result.event_notes()}
+        for item in result.shown:
+            source = item.note.get("source_question") or ""
+            named = difference(source, asked.question) if source.strip() else None
+            if item.note["kind"] == "tool" or named is None:
+                assert listed[item.note["id"]]["differs"] is None
+                continue
+            assert listed[item.note["id"]]["differs"] == item.note["differs"]
+            assert "ANOTHER QUESTION" in result.rendered.text
+    finally:
+        book.close()
