@@ -226,6 +226,17 @@ def spec_beside(task_file: str | Path) -> Path | None:
     return None
 
 
+def folder_given(folder: Path) -> str:
+    """What to say when a folder is given where a task file goes, naming a few of the
+    task files in it."""
+    files = sorted(p.name for p in folder.glob("*.jsonl"))[:3]
+    inside = f" (it holds {', '.join(files)})" if files else ""
+    return (
+        f"{folder} is a folder, not a task file{inside}: give one JSON Lines file of items, "
+        f"e.g. {folder / (files[0] if files else 'GameOf24.jsonl')}"
+    )
+
+
 def resolve_spec(
     task_file: str | Path | None = None,
     *,
@@ -236,6 +247,8 @@ def resolve_spec(
 ) -> TaskSpec:
     """The spec to use, by precedence: spec file > --task > --scorer/--description >
     a spec file beside the task file > the built-in its name points to."""
+    if task_file is not None and Path(task_file).is_dir():
+        raise UnknownTaskError(folder_given(Path(task_file)))
     if spec_file is not None:
         return load_spec_file(spec_file)
     if task is not None:

@@ -94,3 +94,19 @@ def test_an_unknown_scorer_lists_the_known_ones(
     flat = " ".join(err.split())
     assert code == 2 and "unknown scorer 'fuzzy'" in flat
     assert "game24" in flat and "numeric" in flat
+
+
+@pytest.mark.parametrize("holds", [[], ["GameOf24.jsonl", "word_sorting.jsonl"]])
+def test_a_folder_given_as_the_task_file_is_named_as_a_folder(
+    tmp_path: Path, wire: WireServer, capsys: pytest.CaptureFixture[str], holds: list[str]
+) -> None:
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    for name in holds:
+        numbered_tasks(folder / name, 1)
+    code, _, err = run_cli([str(folder), *BATCH_FLAGS, *OFFLINE], capsys)
+    said = " ".join(err.split())
+    assert code == 2 and f"{folder} is a folder, not a task file" in said
+    assert "Traceback" not in err and not wire.requests
+    if holds:
+        assert "GameOf24.jsonl" in said and "word_sorting.jsonl" in said
