@@ -209,8 +209,8 @@ EXPERIENCE_RESULT = (
 )
 # Said beside an answer the check rejected, when a checked one was handed over.
 EXPERIENCE_REMINDER = (
-    "\n\nThe answer the notebook's program printed for this question, which the check "
-    "accepts, is:\n\n{answer}"
+    "The notebook's program printed this answer for this question, and the check accepts "
+    "it:\n\n{answer}"
 )
 
 CONSULT_FIRST_TEXT_NOTE = (
@@ -235,8 +235,11 @@ CHECK_FIRST_TOOLS = (
 
 ANSWER_FAILS_CHECK = (
     "Your final answer was not taken: the task's own check rejects it ({why}). The "
-    "answer was: {answer}\n\nFind one that passes (a program can search and check "
-    "candidates), then give the final answer again."
+    "answer was: {answer}\n\n"
+)
+ANSWER_SEARCH_AGAIN = (
+    "Find one that passes (a program can search and check candidates), then give the "
+    "final answer again."
 )
 ANSWER_FAILS_LAST = (
     "The final answer was taken in the last round, though the task's check rejects it ({why})."

@@ -55,14 +55,16 @@ def checked_exchange(checked: Sequence[dict[str, Any]]) -> Handed | None:
         return None
     call = ToolCall(RUN_PYTHON, json.dumps({"code": code}), id=CALL_ID)
     made = Message("assistant", "", tool_calls=(call,))
-    result = ToolResult(
-        CALL_ID,
-        RUN_PYTHON,
-        prompts.EXPERIENCE_RESULT.format(
-            note=_cited(first.get("note")), answer=shown_answer(str(answer))
-        ),
-    )
+    result = ToolResult(CALL_ID, RUN_PYTHON, result_content(first.get("note"), str(answer)))
     return Handed(made, (result,))
+
+
+def result_content(note: object, answer: str) -> str:
+    """The handed call's result: what the program printed, on a line of its own (a
+    small model copies it from there; Qwen2.5-Coder-1.5B dropped the parentheses of
+    `(1+11)*(13-11)` quoted inside a sentence, and re-ran the program when the result
+    was a JSON object), and what the task's own check said of it."""
+    return prompts.EXPERIENCE_RESULT.format(note=_cited(note), answer=shown_answer(answer))
 
 
 def handed_answer(checked: Sequence[dict[str, Any]]) -> str:

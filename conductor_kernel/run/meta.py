@@ -166,8 +166,11 @@ def decide(
             run.state.rejected_answers.add(answer.strip())
             if turn.round < run.config.max_rounds:
                 told = prompts.ANSWER_FAILS_CHECK.format(answer=answer.strip()[:300], why=why)
-                if run.handed:
-                    told += prompts.EXPERIENCE_REMINDER.format(answer=handed_answer(run.checked))
+                told += (
+                    prompts.EXPERIENCE_REMINDER.format(answer=handed_answer(run.checked))
+                    if run.handed
+                    else prompts.ANSWER_SEARCH_AGAIN
+                )
                 yield run.note(turn, "answer_fails_check", told)
                 return Decision(told, told, answer=prompts.ANSWER_NOT_YET)
             # No round is left to tell the model in: taken, and the record says so.
