@@ -53,9 +53,11 @@ SandboxFactory = Callable[[], Sandbox | None]
 
 def replay_config(notice_round: int | None = None) -> RunConfig:
     """The published runs' own rules: 16 meta turns, calls before answers, 3 s of Python,
-    the text protocol they were written in."""
+    the text protocol they were written in, and no check of an answer before it is
+    taken (the published harness had none, so a record has no turn after its answer)."""
     return RunConfig(
         protocol="text",
+        answer_check=False,
         max_rounds=MAX_META_TURNS,
         last_round_notice_at=notice_round,
         python_timeout_s=PYTHON_TIMEOUT_S,

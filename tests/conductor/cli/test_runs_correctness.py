@@ -128,7 +128,9 @@ def test_a_question_typed_as_a_task_is_judged_on_its_input(
     from conductor.session import Session
 
     model = ScriptedModel([f'>> FINAL ANSWER:\n"""\n{answer}\n"""'], lambda _n, _t: "")
-    session = Session(meta_model=model, config=RunConfig(max_rounds=2), runs_path=tmp_path)
+    # The answer is scored as given: not sent back first by the task's own check.
+    config = RunConfig(max_rounds=2, answer_check=False)
+    session = Session(meta_model=model, config=config, runs_path=tmp_path)
     [verdict] = [e for e in session.solve(question, task=task) if isinstance(e, RunScored)]
     assert verdict.correct is right, verdict.detail
 
