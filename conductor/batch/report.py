@@ -37,6 +37,7 @@ class ItemRecord(TypedDict, total=False):
     v: int
     item_id: str
     line: int
+    label: str  # the item's line and first words (TaskItem.label), for people
     final: bool  # False: interrupted; the item runs again on resume
     run_id: str | None
     transcript: str | None  # relative to the batch folder

@@ -363,6 +363,7 @@ class BatchRunner:
             v=FORMAT_VERSION,
             item_id=item.id,
             line=item.line,
+            label=item.label,
             final=False,
             run_id=run_id,
             transcript=transcript,

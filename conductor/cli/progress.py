@@ -111,7 +111,8 @@ def item_line(record: ItemRecord) -> str:
         how = f"{status}, {'correct' if right else 'wrong'}"
     else:
         how = status + (f": {record['reason']}" if record.get("reason") else "")
-    line = f"{record.get('item_id')} {how} ({float(record.get('duration_s') or 0):.1f} s)"
+    name = record.get("label") or record.get("item_id")
+    line = f"{name} {how} ({float(record.get('duration_s') or 0):.1f} s)"
     from conductor_kernel.text.display import visible_line
 
     return visible_line(" ".join(line.split()))[:300]

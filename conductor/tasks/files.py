@@ -57,8 +57,20 @@ class TaskItem:
     def has_target(self) -> bool:
         return self.target is not None
 
+    @property
+    def label(self) -> str:
+        """How a person finds the item: its line in the task file and its first words
+        (`line 3: 2 5 8 11`), where its id is a hash."""
+        words = " ".join(self.input.split())
+        head = words if len(words) <= LABEL_CHARS else words[: LABEL_CHARS - 1] + "…"
+        return f"line {self.line}: {head}" if self.line else head
+
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "input": self.input, "target": self.target, **self.metadata}
+
+
+# Characters of an item's input its label shows.
+LABEL_CHARS = 40
 
 
 @dataclass(frozen=True)

@@ -253,7 +253,9 @@ class BatchScreen(Screen[None]):
         for item_id, record in self.records.items():
             usage = record.get("usage") or {}
             cells = (
-                Text(visible_line(item_id)),  # from a task file: text, never markup
+                # From a task file: text, never markup. Its line and first words, where
+                # the id is a hash.
+                Text(visible_line(str(record.get("label") or item_id))),
                 record.get("status", ""),
                 _mark(record),
                 str(record.get("rounds", 0)),
@@ -281,7 +283,8 @@ class BatchScreen(Screen[None]):
                 for method, value in zip(self.methods, cells, strict=True):
                     table.update_cell(item_id, method, value)
             else:
-                table.add_row(Text(visible_line(item_id)), *cells, key=item_id)
+                name = next((str(r["label"]) for r in runs.values() if r.get("label")), item_id)
+                table.add_row(Text(visible_line(name)), *cells, key=item_id)
 
     def _method_line(self) -> str:
         """Each method's accuracy so far: correct of scored."""

@@ -58,6 +58,7 @@ def _row(record: ItemRecord, link: str) -> dict[str, Any]:
     verdict = "" if correct is None else ("correct" if correct else "wrong")
     return {
         "item_id": str(record.get("task_item_id") or record.get("item_id", "")),
+        "label": str(record.get("label") or ""),
         "method": label(str(record["method"])) if record.get("method") else "",
         "status": status,
         "status_key": status,
@@ -69,7 +70,16 @@ def _row(record: ItemRecord, link: str) -> dict[str, Any]:
         "answer": answer,
         "target": target,
         "link": link,
-        "search": " ".join((str(record.get("item_id", "")), status, verdict, answer, target)),
+        "search": " ".join(
+            (
+                str(record.get("item_id", "")),
+                str(record.get("label") or ""),
+                status,
+                verdict,
+                answer,
+                target,
+            )
+        ),
     }
 
 

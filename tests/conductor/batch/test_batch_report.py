@@ -16,6 +16,7 @@ from batch_support import (
     batch_folder,
     item_number,
     numbered_tasks,
+    results,
     run_cli,
 )
 
@@ -128,3 +129,23 @@ def test_a_failure_that_would_fail_every_item_stops_the_batch(
     monkeypatch.setenv("OPENAI_API_KEY", "right")
     code, out, _ = run_cli(args, capsys)
     assert code == 0 and json.loads(out)["items"]["finished"] == 6
+
+
+def test_items_are_named_by_their_line_and_first_words_where_people_read_them(
+    tmp_path: Path, wire: WireServer, capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    from conductor.cli.progress import item_line
+    from conductor.export.html.batch_page import write_batch_html
+
+    tasks = numbered_tasks(tmp_path / "t.jsonl", 3)
+    code, _, _ = run_cli([str(tasks), *BATCH_FLAGS, *OFFLINE], capsys)
+    assert code == 0
+    records = sorted(results(batch_folder(isolated_home)), key=lambda r: r["line"])
+    first_words = [
+        line.split('"input": "')[1].split('"')[0] for line in tasks.read_text().splitlines()
+    ]
+    for record, words in zip(records, first_words, strict=True):
+        assert record["label"] == f"line {record['line']}: {words}"
+        assert item_line(record).startswith(record["label"])  # a progress line
+    page = write_batch_html(batch_folder(isolated_home)).read_text()
+    assert all(r["label"] in page for r in records)
