@@ -71,7 +71,7 @@ QUESTION_BLOCK = "Question:\n{question}\n\nBegin by naming the experts you may c
 HANDED_QUESTION_BLOCK = (
     "Question:\n{question}\n\nThe notebook holds a program from an earlier run that fits "
     "this question; it is run on it next, and its result follows. If the result answers "
-    "the question, give it with final_answer; if not, consult an expert."
+    "the question, give it with answer_with_checked_result; if not, consult an expert."
 )
 
 ROUND_HEADER = "ROUND {round}:\n\n"

@@ -23,7 +23,11 @@ from conductor_kernel.protocol import RUN_MARKER, ExpertCall, ParsedTurn, parse_
 CONSULT = "consult_expert"
 RUN_PYTHON = "run_python"
 FINAL = "final_answer"
-TOOL_NAMES = (CONSULT, RUN_PYTHON, FINAL)
+# Offered only when the notebook handed over a program checked on the question: its
+# answer, cited rather than copied (a 1.5B model copying `(1+11)*(13-11)` into a
+# final_answer call dropped the opening parenthesis, in 4 of 14 puzzles).
+CITE = "answer_with_checked_result"
+TOOL_NAMES = (CONSULT, RUN_PYTHON, FINAL, CITE)
 PYTHON_EXPERT = "Expert Python"
 
 
@@ -64,13 +68,25 @@ FINAL_SPEC = ToolSpec(
 )
 
 
-def offered_tools(*, python: bool, answer: bool) -> tuple[ToolSpec, ...]:
-    """The tools of one meta turn: Python only when it runs, the answer unless withheld."""
+CITE_SPEC = ToolSpec(
+    CITE,
+    "Give, as the final answer, exactly the answer the notebook's checked program printed "
+    "for this question (the run_python result above, which the task's check accepts). "
+    "This ends the session.",
+    {"type": "object", "properties": {}, "required": []},
+)
+
+
+def offered_tools(*, python: bool, answer: bool, cite: bool = False) -> tuple[ToolSpec, ...]:
+    """The tools of one meta turn: Python only when it runs, the answer unless withheld,
+    and the checked result to cite when one was handed over (`cite`)."""
     specs = [CONSULT_SPEC]
     if python:
         specs.append(RUN_PYTHON_SPEC)
     if answer:
         specs.append(FINAL_SPEC)
+        if cite:
+            specs.append(CITE_SPEC)
     return tuple(specs)
 
 
@@ -128,9 +144,15 @@ def expert_name(raw: str) -> str:
     return "Expert " + " ".join(words)
 
 
-def _read_one(call: ToolCall, offered: Collection[str], index: int) -> ReadCall:
+def _read_one(
+    call: ToolCall, offered: Collection[str], index: int, cited: str | None = None
+) -> ReadCall:
     # An answer is read even in a round that withholds it: the policy that withheld it
     # (consult first) then says why it is not taken, as for an answer written as text.
+    if call.name == CITE:
+        if cited is None:
+            return ReadCall(call, problem="there is no checked result to cite in this run")
+        return ReadCall(call, answer=cited)
     if call.name not in offered and call.name != FINAL:
         if call.name in TOOL_NAMES:
             return ReadCall(call, problem=f"{call.name} is not offered in this round")
@@ -162,13 +184,16 @@ def _read_one(call: ToolCall, offered: Collection[str], index: int) -> ReadCall:
     )
 
 
-def read_tool_calls(calls: Sequence[ToolCall], offered: Collection[str]) -> ToolTurn:
-    """The turn's calls, in order, read against the tools it was offered."""
+def read_tool_calls(
+    calls: Sequence[ToolCall], offered: Collection[str], *, cited: str | None = None
+) -> ToolTurn:
+    """The turn's calls, in order, read against the tools it was offered; `cited` is
+    the answer a `CITE` call gives (the checked result handed over, if any)."""
     reads: list[ReadCall] = []
     experts: list[ExpertCall] = []
     answer: str | None = None
     for index, call in enumerate(calls):
-        read = _read_one(call, offered, index)
+        read = _read_one(call, offered, index, cited)
         if answer is not None and read.problem is None:
             read = ReadCall(call, expert=read.expert, answer=read.answer, after_answer=True)
         elif read.answer is not None:

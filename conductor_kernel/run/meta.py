@@ -98,7 +98,7 @@ class MetaPrompting:
             return self._act(run, turn)
 
         def tools_for(round_no: int) -> tuple[ToolSpec, ...]:
-            return offered_tools(python=self.python, answer=not withheld(round_no))
+            return offered_tools(python=self.python, answer=not withheld(round_no), cite=run.handed)
 
         def grammar_for(round_no: int) -> str:
             return grammar_for_round(answer=not withheld(round_no))

@@ -48,7 +48,8 @@ def act_on_calls(
     run: RunContext, turn: Turn, decide: Decide
 ) -> Generator[Event, None, str | NextMessage | None]:
     """Act on a turn's tool calls; what to send back, or None when the run is answered."""
-    read = read_tool_calls(turn.calls, turn.offered or ())
+    cited = str(run.checked[0]["answer"]).strip() if run.handed else None
+    read = read_tool_calls(turn.calls, turn.offered or (), cited=cited)
     if turn.recovered:
         yield run.note(turn, "calls_from_text", RECOVERED.format(count=len(turn.calls)))
     problems = [r for r in read.reads if r.problem is not None]

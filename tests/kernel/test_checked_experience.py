@@ -9,7 +9,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conductor_kernel.carrier.tools import RUN_PYTHON
+from conductor_kernel.carrier.tools import CITE, RUN_PYTHON
 from conductor_kernel.events import Event, MetaTurnStarted, Recall
 from conductor_kernel.interfaces import Completion, ToolCall
 from conductor_kernel.limits.run_config import RunConfig
@@ -123,3 +123,21 @@ def test_an_answer_is_shown_bare_only_when_plain_and_never_opens_or_closes_a_fen
     else:
         assert shown.startswith(OPEN) and shown.endswith(END)
         assert shown.count(END) == 1 and shown.count(OPEN) == 2
+
+
+def test_the_handed_answer_can_be_cited_rather_than_copied() -> None:
+    cite = Completion("", tool_calls=[ToolCall(CITE, "{}", "c1")])
+    model = ScriptedToolModel([cite], lambda n, i: "")
+    events = run(model, [CHECKED])
+    assert model.offered[0] is not None and CITE in model.offered[0]
+    assert outline(events).answer == "(4 + 6) * (3 - 1)"  # exactly as the program printed
+
+
+def test_nothing_to_cite_without_a_handed_result() -> None:
+    cite = Completion("", tool_calls=[ToolCall(CITE, "{}", "c1")])
+    model = ScriptedToolModel([cite, ANSWER, ANSWER], lambda n, i: "")
+    events = run(model, [], consult_first=False)
+    assert model.offered[0] is not None and CITE not in model.offered[0]
+    second = [e for e in events if isinstance(e, MetaTurnStarted)][1]
+    assert "no checked result to cite" in second.tool_results[0]["content"]
+    assert outline(events).answer == "(4+6)*(3-1)"

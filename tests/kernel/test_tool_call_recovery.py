@@ -24,6 +24,7 @@ ARGS: dict[str, Any] = {
     "consult_expert": st.fixed_dictionaries({"name": ANY_TEXT, "instruction": ANY_TEXT}),
     "run_python": st.fixed_dictionaries({"code": ANY_TEXT}),
     "final_answer": st.fixed_dictionaries({"answer": ANY_TEXT}),
+    "answer_with_checked_result": st.just({}),
 }
 CALL = st.sampled_from(TOOL_NAMES).flatmap(lambda n: st.tuples(st.just(n), ARGS[n]))
 # Prose that holds no JSON of its own (no braces or brackets) and no tags.
