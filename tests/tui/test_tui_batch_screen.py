@@ -75,3 +75,23 @@ async def test_long_item_ids_that_share_a_prefix_are_shown_whole(tmp_path: Path)
         table = screen.query_one("#items")
         width = table.columns["item"].get_render_width(table)
         assert width >= max(len(i) for i in ids)
+
+
+def test_a_resumed_enlarged_batch_counts_its_new_total_while_it_runs(tmp_path: Path) -> None:
+    """The first session's report said 30; the second runs all 40 lines: 40 in scope
+    while it runs, never "34/30 done · ETA done"."""
+    import json
+
+    from tui.screens.batch import batch_total
+
+    task_file = tmp_path / "t.jsonl"
+    task_file.write_text("".join(f'{{"input": "{n}"}}\n' for n in range(40)))
+    (tmp_path / "report.json").write_text(json.dumps({"items": {"total": 30}}))
+    first = {"started_at": 1.0, "limit": 30, "ended_at": 2.0}
+    manifest = {"identity": {"task_file": str(task_file)}, "sessions": [first]}
+    assert batch_total(tmp_path, manifest, 30) == 30
+    manifest["sessions"] = [first, {"started_at": 3.0, "limit": None}]
+    assert batch_total(tmp_path, manifest, 34) == 40
+    manifest["sessions"][1]["ended_at"] = 9.0  # ended, and its own report written
+    (tmp_path / "report.json").write_text(json.dumps({"items": {"total": 40}}))
+    assert batch_total(tmp_path, manifest, 40) == 40

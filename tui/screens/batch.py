@@ -37,16 +37,19 @@ if TYPE_CHECKING:
 
 
 def batch_total(folder: Path, manifest: dict[str, Any], records: int) -> int:
-    """Runs in scope: from the final report, else the task file (and --limit), times
-    the methods of a comparison."""
+    """Runs in scope: from the final report of a batch whose last session ended, else
+    the task file (and the last session's --limit), times the methods of a comparison.
+    A resumed batch's report is the earlier session's (a resumed, enlarged batch read
+    it as "34/30 done · ETA done" while it ran on)."""
+    sessions = manifest.get("sessions") or [{}]
     report = folder / "report.json"
-    if report.exists():
+    ended = bool(sessions[-1].get("ended_at"))
+    if report.exists() and ended:
         try:
             items = json.loads(report.read_text(encoding="utf-8"))["items"]
-            return int(items.get("pairs", items["total"]))
+            return max(int(items.get("pairs", items["total"])), records)
         except (ValueError, KeyError, TypeError, AttributeError):
             pass
-    sessions = manifest.get("sessions") or [{}]
     limit = sessions[-1].get("limit")
     methods = len(sessions[-1].get("methods") or [None])
     task_file = Path((manifest.get("identity") or {}).get("task_file") or "")
