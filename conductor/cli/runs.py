@@ -374,19 +374,21 @@ def _export_inspect(args: argparse.Namespace) -> int:
         written = write_inspect_log(samples, out, task=name)
     except OSError as exc:
         raise UserFacingError(_cannot_write(exc, out)) from None
-    for path in written:
-        print(_wrote(path, f" ({len(samples)} runs; open it with `inspect view`)"))
+    for path, count in written:
+        print(
+            _wrote(
+                path, f" ({count} {'run' if count == 1 else 'runs'}; open it with `inspect view`)"
+            )
+        )
     return 0
 
 
 def _batch_folder(ref: str) -> Path | None:
-    """The batch folder `ref` names (a folder, or a batch id), or None for a run."""
-    from conductor.batch.store import RESULTS_FILE, batches_dir
+    """The batch folder `ref` names (a folder, a batch id or a unique prefix of one:
+    conductor/batch/references.py), or None for a run."""
+    from conductor.batch.references import find_batch
 
-    for path in (Path(ref), batches_dir() / ref):
-        if (path / RESULTS_FILE).exists():
-            return path
-    return None
+    return find_batch(ref)
 
 
 def _file_name(run_id: str) -> str:

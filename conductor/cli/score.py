@@ -124,15 +124,15 @@ def score_file(
 
 
 def batch_results(path: str | Path) -> Path | None:
-    """The results.jsonl a path names, when it is a batch's folder or that file."""
-    from conductor.batch.store import MANIFEST_FILE, RESULTS_FILE
+    """The results.jsonl a reference names, when it names a batch: its folder, that
+    file, its id or a unique prefix of it (conductor/batch/references.py)."""
+    from conductor.batch.references import find_batch
+    from conductor.batch.store import RESULTS_FILE
 
-    path = Path(path)
-    if path.is_dir() and (path / RESULTS_FILE).is_file():
-        return path / RESULTS_FILE
-    if path.name == RESULTS_FILE and (path.parent / MANIFEST_FILE).is_file():
-        return path
-    return None
+    folder = find_batch(path)
+    if folder is None or not (folder / RESULTS_FILE).is_file():
+        return None  # no batch, or one with no run recorded yet
+    return folder / RESULTS_FILE
 
 
 def batch_spec(results: Path) -> TaskSpec:

@@ -136,8 +136,9 @@ def eval_log(samples: list[RunSample], *, task: str, method: str | None = None) 
     )
 
 
-def write_inspect_log(samples: list[RunSample], out: Path, *, task: str) -> list[Path]:
-    """Write one log per method among `samples` (a comparison has several); the paths."""
+def write_inspect_log(samples: list[RunSample], out: Path, *, task: str) -> list[tuple[Path, int]]:
+    """Write one log per method among `samples` (a comparison has several); each path
+    with the number of samples it holds."""
     write_eval_log = _inspect().write_eval_log  # without the extra: how to add it
 
     by_method: dict[str, list[RunSample]] = defaultdict(list)
@@ -148,7 +149,7 @@ def write_inspect_log(samples: list[RunSample], out: Path, *, task: str) -> list
     for method, group in by_method.items():
         path = out if len(by_method) == 1 else out.with_stem(f"{out.stem}-{method or 'unknown'}")
         write_eval_log(eval_log(group, task=task, method=method), str(path))
-        written.append(path)
+        written.append((path, len(group)))
     return written
 
 

@@ -20,7 +20,6 @@ from conductor.batch.store import (
     MANIFEST_FILE,
     RESULTS_FILE,
     ResultsLog,
-    batches_dir,
     safe_name,
 )
 from conductor.export.html.page import render
@@ -32,21 +31,11 @@ STATUSES = ("answered", "no_answer", "limit", "error", "interrupted")
 
 
 def find_batch(ref: str) -> Path:
-    """A batch folder from a path, a batch id, or a unique prefix of one."""
-    path = Path(ref)
-    if (path / RESULTS_FILE).exists() or (path / MANIFEST_FILE).exists():
-        return path
-    root = batches_dir()
-    matches = sorted(p for p in root.glob(f"{ref}*") if p.is_dir()) if root.is_dir() else []
-    exact = [p for p in matches if p.name == ref]
-    if exact or len(matches) == 1:
-        return (exact or matches)[0]
-    known = ", ".join(p.name for p in matches[:5])
-    raise UserFacingError(
-        f"no single batch matches {ref!r}"
-        + (f" (candidates: {known})" if known else f" under {root}")
-        + "; give the batch id printed by `conductor batch`, or its folder."
-    )
+    """A batch folder from a path, a batch id, or a unique prefix of one
+    (conductor/batch/references.py)."""
+    from conductor.batch.references import require_batch
+
+    return require_batch(ref)
 
 
 def _row(record: ItemRecord, link: str) -> dict[str, Any]:
