@@ -13,7 +13,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from conductor_kernel.bounded import loads_json
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import Event
 from record.audit import FINDING_KINDS, AuditReport, audit_outline, summarise
@@ -57,13 +56,9 @@ def attach(p: argparse.ArgumentParser) -> None:
 
 
 def _is_published(path: Path) -> bool:
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        first = fh.readline()
-    try:
-        data = loads_json(first)
-    except ValueError:  # not JSON, or nested too deeply (TooDeep)
-        return False
-    return isinstance(data, dict) and "message_log" in data
+    from record.file_kind import file_kind
+
+    return file_kind(path) == "published"
 
 
 def reports_for(ref: str, *, limit: int | None = None) -> Iterator[Audited]:

@@ -34,15 +34,9 @@ def attach(parser: argparse.ArgumentParser) -> None:
 
 
 def _ours(path: Path) -> bool:
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError:
-                    return False
-                return isinstance(data, dict) and "kind" in data and "run_id" in data
-    return False
+    from record.file_kind import file_kind
+
+    return file_kind(path) == "transcript"
 
 
 def runs_of(path: Path, limit: int | None) -> Iterator[list[Event]]:
