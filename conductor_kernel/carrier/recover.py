@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
-from conductor_kernel.carrier.tools import TOOL_NAMES
+from conductor_kernel.carrier.tools import CONSULT, TOOL_NAMES
 from conductor_kernel.interfaces import ToolCall
 from conductor_kernel.protocol import protocol_text
 
@@ -28,6 +29,7 @@ _TAG_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S | re.I)
 _DECODER = json.JSONDecoder(strict=False)  # raw newlines inside strings, as models write
 _NAME_KEYS = ("name", "tool", "tool_name")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+_EXPERT_RE = re.compile(r"\s*expert\b", re.I)
 
 
 def calls_in_text(text: str) -> list[ToolCall]:
@@ -75,6 +77,15 @@ def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
         if isinstance(value, dict | list):
             return value, end
         return None
+    if '"""' in text[start:]:
+        repaired, origin = _triple_quotes_as_json(text, start)
+        try:
+            value, end = _DECODER.raw_decode(repaired)
+        except ValueError:
+            pass
+        else:
+            if isinstance(value, dict):
+                return value, origin[end - 1] + 1
     if not text.startswith("{{", start):
         return None
     single, origin = _undoubled(text, start)
@@ -83,6 +94,30 @@ def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
     except ValueError:
         return None
     return (value, origin[end - 1] + 1) if isinstance(value, dict) else None
+
+
+_TRIPLE_RE = re.compile(r'"""(.*?)"""', re.S)
+
+
+def _triple_quotes_as_json(text: str, start: int) -> tuple[str, list[int]]:
+    """`text[start:]` with each Python triple-quoted string made a JSON string (its
+    text dedented: a program written indented inside the JSON runs as written), and
+    for each character kept the offset in `text` just past what it came from."""
+    out: list[str] = []
+    origin: list[int] = []
+    i = start
+    for found in _TRIPLE_RE.finditer(text, start):
+        for j in range(i, found.start()):
+            out.append(text[j])
+            origin.append(j)
+        literal = json.dumps(textwrap.dedent(found.group(1)).strip("\n"), ensure_ascii=False)
+        out.extend(literal)
+        origin.extend([found.end() - 1] * len(literal))
+        i = found.end()
+    for j in range(i, len(text)):
+        out.append(text[j])
+        origin.append(j)
+    return "".join(out), origin
 
 
 def _undoubled(text: str, start: int) -> tuple[str, list[int]]:
@@ -111,9 +146,14 @@ def _as_calls(value: Any, *, any_name: bool) -> list[ToolCall]:
     name = next(
         (value[k] for k in (*_NAME_KEYS, "function") if isinstance(value.get(k), str)), None
     )
+    arguments = next((value[k] for k in _ARGUMENT_KEYS if k in value), None)
+    if name is not None and name not in TOOL_NAMES and _EXPERT_RE.match(name):
+        # Named for the expert, not the tool: a consultation, when it says what to ask.
+        if isinstance(arguments, dict) and isinstance(arguments.get("instruction"), str):
+            asked = {"name": name, "instruction": arguments["instruction"]}
+            return [ToolCall(CONSULT, json.dumps(asked, ensure_ascii=False))]
     if name is None or not (any_name or name in TOOL_NAMES):
         return []
-    arguments = next((value[k] for k in _ARGUMENT_KEYS if k in value), None)
     if isinstance(arguments, str):
         return [ToolCall(name, arguments)]
     if isinstance(arguments, dict):

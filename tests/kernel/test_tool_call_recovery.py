@@ -117,3 +117,40 @@ def test_a_call_only_thought_about_is_none(
 ) -> None:
     written, _, _ = call
     assert calls_in_text(f"<think>\n{written}\n</think>\n{prose}") == []
+
+
+CODE_LINES = st.lists(
+    st.text(
+        st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='"\\'),
+        min_size=1,
+        max_size=30,
+    ).filter(lambda line: line.strip() == line),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=100)
+@given(lines=CODE_LINES, indent=st.sampled_from(["", "  ", "    ", "\t"]), after=st.booleans())
+def test_a_program_written_as_a_triple_quoted_string_is_read_dedented(
+    lines: list[str], indent: str, after: bool
+) -> None:
+    body = "\n".join(indent + line for line in lines)
+    text = f'{{"name": "run_python", "arguments": {{"code": """\n{body}\n{indent}"""}}}}'
+    if after:
+        text += '\n{"name": "final_answer", "arguments": {"answer": "7"}}'
+    calls = calls_in_text(text)
+    assert calls[0].name == "run_python"
+    assert json.loads(calls[0].arguments) == {"code": "\n".join(lines)}
+    assert [c.name for c in calls[1:]] == (["final_answer"] if after else [])
+
+
+@given(name=st.sampled_from(["Expert Reviewer", "expert mathematician", "Expert"]))
+def test_a_call_named_for_the_expert_is_a_consultation_when_it_says_what_to_ask(
+    name: str,
+) -> None:
+    text = json.dumps({"name": name, "arguments": {"instruction": "Check 3 + 4."}})
+    [call] = calls_in_text(text)
+    assert call.name == "consult_expert"
+    assert json.loads(call.arguments) == {"name": name, "instruction": "Check 3 + 4."}
+    assert calls_in_text(json.dumps({"name": name, "arguments": {"x": 1}})) == []
