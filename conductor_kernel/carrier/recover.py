@@ -147,10 +147,12 @@ def _as_calls(value: Any, *, any_name: bool) -> list[ToolCall]:
         (value[k] for k in (*_NAME_KEYS, "function") if isinstance(value.get(k), str)), None
     )
     arguments = next((value[k] for k in _ARGUMENT_KEYS if k in value), None)
-    if name is not None and name not in TOOL_NAMES and _EXPERT_RE.match(name):
-        # Named for the expert, not the tool: a consultation, when it says what to ask.
-        if isinstance(arguments, dict) and isinstance(arguments.get("instruction"), str):
-            asked = {"name": name, "instruction": arguments["instruction"]}
+    # Named for the expert, not the tool: a consultation, when it says what to ask.
+    named_for_expert = name is not None and name not in TOOL_NAMES and _EXPERT_RE.match(name)
+    if named_for_expert and isinstance(arguments, dict):
+        instruction = arguments.get("instruction")
+        if isinstance(instruction, str):
+            asked = {"name": name, "instruction": instruction}
             return [ToolCall(CONSULT, json.dumps(asked, ensure_ascii=False))]
     if name is None or not (any_name or name in TOOL_NAMES):
         return []
