@@ -54,6 +54,7 @@ class TranscriptWriter:
                 raise TranscriptBusy(str(self.path)) from None
         self.events_written = 0
         self._torn = False  # a line the disk cut: the next one starts fresh
+        self._ended = False  # this writer wrote the run's `run_finished`
         # A file cut mid-line by a killed writer: start on a fresh line.
         if self.path.stat().st_size and not _ends_with_newline(self.path):
             self._append(b"\n")
@@ -70,18 +71,27 @@ class TranscriptWriter:
             data = (json.dumps(record) + "\n").encode("ascii")
         self._append(data)
         self.events_written += 1
+        self._ended = self._ended or record.get("kind") == "run_finished"
 
     def _append(self, data: bytes) -> None:
         assert self._fd is not None
         if self._torn:
             data = b"\n" + data
+        before = os.fstat(self._fd).st_size
         view = memoryview(data)
         try:
             while view:
                 written = os.write(self._fd, view)
                 view = view[written:]
         except OSError as exc:
-            self._torn = len(view) < len(data) or self._torn
+            # After the run's end is written (a `run_scored`, the notes after it), what
+            # the disk took of a line is taken back: the transcript ends on its last
+            # whole event, and nothing will repair it. Before, the torn tail stays: it
+            # is how the next command's repair knows a full disk cut the run
+            # (record/repair.py), and it mends the line then.
+            cut = len(view) < len(data) or _size(self._fd) > before
+            taken_back = cut and self._ended and _cut_back(self._fd, before)
+            self._torn = (cut and not taken_back) or self._torn
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise DiskFull(self.path) from None
             raise
@@ -97,6 +107,22 @@ class TranscriptWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _size(fd: int) -> int:
+    try:
+        return os.fstat(fd).st_size
+    except OSError:
+        return 0
+
+
+def _cut_back(fd: int, size: int) -> bool:
+    """Cut the file back to `size`; whether that worked."""
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        return False
+    return True
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -111,6 +111,15 @@ class SessionOutcome:
     user_interrupt: bool = False
 
 
+def results_unwritable(path: Path, exc: OSError) -> str:
+    """Why a batch stopped when its results file could not be written, and what to do."""
+    import errno
+
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    cause = "the disk holding it is full" if full else (exc.strerror or str(exc))
+    return f"{path} could not be written ({cause}; {'free some space' if full else 'make it writable'})"
+
+
 class BatchRunner:
     """Runs a plan's unfinished items on `concurrency` worker threads.
 
@@ -395,7 +404,14 @@ class BatchRunner:
 
     def _record(self, record: ItemRecord) -> None:
         record["finished_at"] = time.time()
-        self.log.append(record)
+        try:
+            self.log.append(record)
+        except OSError as exc:
+            # results.jsonl is the batch's record: without it nothing more can count.
+            # The item is not recorded, so it runs again when the batch resumes.
+            log.error("item %s: results.jsonl could not be written: %s", record["item_id"], exc)
+            self.stop(results_unwritable(self.log.path, exc))
+            return
         with self._lock:
             self.outcome.ran += 1
             self.outcome.finished += bool(record.get("final"))

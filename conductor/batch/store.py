@@ -145,17 +145,35 @@ class ResultsLog:
         return latest
 
     def append(self, record: ItemRecord) -> None:
-        data = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        """One record, as one whole line. A write the disk cuts short is taken back (the
+        file is cut to where it was), so no torn line is left; the error goes on to the
+        caller, whose batch stops and resumes from here."""
+        data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a+b") as fh:
-                if fh.tell() > 0:
-                    fh.seek(-1, os.SEEK_END)
-                    if fh.read(1) != b"\n":
-                        fh.write(b"\n")  # a torn line from a crash: start afresh
-                fh.write(data.encode("utf-8"))
-                fh.flush()
-                os.fsync(fh.fileno())
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                before = os.fstat(fd).st_size
+                if before and os.pread(fd, 1, before - 1) != b"\n":
+                    data = b"\n" + data  # a torn line from a crash: start afresh
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)
+                except OSError:
+                    _take_back(fd, before)
+                    raise
+            finally:
+                os.close(fd)
+
+
+def _take_back(fd: int, size: int) -> None:
+    """Cut the file back to `size` (freeing what a failed write left); never raises."""
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass
 
 
 def is_finished(record: ItemRecord | None, *, retry_errors: bool = False) -> bool:

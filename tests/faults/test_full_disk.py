@@ -170,3 +170,36 @@ def test_a_transcript_the_disk_cut_is_said_once_and_ended_next_time(
     listed = _listed(capsys)
     assert listed[path.stem]["status"] == "error"
     assert "disk full" in path.read_text(encoding="utf-8")
+
+
+def test_a_line_the_disk_cuts_after_the_runs_end_is_taken_back(tmp_path: Path) -> None:
+    """A `run_scored` (or anything after `run_finished`) that the disk cuts leaves no
+    torn line: the transcript ends on its last whole event, which nothing repairs."""
+    import record.writer
+    from conductor_kernel.events import RunFinished, RunScored, RunStarted
+    from record.reader import read_transcript
+    from record.writer import DiskFull, TranscriptWriter
+
+    real_write = os.write
+    path = tmp_path / "run.jsonl"
+    with TranscriptWriter(path) as writer:
+        writer.handle(RunStarted(run_id="r", question="q"))
+        writer.handle(RunFinished(run_id="r", status="answered"))
+        size = path.stat().st_size
+
+        room = {"bytes": 300}  # part of the line fits, then none
+
+        def half(fd: int, data: bytes) -> int:
+            if room["bytes"] <= 0:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            taken = real_write(fd, bytes(data)[: room["bytes"]])
+            room["bytes"] -= taken
+            return taken
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(record.writer.os, "write", half)
+            with pytest.raises(DiskFull):
+                writer.handle(RunScored(run_id="r", correct=True, detail="x" * 500))
+    assert path.stat().st_size == size
+    transcript = read_transcript(path)
+    assert transcript.problem is None and transcript.finished is not None

@@ -208,3 +208,58 @@ def test_injected_system_failures_are_errors_by_cause_and_only_they_rerun(
     final = summarize(list(runner.log.read().values()), total=ITEMS, header={})
     assert final["accuracy"]["scored"] == ITEMS and final["failures"]["error"] == 0
     assert final["accuracy"]["correct"] == sum(n % 3 != 0 for n in range(ITEMS))
+
+
+def test_a_disk_that_fills_mid_batch_stops_it_with_the_cause_and_no_torn_line(
+    tmp_path: Path,
+) -> None:
+    """The second record meets a full disk: what the disk took of it is taken back, the
+    batch stops saying why and what to do (no worker thread dies of it), and the item
+    runs again on resume."""
+    import errno
+    import json
+    import os
+
+    import pytest
+    from batch_support import answer
+
+    import conductor.batch.store
+    from experts.scripted import ScriptedModel
+
+    plan = plan_for(tmp_path, 4)
+
+    def make(_item: object) -> Session:
+        model = ScriptedModel([answer("2")] * 3)
+        return Session(meta_model=model, config=RunConfig(python=False), runs_path=tmp_path / "r")
+
+    real_write = os.write
+    results = plan.folder / "results.jsonl"
+    room = {"bytes": 10**9}
+    died: list[object] = []
+
+    def write(fd: int, data: bytes) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}") != str(results):
+            return real_write(fd, data)
+        if room["bytes"] <= 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        taken = real_write(fd, bytes(data)[: room["bytes"]])
+        room["bytes"] -= taken
+        return taken
+
+    runner = BatchRunner(plan, make, concurrency=1)
+    original = conductor.batch.store.ResultsLog.append
+
+    def append(log: object, record: dict[str, object]) -> None:
+        if results.exists() and results.stat().st_size:
+            room["bytes"] = 40  # the second record: a part fits, then nothing
+        original(log, record)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(conductor.batch.store.os, "write", write)
+        patch.setattr(conductor.batch.store.ResultsLog, "append", append)
+        patch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))
+        outcome = runner.run()
+    assert not died
+    assert outcome.stopped is not None and "the disk holding it is full" in outcome.stopped
+    lines = results.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["final"]
