@@ -423,7 +423,8 @@ def _print_table(tallies: list[FileScore], rule: str) -> None:
     from conductor.methods import label
     from conductor_kernel.text.display import visible_line
 
-    table = Table(title="Accuracy (%)", caption=f"correct/accuracy reported by: {rule} rule")
+    rule_named = "our rule" if rule == "ours" else "the paper's rule"
+    table = Table(title="Accuracy (%)", caption=f"correct/accuracy reported by {rule_named}")
     by_method = any(t.method for t in tallies)
     named = ("file", "task", "method") if by_method else ("file", "task")
     for column in (*named, "n", "paper rule", "ours", "Δ", "no answer"):

@@ -22,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_solve(args: argparse.Namespace) -> int:
     from conductor import interrupts
     from conductor.export.terminal import RichPrinter, shown_line
+    from conductor.export.wording import plural
     from conductor.session import build_session
     from experts.registry import CONFIGURE_HINT, choose
     from record.ending import ending
@@ -87,7 +88,7 @@ def run_solve(args: argparse.Namespace) -> int:
     if finished is not None and (signal_name or session.stopped_by):
         why = f"stopped by {signal_name}" if signal_name else session.stopped_by
         how = (
-            f"as interrupted after {finished.rounds} rounds"
+            f"as interrupted after {plural(finished.rounds, 'round')}"
             if finished.status == "interrupted"
             else f"({finished.status})"
         )

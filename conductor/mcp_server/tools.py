@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from conductor.config import load_settings
 from conductor.config.offered import offered
+from conductor.export.wording import plural
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import RunFinished
 
@@ -79,9 +80,9 @@ def _account(finished: RunFinished, run: RunOutline) -> str:
     consulted = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in experts.items())
     used = finished.usage
     return (
-        f"{finished.status} after {finished.rounds} rounds; "
-        f"{finished.expert_calls} expert calls ({consulted or 'none'}), "
-        f"{finished.sandbox_runs} program{'' if finished.sandbox_runs == 1 else 's'} run; "
+        f"{finished.status} after {plural(finished.rounds, 'round')}; "
+        f"{plural(finished.expert_calls, 'expert call')} ({consulted or 'none'}), "
+        f"{plural(finished.sandbox_runs, 'program')} run; "
         f"{used.input_tokens + used.output_tokens} tokens, ${used.cost_usd:.4f}; "
         f"{finished.duration_s:.1f} s"
     )
