@@ -474,5 +474,10 @@ class DemoModel(ScriptedModel):
         return completion
 
 
+# Requests the demo keeps (for a test to look at the last few): a batch of thousands of
+# items grew about 50 KB an item keeping them all.
+DEMO_KEEPS = 16
+
+
 def demo_model() -> DemoModel:
-    return DemoModel(_meta, _expert, name="demo")
+    return DemoModel(_meta, _expert, name="demo", keep_requests=DEMO_KEEPS)

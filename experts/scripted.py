@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import replace
+from typing import Any
 
 from conductor_kernel.interfaces import (
     STOPPED_PREFIX,
@@ -40,6 +42,11 @@ def expert_name_from_system(system: str | None) -> str:
     return m.group(1) if m else "Expert"
 
 
+def _kept(most: int | None) -> MutableSequence[Any]:
+    """A list of everything, or the latest `most` only."""
+    return [] if most is None else deque(maxlen=most)
+
+
 class ScriptExhausted(RuntimeError):
     """The script has no more meta turns: the test or demo asked for more rounds."""
 
@@ -59,6 +66,7 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         chunk_chars: int = 24,
+        keep_requests: int | None = None,
     ) -> None:
         self.name = name
         self._meta = meta
@@ -67,11 +75,15 @@ class ScriptedModel:
         self._expert_index = 0
         self._lock = threading.Lock()
         self.chunk_chars = chunk_chars
-        self.requests: list[tuple[CallRole, str | None, list[Message]]] = []
+        # What each call was sent, for a test to read; `keep_requests` keeps only the
+        # latest (the demo, which a long batch calls thousands of times, keeps a few).
+        self.requests: MutableSequence[tuple[CallRole, str | None, list[Message]]] = _kept(
+            keep_requests
+        )
         # The names of the tools each meta call offered (None: none offered), and the
         # grammar it was held to (None: none).
-        self.offered: list[tuple[str, ...] | None] = []
-        self.grammars: list[str | None] = []
+        self.offered: MutableSequence[tuple[str, ...] | None] = _kept(keep_requests)
+        self.grammars: MutableSequence[str | None] = _kept(keep_requests)
 
     def complete(
         self,

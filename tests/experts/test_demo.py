@@ -169,3 +169,16 @@ def test_understand_reads_the_task_files_and_plain_phrasings() -> None:
         Sorting(("b", "a"))
     )
     assert understand("How many legs do 4 cats, 5 dogs, 6 ants and 10 birds have?") is None
+
+
+def test_the_demo_keeps_only_its_latest_requests() -> None:
+    """A batch of thousands of items calls the demo thousands of times: it keeps the
+    last few requests, not all (about 50 KB an item before)."""
+    from conductor_kernel.interfaces import Message
+    from experts.demo import DEMO_KEEPS, demo_model
+
+    model = demo_model()
+    for n in range(DEMO_KEEPS * 3):
+        model.complete([Message("user", f"Use {n} 1 1 1 to make 24")], role="meta")
+    assert len(model.requests) == DEMO_KEEPS
+    assert "Use 47 1 1 1" in model.requests[-1][2][0].content
