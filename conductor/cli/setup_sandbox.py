@@ -51,8 +51,99 @@ def _forget_probes() -> None:
     bwrap_backend._probe_reason.cache_clear()
 
 
-def docker_ready(say: Say) -> bool:
-    """True when Docker can run code, building the image if the engine answers."""
+# Seconds without a line from the image build after which `make run` says it is
+# still at work: a newcomer must never look at a silent terminal and think it hung.
+HEARTBEAT_S = 5.0
+
+
+def _build_command() -> list[str]:
+    return [str(Path(sys.executable).with_name("conductor")), "sandbox", "build"]
+
+
+def _stream(cmd: list[str], say: Say, *, timeout: float = 1800) -> bool:
+    """Run `cmd`, saying each line it prints as it comes, and a line of its own at least
+    every HEARTBEAT_S seconds while it prints nothing; whether it succeeded."""
+    import threading
+    import time
+
+    say("  $ " + " ".join(cmd))
+    try:
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        )
+    except OSError as exc:
+        say(f"    failed: {exc}")
+        return False
+    started = time.monotonic()
+    last = [started]  # when a line was last said, by the build or by the heartbeat
+    done = threading.Event()
+
+    def heartbeat() -> None:
+        while not done.wait(0.5):
+            now = time.monotonic()
+            if now - last[0] >= HEARTBEAT_S:
+                say(f"    … still building ({now - started:.0f} s so far)")
+                last[0] = now
+
+    beat = threading.Thread(target=heartbeat, daemon=True)
+    beat.start()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            last[0] = time.monotonic()
+            say("    " + line.rstrip())
+            if last[0] - started > timeout:
+                proc.kill()
+                say("    failed: the build took too long")
+                break
+        proc.wait()
+    finally:
+        done.set()
+        beat.join(2)
+    return proc.returncode == 0
+
+
+def _build_running(log: Path) -> bool:
+    """Whether an image build this set-up started in the background still runs."""
+    pid_file = log.with_suffix(".pid")
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _build_in_background(say: Say) -> bool:
+    """Start the image build detached, its output in a log under the data directory;
+    whether it started (or one already runs)."""
+    from record.home import home_dir
+
+    log = home_dir() / "logs" / "sandbox-build.log"
+    if _build_running(log):
+        say(f"The sandbox image is still building in the background (log: {log}).")
+        return True
+    log.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with log.open("w", encoding="utf-8") as out:
+            proc = subprocess.Popen(
+                _build_command(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+    except OSError as exc:
+        say(f"  could not start the image build in the background: {exc}")
+        return False
+    log.with_suffix(".pid").write_text(str(proc.pid))
+    say(
+        "A Docker engine answers but the sandbox image is not built yet: it is building in "
+        f"the background (a few minutes; log: {log}). This session runs code in bubblewrap; "
+        "once the image is ready, runs use Docker (`conductor sandbox doctor` says which)."
+    )
+    return True
+
+
+def docker_ready(say: Say, *, wait: bool = True) -> bool:
+    """True when Docker can run code, building the image if the engine answers; with
+    `wait` false (bubblewrap works meanwhile) the build goes to the background."""
     from sandbox.docker.backend import daemon_problem
     from sandbox.registry import probe
 
@@ -60,9 +151,11 @@ def docker_ready(say: Say) -> bool:
         return False
     if probe("docker") is None:
         return True
-    say("A Docker engine answers; building the sandbox image (once, a few minutes).")
-    conductor = str(Path(sys.executable).with_name("conductor"))
-    _run([conductor, "sandbox", "build"], say, timeout=1800)
+    if not wait:
+        _build_in_background(say)
+        return False
+    say("A Docker engine answers; building the sandbox image (once, a few minutes):")
+    _stream(_build_command(), say, timeout=1800)
     return probe("docker") is None
 
 
@@ -123,10 +216,15 @@ def bwrap_ready(say: Say) -> bool:
 
 
 def set_up(say: Say = print) -> str | None:
-    """The sandbox now ready ("docker" or "bwrap"), or None after saying what to do."""
-    if docker_ready(say):
+    """The sandbox now ready ("docker" or "bwrap"), or None after saying what to do.
+    Where bubblewrap already works, a missing Docker image builds in the background and
+    the TUI opens at once on bubblewrap."""
+    from sandbox.registry import probe
+
+    bwrap_now = probe("bwrap") is None
+    if docker_ready(say, wait=not bwrap_now):
         return "docker"
-    if bwrap_ready(say):
+    if bwrap_now or bwrap_ready(say):
         return "bwrap"
     say(WHAT_TO_DO)
     return None
