@@ -366,7 +366,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             state = notebook.get(when)
             text = "unknown (its figures could not be read; see the log)"
             if isinstance(state, dict):
-                text = ", ".join(f"{k}: {_flat(v)}" for k, v in state.items())
+                text = _notebook_words(state)
             lines.append(f"- {when}: {text}")
     session = report.get("session") or {}
     if session:
@@ -393,6 +393,20 @@ def _cost_split(report: dict[str, Any]) -> str:
         f"${learning.get('cost_usd', 0.0):.4f} in {learning.get('model_calls', 0)} model "
         f"calls, {learning.get('tokens', 0):,} tokens)"
     )
+
+
+def _notebook_words(state: dict[str, Any]) -> str:
+    """A notebook's figures in words: `178 notes (code 41, tool 36), 0 retired, ...`."""
+    kinds = state.get("by_kind") or {}
+    notes = f"{state.get('notes', 0)} notes"
+    if isinstance(kinds, dict) and kinds:
+        notes += " (" + ", ".join(f"{k} {v}" for k, v in kinds.items()) + ")"
+    parts = [notes]
+    for key, word in (("retired", "retired"), ("task_types", "task types"),
+                      ("runs_learned", "runs learned"), ("recalls", "recalls")):  # fmt: skip
+        if key in state:
+            parts.append(f"{state[key]} {word}")
+    return ", ".join(parts)
 
 
 def _flat(value: Any) -> str:

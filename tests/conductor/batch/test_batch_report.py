@@ -100,7 +100,7 @@ def test_the_report_shows_the_notebook_before_and_after_the_batch(
     assert state["after"]["runs_learned"] == 3
     assert state["after"]["by_kind"].get("example") == 3
     markdown = (batch_folder(isolated_home) / "report.md").read_text()
-    assert "- before: notes: 0," in markdown and "runs_learned: 3" in markdown
+    assert "- before: 0 notes," in markdown and "3 runs learned" in markdown
     # Learning's own calls, beside the runs': each run had a check (its target), so it
     # learned with the model, and never with more calls than the run made itself.
     learning = report["learning"]
