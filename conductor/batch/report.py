@@ -409,13 +409,6 @@ def _notebook_words(state: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _flat(value: Any) -> str:
-    """A figure for one line of Markdown: nested counts as `kind 3 / kind 1`."""
-    if isinstance(value, dict):
-        return " / ".join(f"{k} {v}" for k, v in value.items()) or "none"
-    return str(value)
-
-
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
