@@ -357,15 +357,26 @@ def transport_errors(*also: type[BaseException]) -> tuple[type[BaseException], .
     return (*also, *_http_errors("TransportError"))
 
 
-def _http_errors(name: str) -> tuple[type[BaseException], ...]:
-    """The HTTP libraries' exception class `name`, from each one installed."""
-    found: list[type[BaseException]] = []
+def _installed_http_libraries() -> tuple[Any, ...]:
+    found = []
     for library in ("httpx2", "httpx"):
         try:
-            found.append(getattr(importlib.import_module(library), name))
-        except (ImportError, AttributeError):
+            found.append(importlib.import_module(library))
+        except ImportError:
             continue
     return tuple(found)
+
+
+# Imported with this module (a provider's, in the thread that opens the model), never
+# first inside a worker's `except`: the openai SDK reads `sys.modules["httpx"]` as it
+# works, and met it half-initialised while a worker imported it here ("partially
+# initialized module 'httpx' has no attribute 'Timeout'": a batch item ended `error`).
+_HTTP_LIBRARIES = _installed_http_libraries()
+
+
+def _http_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The HTTP libraries' exception class `name`, from each one installed."""
+    return tuple(getattr(library, name) for library in _HTTP_LIBRARIES if hasattr(library, name))
 
 
 def _api_message(body: object) -> str | None:

@@ -52,6 +52,7 @@ class TaskItem:
     metadata: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     line: int = 0
+    named: bool = False  # its id was given in the task file (else derived from its input)
 
     @property
     def has_target(self) -> bool:
@@ -60,9 +61,13 @@ class TaskItem:
     @property
     def label(self) -> str:
         """How a person finds the item: its line in the task file and its first words
-        (`line 3: 2 5 8 11`), where its id is a hash."""
-        words = " ".join(self.input.split())
-        head = words if len(words) <= LABEL_CHARS else words[: LABEL_CHARS - 1] + "…"
+        (`line 3: 2 5 8 11`) where its id is a hash, or the id the file gave it."""
+        words = " ".join((self.id if self.named else self.input).split())
+        head = words
+        if len(words) > LABEL_CHARS:
+            # Cut between words, the cut marked apart: no word is shown cut short.
+            cut = words[: LABEL_CHARS - 2].rsplit(" ", 1)[0] or words[: LABEL_CHARS - 2]
+            head = cut + " …"
         return f"line {self.line}: {head}" if self.line else head
 
     def to_dict(self) -> dict[str, Any]:
@@ -137,6 +142,7 @@ def _item_from_record(
         metadata=metadata,
         source=str(path),
         line=line,
+        named=given_id is not None,
     )
 
 

@@ -18,6 +18,7 @@ from batch_support import (
     numbered_tasks,
     results,
     run_cli,
+    write_jsonl,
 )
 
 from conductor.batch.report import render_markdown
@@ -134,18 +135,21 @@ def test_a_failure_that_would_fail_every_item_stops_the_batch(
 def test_items_are_named_by_their_line_and_first_words_where_people_read_them(
     tmp_path: Path, wire: WireServer, capsys: pytest.CaptureFixture[str], isolated_home: Path
 ) -> None:
+    """An item whose id is a hash is named by its line and first words; one the task
+    file named keeps its name, with its line."""
     from conductor.cli.progress import item_line
     from conductor.export.html.batch_page import write_batch_html
 
-    tasks = numbered_tasks(tmp_path / "t.jsonl", 3)
+    rows: list[dict[str, Any] | str] = [
+        {"input": f"Double item {n}.", "target": str(2 * n)} for n in range(2)
+    ]
+    rows.append({"id": "my-item", "input": "Double item 2.", "target": "4"})
+    tasks = write_jsonl(tmp_path / "t.jsonl", rows)
     code, _, _ = run_cli([str(tasks), *BATCH_FLAGS, *OFFLINE], capsys)
     assert code == 0
     records = sorted(results(batch_folder(isolated_home)), key=lambda r: r["line"])
-    first_words = [
-        line.split('"input": "')[1].split('"')[0] for line in tasks.read_text().splitlines()
-    ]
-    for record, words in zip(records, first_words, strict=True):
-        assert record["label"] == f"line {record['line']}: {words}"
-        assert item_line(record).startswith(record["label"])  # a progress line
+    expected = ["line 1: Double item 0.", "line 2: Double item 1.", "line 3: my-item"]
+    assert [r["label"] for r in records] == expected
+    assert all(item_line(r).startswith(r["label"]) for r in records)  # progress lines
     page = write_batch_html(batch_folder(isolated_home)).read_text()
-    assert all(r["label"] in page for r in records)
+    assert all(label in page for label in expected)
