@@ -90,7 +90,7 @@ class TranscriptWriter:
             # is how the next command's repair knows a full disk cut the run
             # (record/repair.py), and it mends the line then.
             cut = len(view) < len(data) or _size(self._fd) > before
-            taken_back = cut and self._ended and _cut_back(self._fd, before)
+            taken_back = cut and self._ended and cut_back(self._fd, before)
             self._torn = (cut and not taken_back) or self._torn
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise DiskFull(self.path) from None
@@ -116,8 +116,9 @@ def _size(fd: int) -> int:
         return 0
 
 
-def _cut_back(fd: int, size: int) -> bool:
-    """Cut the file back to `size`; whether that worked."""
+def cut_back(fd: int, size: int) -> bool:
+    """Cut the file back to `size` (taking back what a failed write left); whether that
+    worked. Never raises: it runs while another error is on its way up."""
     try:
         os.ftruncate(fd, size)
     except OSError:

@@ -27,6 +27,7 @@ from conductor.batch.report import ItemRecord
 from conductor_kernel.bounded import loads_json
 from conductor_kernel.errors import UserFacingError
 from record.home import home_dir
+from record.writer import cut_back
 
 FORMAT_VERSION = 1
 RESULTS_FILE = "results.jsonl"
@@ -162,18 +163,10 @@ class ResultsLog:
                         view = view[os.write(fd, view) :]
                     os.fsync(fd)
                 except OSError:
-                    _take_back(fd, before)
+                    cut_back(fd, before)
                     raise
             finally:
                 os.close(fd)
-
-
-def _take_back(fd: int, size: int) -> None:
-    """Cut the file back to `size` (freeing what a failed write left); never raises."""
-    try:
-        os.ftruncate(fd, size)
-    except OSError:
-        pass
 
 
 def is_finished(record: ItemRecord | None, *, retry_errors: bool = False) -> bool:

@@ -361,9 +361,11 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def _export_inspect(args: argparse.Namespace) -> int:
+    from conductor.batch.references import find_batch
     from conductor.export.inspect_log import batch_samples, run_sample, write_inspect_log
+    from conductor.export.wording import plural
 
-    batch = _batch_folder(args.run)
+    batch = find_batch(args.run)  # a batch's folder, id or id prefix; else a run
     if batch is not None:
         samples, name = batch_samples(batch), batch.name
     else:
@@ -375,20 +377,8 @@ def _export_inspect(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UserFacingError(_cannot_write(exc, out)) from None
     for path, count in written:
-        print(
-            _wrote(
-                path, f" ({count} {'run' if count == 1 else 'runs'}; open it with `inspect view`)"
-            )
-        )
+        print(_wrote(path, f" ({plural(count, 'run')}; open it with `inspect view`)"))
     return 0
-
-
-def _batch_folder(ref: str) -> Path | None:
-    """The batch folder `ref` names (a folder, a batch id or a unique prefix of one:
-    conductor/batch/references.py), or None for a run."""
-    from conductor.batch.references import find_batch
-
-    return find_batch(ref)
 
 
 def _file_name(run_id: str) -> str:
@@ -470,9 +460,10 @@ def _pair_of(ref: str) -> str:
 
 
 def run_batch_report(args: argparse.Namespace) -> int:
-    from conductor.export.html.batch_page import find_batch, write_batch_html
+    from conductor.batch.references import require_batch
+    from conductor.export.html.batch_page import write_batch_html
 
-    batch = find_batch(args.batch)
+    batch = require_batch(args.batch)
     try:
         index = write_batch_html(batch, args.output)
     except OSError as exc:

@@ -15,33 +15,28 @@ from __future__ import annotations
 
 import logging
 
-from conductor.scoring import score, scorer_module
-from conductor.scoring.recognise import recognise
+from conductor.scoring import score
+from conductor.scoring.task_scoring import BuiltinTaskScoring
 from conductor.tasks.files import TaskItem
-from conductor.tasks.specs import UnknownTaskError, get_spec
 
 log = logging.getLogger("conductor.scoring")
+_SCORING = BuiltinTaskScoring()
 
 
 def _scorer_and_input(question: str, task: str) -> tuple[str, str] | None:
-    """The scorer that decides answers to `question` with no target, and its input."""
-    found = recognise(question)
-    if found is not None:
-        task, task_input = found.task, found.task_input
+    """The scorer that decides answers to `question` with no target, and its input: the
+    task the question surely is, else the run's (as the notebook's checks find them)."""
+    recognised = _SCORING.recognise(question)
+    if recognised is not None:
+        judge, task_input = recognised.judge, recognised.task_input
     else:
-        task_input = question
-    if not task:
-        return None
-    try:
-        spec = get_spec(task)
-    except UnknownTaskError:
-        return None
-    if scorer_module(spec.scorer).NEEDS_TARGET or spec.scorer == "p3":
+        found = _SCORING.judge_for(task)
+        if found is None:
+            return None
+        judge, task_input = found, found.task_input(question)
+    if judge.needs_target or judge.scorer == "p3":
         return None  # a target would tell the answer; P3's check runs code in a sandbox
-    description = spec.description.strip()
-    if found is None and description and task_input.startswith(description):
-        task_input = task_input[len(description) :].strip()
-    return spec.scorer, task_input
+    return judge.scorer, task_input
 
 
 def rejection(question: str, task: str, answer: str) -> str | None:

@@ -105,9 +105,7 @@ class Session:
     scoring: bool = True
     # Why the task's own check rejects a final answer (question, task, answer), asked
     # before a meta-prompting run takes it (conductor/scoring/answer_check.py).
-    answer_check: Callable[[str, str, str], str | None] | None = field(
-        default_factory=lambda: _task_check()
-    )
+    answer_check: Callable[[str, str, str], str | None] | None = field(default_factory=_task_check)
     conductor: Conductor | None = None
     # "idle", "running", "learning": lets a signal handler choose how to stop.
     phase: str = "idle"

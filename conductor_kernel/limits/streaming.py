@@ -129,6 +129,8 @@ class StreamWatch:
         self.stop_at_answer = stop_at_answer
         self._text: list[str] = []
         self._answered_at: int | None = None  # characters streamed when it closed
+        self._marked = False  # an answer's marker has streamed
+        self._tail = ""  # the end of the last piece, for a marker split across two
         self.emit = emit
         self.run_id = run_id
         self.parent_id = parent_id
@@ -172,8 +174,16 @@ class StreamWatch:
         server's own usage; only one that runs on is cut (its usage then estimated)."""
         if self._answered_at is None:
             self._text.append(text)
+            if not self._marked:
+                # The turn is parsed only once an answer's marker has streamed (a long
+                # turn of code is full of quotes): looked for in each piece, with the
+                # end of the one before, where a marker may have been split.
+                seen = self._tail + text
+                self._marked = ">>" in seen or "FINAL ANSWER" in seen.upper()
+                self._tail = seen[-len("FINAL ANSWER") :]
             # An answer closes on a quote or a fence: only then is it looked for.
-            if ('"' in text or "`" in text) and answer_complete("".join(self._text)):
+            closes = '"' in text or "`" in text
+            if self._marked and closes and answer_complete("".join(self._text)):
                 self._answered_at = self.chars
                 self._text = []
         elif self.chars - self._answered_at > ANSWER_TAIL_CHARS:

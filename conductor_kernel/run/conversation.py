@@ -158,7 +158,7 @@ class RunContext:
         # Recalled programs checked on this question (Recall.checked): handed to the
         # model as results it can cite, in the carrier's form (run/experience.py).
         self.checked: list[dict[str, Any]] = []
-        self.handed = False  # one of them was handed to the model before round 1
+        self.handed: Handed | None = None  # the one handed to the model before round 1
         # Why the task's own check rejects an answer, or None (no check: always None).
         self.answer_rejection: Callable[[str], str | None] = lambda answer: None
 
@@ -311,6 +311,7 @@ class Handed:
 
     call: Message
     results: tuple[ToolResult, ...]
+    answer: str  # what the handed program printed, as the check accepted it
 
 
 # What stands in the history for a turn with no text whose calls were not acted on (a

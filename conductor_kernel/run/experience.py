@@ -56,7 +56,7 @@ def checked_exchange(checked: Sequence[dict[str, Any]]) -> Handed | None:
     call = ToolCall(RUN_PYTHON, json.dumps({"code": code}), id=CALL_ID)
     made = Message("assistant", "", tool_calls=(call,))
     result = ToolResult(CALL_ID, RUN_PYTHON, result_content(first.get("note"), str(answer)))
-    return Handed(made, (result,))
+    return Handed(made, (result,), str(answer).strip())
 
 
 def result_content(note: object, answer: str) -> str:
@@ -65,11 +65,6 @@ def result_content(note: object, answer: str) -> str:
     `(1+11)*(13-11)` quoted inside a sentence, and re-ran the program when the result
     was a JSON object), and what the task's own check said of it."""
     return prompts.EXPERIENCE_RESULT.format(note=_cited(note), answer=shown_answer(answer))
-
-
-def handed_answer(checked: Sequence[dict[str, Any]]) -> str:
-    """The answer of the program that was handed over, as its result showed it."""
-    return shown_answer(str(checked[0].get("answer") or "")) if checked else ""
 
 
 def _cited(note: object) -> str:

@@ -34,7 +34,7 @@ from conductor_kernel.run.conversation import (
     Turn,
     converse,
 )
-from conductor_kernel.run.experience import checked_exchange, handed_answer
+from conductor_kernel.run.experience import checked_exchange, shown_answer
 from conductor_kernel.run.expert_call import ExpertContext, ExpertOutcome, call_expert
 from conductor_kernel.run.threads import run_concurrently
 from conductor_kernel.run.tool_turns import act_on_calls, answer_withheld
@@ -70,11 +70,10 @@ class MetaPrompting:
         tools = run.carrier == "tools"
         # A program checked on this question, handed over as a call and its result
         # (tools carrier, Python on); the text carriers have its line in the recall.
-        handed = checked_exchange(run.checked) if tools and self.python else None
-        run.handed = handed is not None
+        handed = run.handed = checked_exchange(run.checked) if tools and self.python else None
 
         def withheld(round_no: int) -> bool:
-            return answer_withheld(cfg, round_no, handed=run.handed)
+            return answer_withheld(cfg, round_no, handed=handed is not None)
 
         if tools:
             first = prompts.meta_tools_first_message(
@@ -83,7 +82,7 @@ class MetaPrompting:
                 max_rounds=cfg.max_rounds,
                 recall=run.recall,
                 consult_first=withheld(1),
-                handed=run.handed,
+                handed=handed is not None,
             )
         else:
             first = prompts.meta_first_message(
@@ -98,7 +97,8 @@ class MetaPrompting:
             return self._act(run, turn)
 
         def tools_for(round_no: int) -> tuple[ToolSpec, ...]:
-            return offered_tools(python=self.python, answer=not withheld(round_no), cite=run.handed)
+            cite = handed is not None
+            return offered_tools(python=self.python, answer=not withheld(round_no), cite=cite)
 
         def grammar_for(round_no: int) -> str:
             return grammar_for_round(answer=not withheld(round_no))
@@ -147,7 +147,8 @@ def decide(
     consult first, run the calls, or nudge. None: the run is answered."""
     if parsed.has_answer and (not parsed.calls or run.config.calls_and_answer == "answer"):
         enforced = run.carrier in ("tools", "grammar")
-        if enforced and answer_withheld(run.config, turn.round, handed=run.handed):
+        handed = run.handed is not None
+        if enforced and answer_withheld(run.config, turn.round, handed=handed):
             yield run.note(turn, "answer_before_consult", prompts.CONSULT_FIRST)
             return Decision(
                 prompts.CONSULT_FIRST, prompts.CONSULT_FIRST, answer=prompts.ANSWER_NOT_YET
@@ -167,8 +168,8 @@ def decide(
             if turn.round < run.config.max_rounds:
                 told = prompts.ANSWER_FAILS_CHECK.format(answer=answer.strip()[:300], why=why)
                 told += (
-                    prompts.EXPERIENCE_REMINDER.format(answer=handed_answer(run.checked))
-                    if run.handed
+                    prompts.EXPERIENCE_REMINDER.format(answer=shown_answer(run.handed.answer))
+                    if run.handed is not None
                     else prompts.ANSWER_SEARCH_AGAIN
                 )
                 yield run.note(turn, "answer_fails_check", told)

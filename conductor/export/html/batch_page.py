@@ -30,14 +30,6 @@ from conductor_kernel.errors import UserFacingError
 STATUSES = ("answered", "no_answer", "limit", "error", "interrupted")
 
 
-def find_batch(ref: str) -> Path:
-    """A batch folder from a path, a batch id, or a unique prefix of one
-    (conductor/batch/references.py)."""
-    from conductor.batch.references import require_batch
-
-    return require_batch(ref)
-
-
 def _row(record: ItemRecord, link: str) -> dict[str, Any]:
     usage = record.get("usage") or {}
     score = record.get("score") or {}
