@@ -24,6 +24,7 @@ from textual.widgets import Input, Static
 
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.text.display import visible
+from tui.widgets.typed_input import TypedInput
 
 if TYPE_CHECKING:
     from tui.app import ConductorApp
@@ -96,8 +97,8 @@ class ModelScreen(ModalScreen[str | None]):
         name, url = split_spec(self.current)
         with Vertical(id="model-box"):
             yield Static("Meta model for the next runs", id="model-title")
-            yield Input(value=name, placeholder=SPEC_HINT, id="model-spec")
-            yield Input(value=url, placeholder=URL_HINT, id="model-url")
+            yield TypedInput(value=name, placeholder=SPEC_HINT, id="model-spec")
+            yield TypedInput(value=url, placeholder=URL_HINT, id="model-url")
             yield Static(id="model-problem")
             yield Static(
                 "Enter checks that the model answers, then uses it and saves it to the "

@@ -33,6 +33,7 @@ from lessons.storage.store import Notebook, NoteRecord
 from record.fts import SearchSyntaxError
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.notebook_detail import NotebookDetail
+from tui.widgets.typed_input import TypedInput
 
 if TYPE_CHECKING:
     from tui.app import ConductorApp
@@ -104,7 +105,7 @@ class NotebookScreen(Screen[None]):
         self._pending_note: str | None = None  # a link followed before the screen mounted
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="search notes (full text)", id="nb-search")
+        yield TypedInput(placeholder="search notes (full text)", id="nb-search")
         with Horizontal(id="nb-body"):
             with Vertical(id="nb-side"):
                 yield Label("Task types", classes="side-title")

@@ -35,6 +35,7 @@ from transcripts.index import FILTER_COLUMNS, RunFilter, RunIndex, RunRecord
 from transcripts.runs_schema import SORTS
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.paged_table import Column, PagedTable
+from tui.widgets.typed_input import TypedInput
 
 if TYPE_CHECKING:
     from tui.app import ConductorApp
@@ -209,7 +210,7 @@ class RunsScreen(Screen[None]):
         self._failure: str | None = None  # the last read failure said
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="search questions and answers (full text)", id="search")
+        yield TypedInput(placeholder="search questions and answers (full text)", id="search")
         with Horizontal(id="filters"):
             yield Select[str]([], prompt="task", id="filter-task")
             yield Select[str]([], prompt="outcome", id="filter-status")
@@ -221,7 +222,7 @@ class RunsScreen(Screen[None]):
             )
             yield Select[str]([], prompt="model", id="filter-model")
             yield Select[str]([], prompt="method", id="filter-method")
-            yield Input(placeholder="since YYYY-MM-DD", id="filter-since")
+            yield TypedInput(placeholder="since YYYY-MM-DD", id="filter-since")
             yield Select[str](
                 [(name, name) for name in SORTS if name != "started"],
                 prompt="sort",  # newest first until one is chosen

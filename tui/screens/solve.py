@@ -28,6 +28,7 @@ from conductor_kernel.events import Event, RunFinished, RunStarted
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.run_view import RunView
 from tui.widgets.status_bar import StatusBar
+from tui.widgets.typed_input import TypedInput
 
 OFFER_DEMO = "Press F6 to use the offline demo model instead, then Enter to ask again."
 # On the way out, how long a stopped run may take to record its end. A cancel ends a run
@@ -139,7 +140,7 @@ class SolveScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="notice")
-        yield Input(placeholder="Ask a question and press Enter", id="question")
+        yield TypedInput(placeholder="Ask a question and press Enter", id="question")
         yield RunView(follow=True, id="live")
         yield StatusBar(self.app.clock, id="status-bar")
         yield KeyBar()
