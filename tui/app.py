@@ -157,9 +157,11 @@ class ConductorApp(App[None]):
             return str(exc)
         method = "" if self.settings.method == "meta" else f" Method: {self.settings.method}."
         if choice.provider == "demo":
+            from experts.demo import HOW_TO_ASK
+
             return (
                 f"Demo model ({choice.reason}): recorded Game of 24 and word-sorting sessions. "
-                "For a real model set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL "
+                f"{HOW_TO_ASK} For a real model set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL "
                 "(vLLM, Ollama, llama.cpp), or pick one with ctrl+p." + method
             )
         return (

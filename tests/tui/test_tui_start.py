@@ -108,3 +108,15 @@ async def test_an_unreachable_model_is_said_in_full_and_the_demo_is_offered() ->
         assert notice.region.height >= 6 and notice.max_scroll_y == 0  # all of it visible
         await pilot.press("f6")
         assert app.settings.model == "demo"
+
+
+async def test_the_first_screen_with_the_demo_shows_questions_it_answers() -> None:
+    from experts.demo import HOW_TO_ASK
+
+    app = ConductorApp(make_settings(), session_factory=scripted_factory(GAME24_TURNS))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        notice = app.screen.query_one("#notice")
+        shown = " ".join(str(notice.render()).split())
+        assert "Use 4 5 6 10 to make 24" in HOW_TO_ASK and " ".join(HOW_TO_ASK.split()) in shown
+        assert notice.max_scroll_y == 0  # all of it visible at 80x24
