@@ -51,6 +51,33 @@ def probe(name: str) -> str | None:
     return probe_fn() if probe_fn else None
 
 
+def usable_instead(name: str) -> str:
+    """A sentence naming the isolating backend that works here when `name` does not
+    ("" when none does): a user who asked for Docker learns that bubblewrap would run."""
+    for candidate in AUTO_ORDER:
+        if candidate != name and probe(candidate) is None:
+            return (
+                f" The {candidate} sandbox works here: pass `--sandbox {candidate}` (in the "
+                f"TUI, pick “Sandbox: {candidate}” from the palette)."
+            )
+    return ""
+
+
+def why_unusable(name: str) -> str | None:
+    """None when `name` (a backend or `auto`) can run code here; else the whole message,
+    with the backend that would work instead when there is one."""
+    if name == "auto":
+        try:
+            resolve_name(name)
+        except SandboxUnavailable as exc:
+            return str(exc)
+        return None
+    why_not = probe(name)
+    if why_not is None:
+        return None
+    return f"sandbox {name!r} cannot run here: {why_not}.{usable_instead(name)}"
+
+
 def resolve_name(name: str = "auto") -> str:
     if name != "auto":
         return name
@@ -66,10 +93,10 @@ def resolve_name(name: str = "auto") -> str:
 def open_sandbox(name: str = "auto", **options: object) -> Sandbox:
     """A ready sandbox for one conductor run."""
     chosen = resolve_name(name)
-    if chosen != "auto" and name != "auto":
-        why_not = probe(chosen)
-        if why_not is not None:
-            raise SandboxUnavailable(f"sandbox {chosen!r} cannot run here: {why_not}")
+    if name != "auto":
+        problem = why_unusable(chosen)
+        if problem is not None:
+            raise SandboxUnavailable(problem)
     if chosen == "subprocess":
         log.warning("the subprocess sandbox isolates nothing: code runs as you, on this host")
     return backend_class(chosen)(**options)

@@ -171,14 +171,13 @@ class ConductorApp(App[None]):
 
     def check_sandbox(self) -> None:
         """Probe the chosen sandbox (slow: call from a thread); keeps why it cannot run."""
-        from sandbox.registry import resolve_name
+        from sandbox.registry import why_unusable
 
         problem = None
         if self.settings.run.python:
-            try:
-                resolve_name(self.settings.sandbox)
-            except UserFacingError as exc:
-                problem = f"{exc} Pick “Sandbox: subprocess” from the palette to run anyway."
+            problem = why_unusable(self.settings.sandbox)
+            if problem is not None and "works here" not in problem:
+                problem += " Pick “Sandbox: subprocess” from the palette to run anyway."
         self.sandbox_problem = problem
 
     # -- choices without a key (palette) --------------------------------------
