@@ -14,6 +14,8 @@ from importlib import metadata
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[1]
+# The distribution's name (pyproject.toml): free on the public index, unlike `conductor`.
+DISTRIBUTION = "conductor-metaprompt"
 
 
 def install_command(extra: str) -> str:
@@ -30,7 +32,7 @@ def _requirements(extra: str) -> list[str]:
     """The extra's requirements as the installed distribution lists them."""
     marker = f'extra == "{extra}"'
     try:
-        listed = metadata.requires("conductor") or []
+        listed = metadata.requires(DISTRIBUTION) or []
     except metadata.PackageNotFoundError:
         listed = []
     return [r.split(";", 1)[0].strip() for r in listed if marker in r] or [extra]

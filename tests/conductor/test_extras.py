@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conductor.cli import main
-from conductor.extras import CHECKOUT, install_command
+from conductor.extras import CHECKOUT, DISTRIBUTION, install_command
 
 REPO = Path(__file__).resolve().parents[2]
 EXTRAS = sorted(
@@ -82,3 +82,10 @@ def test_make_extras_installs_into_the_checkouts_venv() -> None:
     refused = subprocess.run(["make", "-s", "-C", str(REPO), "extras"], capture_output=True,
                              text=True, check=False)  # fmt: skip
     assert refused.returncode != 0 and "EXTRAS=serve" in refused.stderr
+
+
+def test_the_distribution_is_named_apart_from_the_public_conductor() -> None:
+    """`pip install <name>` must never fetch the unrelated project, if this is published."""
+    name = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
+    assert name != "conductor"
+    assert name == DISTRIBUTION
