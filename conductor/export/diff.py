@@ -57,7 +57,7 @@ def _answer(run: RunOutline) -> str:
     return run.final.answer if run.final is not None else "(none)"
 
 
-def _score(run: RunOutline) -> str:
+def score_line(run: RunOutline) -> str:
     """correct, wrong or unscored (with the scorer and why): the field the HTML shows."""
     from conductor.scoring.runs import verdict_of
 
@@ -73,7 +73,7 @@ def totals_table(diff: RunDiff, *, markers: bool = False) -> Table:
     for label, get in (
         ("model", lambda r: r.started.model if r.started else ""),
         ("status", lambda r: r.status),
-        ("score", _score),
+        ("score", score_line),
         ("rounds", lambda r: str(len(r.rounds))),
         ("expert calls", lambda r: str(len(r.calls))),
         ("sandbox runs", lambda r: str(sum(len(c.execs) for c in r.calls))),

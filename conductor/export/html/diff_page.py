@@ -9,19 +9,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from conductor.export.diff import score_line
 from conductor.export.html.page import render
-from conductor.export.html.run_page import known_score
 from conductor.export.terminal import usage_line
 from record.fold import RunOutline, outline_file
 from transcripts.run_diff import RunDiff, diff_runs
 
 
 def _totals(run: RunOutline) -> list[str]:
-    score = known_score(run) or {}
     return [
         run.started.model if run.started else "",
         run.status,
-        "-" if "correct" not in score else ("correct" if score["correct"] else "wrong"),
+        score_line(run),  # the verdict and why, as the terminal's diff says it
         str(len(run.rounds)),
         str(len(run.calls)),
         str(sum(len(c.execs) for c in run.calls)),
