@@ -69,6 +69,15 @@ def _json_values(text: str) -> Iterator[Any]:
 
 def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
     """The JSON value starting at `start` and where it ends, else None."""
+    kept, kept_origin = _backslashes_kept(text, start)
+    if len(kept) != len(text) - start:
+        try:
+            value, end = _DECODER.raw_decode(kept)
+        except ValueError:
+            pass
+        else:
+            if isinstance(value, dict | list):
+                return value, kept_origin[end - 1] + 1
     try:
         value, end = _DECODER.raw_decode(text, start)
     except ValueError:
@@ -117,6 +126,39 @@ def _triple_quotes_as_json(text: str, start: int) -> tuple[str, list[int]]:
     for j in range(i, len(text)):
         out.append(text[j])
         origin.append(j)
+    return "".join(out), origin
+
+
+# In a string of a call written as text, a backslash that begins no JSON escape (`\\(`,
+# `\\sqrt` in LaTeX) stands for itself, and so does one JSON would read as a form feed,
+# a backspace or a carriage return before a letter (`\\frac`, `\\beta`, `\\right`): no
+# model means those. `\\n` and `\\t` keep their meaning (a program's tab is a tab).
+_KEPT_ESCAPES = frozenset('"\\/bfnrtu')
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+
+
+def _backslashes_kept(text: str, start: int) -> tuple[str, list[int]]:
+    """`text[start:]` with each such backslash doubled, and for each character kept the
+    offset in `text` just past what it came from."""
+    out: list[str] = []
+    origin: list[int] = []
+    i = start
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and i + 1 < len(text):
+            after = text[i + 1]
+            control = after in "bfr" and text[i + 2 : i + 3].isalpha()
+            bad_unicode = after == "u" and not _HEX4.fullmatch(text[i + 2 : i + 6])
+            if after in _KEPT_ESCAPES and not bad_unicode and not control:
+                out += [char, after]
+                origin += [i, i + 1]
+                i += 2
+                continue
+            out.append("\\")
+            origin.append(i)
+        out.append(char)
+        origin.append(i)
+        i += 1
     return "".join(out), origin
 
 

@@ -19,7 +19,12 @@ from conductor_kernel.carrier.tools import TOOL_NAMES
 
 # Any text but a reasoning tag: `<think>` opens reasoning wherever it is written, and a
 # call inside reasoning is never read (test_a_call_only_thought_about_is_none).
-ANY_TEXT = st.text(max_size=60).filter(lambda t: "think>" not in t.lower())
+# Nor a backspace, form feed or carriage return: written as `\\b`, `\\f`, `\\r` before a
+# letter, they are read as the LaTeX a model meant (`\\frac`, `\\beta`, `\\right`; see
+# test_latex_in_a_call_written_as_text_keeps_its_backslashes).
+ANY_TEXT = st.text(alphabet=st.characters(blacklist_characters="\b\f\r"), max_size=60).filter(
+    lambda t: "think>" not in t.lower()
+)
 ARGS: dict[str, Any] = {
     "consult_expert": st.fixed_dictionaries({"name": ANY_TEXT, "instruction": ANY_TEXT}),
     "run_python": st.fixed_dictionaries({"code": ANY_TEXT}),
@@ -154,3 +159,29 @@ def test_a_call_named_for_the_expert_is_a_consultation_when_it_says_what_to_ask(
     assert call.name == "consult_expert"
     assert json.loads(call.arguments) == {"name": name, "instruction": "Check 3 + 4."}
     assert calls_in_text(json.dumps({"name": name, "arguments": {"x": 1}})) == []
+
+
+LATEX = st.lists(
+    st.sampled_from(
+        [r"\(", r"\)", r"\[", r"\]", r"\frac{4}{6}", r"\sqrt{2}", r"\cdot", r"\div",
+         r"\beta", r"\left(", r"\right)", r"\pm", r"\{", " 24 ", "check ", "x = 5"]
+    ),
+    min_size=1,
+    max_size=8,
+).map("".join)  # fmt: skip
+
+
+@given(LATEX, st.sampled_from(["Expert Reviewer", "consult_expert"]))
+def test_latex_in_a_call_written_as_text_keeps_its_backslashes(latex: str, name: str) -> None:
+    """A small model writes LaTeX into a JSON string unescaped (Qwen2.5-Coder-1.5B:
+    `"instruction": "Review \\(\\frac{4 \\times 5}{6} + 10\\)"`): the call is still read,
+    and its backslashes stand for themselves."""
+    if name == "consult_expert":
+        body = (
+            f'{{"name": "{name}", "arguments": {{"name": "Expert X", "instruction": "{latex}"}}}}'
+        )
+    else:
+        body = f'{{"name": "{name}", "arguments": {{"name": "{name}", "instruction": "{latex}"}}}}'
+    calls = calls_in_text(f"```json\n{body}\n```")
+    assert len(calls) == 1 and calls[0].name == "consult_expert"
+    assert json.loads(calls[0].arguments)["instruction"] == latex
