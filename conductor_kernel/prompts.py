@@ -141,15 +141,13 @@ PYTHON_NO_CODE = (
 )
 
 
-def meta_first_message(
-    question: str, *, python: bool, max_rounds: int, recall: str = "", consult_first: bool = False
-) -> str:
-    """The first user turn: instructions, what the notebook recalled, the question.
-    `consult_first`: round 1's grammar allows expert calls only, and the model is told."""
+def meta_first_message(question: str, *, python: bool, max_rounds: int, recall: str = "") -> str:
+    """The first user turn of the text carrier (the paper's form): instructions, what the
+    notebook recalled, the question."""
     instructions = META_INSTRUCTIONS.format(
         python_section=PYTHON_SECTION if python else "", max_rounds=max_rounds
     )
-    parts = [instructions + (CONSULT_FIRST_TEXT_NOTE if consult_first else "")]
+    parts = [instructions]
     if recall:
         parts.append(recall)
     parts.append(QUESTION_BLOCK.format(question=question))
@@ -178,29 +176,6 @@ META_TOOLS_SYSTEM = (
     "You are a careful problem solver. You act through tool calls: consult experts with "
     "consult_expert, and when you are sure of the answer, give it with final_answer."
 )
-
-META_TOOLS_INSTRUCTIONS = (
-    _EXPERTS_EXIST
-    + """
-
-You act through tool calls. To consult an expert, call consult_expert with its name and \
-the instruction, for example name "Expert Geometer" and instruction "You are a geometer. \
-Find the area of a triangle with sides 5, 12 and 13. Show each step." The expert's reply \
-comes back as the call's result.
-
-"""
-    + _HOW_TO_WORK
-    + """
-
-When you are confident, call final_answer with the answer alone (one answer only; for a \
-multiple-choice question, only the option).{consult_first}"""
-)
-
-PYTHON_TOOLS_SECTION = """
-You can also run Python: call run_python with a whole program that prints its results, \
-and what it prints comes back. Use it for calculation, search, and for checking answers \
-by computation.
-"""
 
 # Checked experience, with the tools carrier (conductor_kernel/run/experience.py).
 EXPERIENCE_RESULT = (
@@ -265,28 +240,82 @@ ANSWER_NOT_YET = "This answer was not accepted yet; the message after the result
 TOOL_CALLS_FAILED = "None of your calls could be run; each call's result says why. "
 
 
-def meta_tools_first_message(
+# -- the carriers that hold a turn to its forms (tools, grammar) ------------------------
+# Written for small models, which copy what they are shown (Qwen2.5-Coder-1.5B copied the
+# text prompt's Expert Geometer call, triangle and all, into a Game of 24 run): short,
+# and its one example call is the question's own, never another task's. Measured in
+# docs/methods.md ("Small models"); the paper-faithful prompt stays for `text`.
+
+COMPACT_ROLE = (
+    "You are the Conductor. You answer the question at the end by consulting experts, "
+    "then giving the final answer. An expert sees nothing but your instruction: put the "
+    "whole task in it, with every number, word and rule it needs. Experts make mistakes: "
+    "have an answer checked before you give it. Aim to finish within {max_rounds} rounds."
+)
+# Longer questions are not repeated in the example; the model is told to copy them.
+EXAMPLE_QUESTION_CHARS = 1200
+COMPACT_PYTHON_TASK = (
+    "Write a Python program that finds the answer to this task by computing or "
+    "searching, checks that the answer meets every rule of the task, and prints it.\n"
+    "Task: {task}"
+)
+COMPACT_OTHER_TASK = (
+    "Solve this task step by step, check the result, and end with the answer.\nTask: {task}"
+)
+COMPACT_TEXT_FORMS = (
+    "To consult an expert, write its name and a colon, then the instruction between "
+    'triple quotes.{python} For this question, a first call could be:\n\n{name}:\n"""\n'
+    '{instruction}\n"""\n\nWhen you are sure, give the answer alone (for a '
+    'multiple-choice question, only the option):\n\n>> FINAL ANSWER:\n"""\n[the answer]\n"""'
+)
+COMPACT_TOOL_FORMS = (
+    "You act through tool calls: consult_expert (a name and an instruction) consults an "
+    "expert, and its reply comes back as the call's result.{python} For this question, a "
+    'first call could be consult_expert with name "{name}" and instruction:\n\n'
+    "{instruction}\n\nWhen you are sure, call final_answer with the answer alone (for a "
+    "multiple-choice question, only the option)."
+)
+COMPACT_PYTHON = (
+    " Expert Python writes a program and runs it in a sandbox, and you see what it "
+    "prints: when the answer can be computed, searched for, counted or sorted, consult "
+    "it first."
+)
+COMPACT_RUN_PYTHON = " run_python runs a program you write and returns what it prints."
+
+
+def compact_first_message(
     question: str,
     *,
+    tools: bool,
     python: bool,
     max_rounds: int,
     recall: str = "",
-    consult_first: bool,
+    consult_first: bool = False,
     handed: bool = False,
 ) -> str:
-    """The first user turn of the tools carrier: as `meta_first_message`, in its terms.
-    `handed`: a checked program's call and result came before it (run/experience.py);
-    the recall text, whose best note is that program, is then left out, and the model is
-    told what the result above is instead of being asked to plan."""
+    """The first user turn of the tools and grammar carriers: the role, the forms with
+    one example call made from this question, what the notebook recalled, the question.
+    `handed`: a checked program's call and result came before it (run/experience.py)."""
+    task = (
+        question.strip()
+        if len(question) <= EXAMPLE_QUESTION_CHARS
+        else ("(copy the whole question here)")
+    )
+    name = "Expert Python" if python else "Expert Solver"
+    instruction = (COMPACT_PYTHON_TASK if python else COMPACT_OTHER_TASK).format(task=task)
+    forms = COMPACT_TOOL_FORMS if tools else COMPACT_TEXT_FORMS
+    python_line = (COMPACT_PYTHON + (COMPACT_RUN_PYTHON if tools else "")) if python else ""
     parts = [
-        META_TOOLS_INSTRUCTIONS.format(
-            python_section=PYTHON_TOOLS_SECTION if python else "",
-            max_rounds=max_rounds,
-            consult_first=CONSULT_FIRST_NOTE if consult_first else "",
-        )
+        COMPACT_ROLE.format(max_rounds=max_rounds),
+        forms.format(python=python_line, name=name, instruction=instruction),
     ]
+    if consult_first:
+        parts[-1] += CONSULT_FIRST_NOTE if tools else CONSULT_FIRST_TEXT_NOTE
     if recall and not handed:
         parts.append(recall)
-    block = HANDED_QUESTION_BLOCK if handed else QUESTION_BLOCK
+    block = HANDED_QUESTION_BLOCK if handed else COMPACT_QUESTION_BLOCK
     parts.append(block.format(question=question))
     return "\n\n".join(parts)
+
+
+COMPACT_QUESTION_BLOCK = "Question:\n{question}"

@@ -2,11 +2,13 @@
 
 With the `grammar` carrier, each meta request carries this GBNF grammar (llama-server's
 `grammar` field), so the server can only sample a turn the text parser reads as expert
-calls or as a final answer: a short lead line, then one to four `Expert Name:` calls
-with a triple-quoted instruction each, or `>> FINAL ANSWER:` with a triple-quoted
-answer. The lead holds no colon and no quote, so nothing in it is read as a marker; a
+calls or as a final answer: a short lead line, then one `Expert Name:` call with a
+triple-quoted instruction, or `>> FINAL ANSWER:` with a triple-quoted answer. One call
+a turn: allowed four, Qwen2.5-Coder-1.5B wrote its call again until the output limit
+cut the turn off, and a turn cut off runs nothing. The lead holds no colon, quote or
+`>`, so nothing in it is read as a marker (the same model led with `>> FINAL ANSWER`); a
 quoted body holds anything but three quotes in a row, so it ends where the parser ends
-it. The prompts and the parser are the text carrier's. A round that withholds the
+it. The parser is the text carrier's; the prompt is the compact one (prompts.py). A round that withholds the
 answer (`--consult-first`) is held to the calls alone (`PROTOCOL_CALLS_GBNF`).
 """
 
@@ -14,8 +16,8 @@ from __future__ import annotations
 
 PROTOCOL_GBNF = r"""
 root   ::= lead? (calls | answer)
-lead   ::= [^\n":]{1,160} "\n\n"
-calls  ::= call ("\n\n" call)? ("\n\n" call)? ("\n\n" call)?
+lead   ::= [^\n":>]{1,160} "\n\n"
+calls  ::= call
 call   ::= "Expert " word (" " word)? (" " word)? ":\n\"\"\"\n" body "\n\"\"\""
 word   ::= [A-Z] [a-zA-Z]*
 answer ::= ">> FINAL ANSWER:\n\"\"\"\n" body "\n\"\"\""

@@ -75,9 +75,10 @@ class MetaPrompting:
         def withheld(round_no: int) -> bool:
             return answer_withheld(cfg, round_no, handed=handed is not None)
 
-        if tools:
-            first = prompts.meta_tools_first_message(
+        if run.carrier in ("tools", "grammar"):  # a compact prompt that small models follow
+            first = prompts.compact_first_message(
                 run.question,
+                tools=tools,
                 python=self.python,
                 max_rounds=cfg.max_rounds,
                 recall=run.recall,
@@ -86,11 +87,7 @@ class MetaPrompting:
             )
         else:
             first = prompts.meta_first_message(
-                run.question,
-                python=self.python,
-                max_rounds=cfg.max_rounds,
-                recall=run.recall,
-                consult_first=run.carrier == "grammar" and withheld(1),
+                run.question, python=self.python, max_rounds=cfg.max_rounds, recall=run.recall
             )
 
         def act(turn: Turn) -> Generator[Event, None, str | NextMessage | None]:

@@ -270,7 +270,7 @@ def test_the_grammar_carrier_holds_every_meta_turn_to_the_text_protocol() -> Non
     )
     events = run(model, CONFIG.model_copy(update={"protocol": "grammar"}))
     assert model.grammars == [PROTOCOL_GBNF, PROTOCOL_GBNF]
-    assert model.offered == [None, None]  # the text protocol's prompts, no tools
+    assert model.offered == [None, None]  # no tools: the text forms, held by the grammar
     assert isinstance(events[0], RunStarted) and events[0].protocol == "grammar"
     assert events[0].system_prompt == prompts.META_SYSTEM
     turns = [e for e in events if isinstance(e, MetaTurnFinished)]
