@@ -58,7 +58,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "-w", tmp / "dist", source,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr[-3000:]
-    [found] = (tmp / "dist").glob("conductor-*.whl")
+    [found] = (tmp / "dist").glob("conductor_metaprompt-*.whl")
     return found
 
 
@@ -119,7 +119,7 @@ def test_the_wheel_installs_next_to_jupyter_notebook(wheel: Path, tmp_path: Path
     def tops(rows: list[tuple[str, str]]) -> set[str]:  # folders in site-packages
         return {path.split("/")[0] for path, _ in rows if "/" in path} - {".."}
 
-    mine = tops(_record(site, "conductor"))
+    mine = tops(_record(site, "conductor_metaprompt"))
     assert "notebook" not in mine and not mine & tops(theirs)
 
     both = _run(

@@ -85,7 +85,7 @@ def test_the_installed_wheel_scores_every_task_as_this_checkout_does(
     if built.returncode != 0:
         reason = f"cannot build the wheel (package index unreachable?): {built.stderr[-300:]}"
         skip_or_fail(reason, "CI")
-    [wheel] = (tmp_path / "dist").glob("conductor-*.whl")
+    [wheel] = (tmp_path / "dist").glob("conductor_metaprompt-*.whl")
     installed = _run(python, "-m", "pip", "install", "-q", wheel)
     assert installed.returncode == 0, installed.stderr[-2000:]
 
