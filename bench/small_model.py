@@ -48,7 +48,12 @@ VARIANTS: dict[str, tuple[list[str], list[str]]] = {
     "jinja": ([], ["--jinja"]),  # the GGUF's own chat template, read by the server
     # An answer before any expert was consulted is sent back once, asking for a check.
     "check": (["--check-before-answer"], []),
+    # The protocol's carriers (docs/models.md), each on the GGUF's own template.
+    "text": (["--protocol", "text"], ["--jinja"]),
+    "tools": (["--protocol", "tools"], ["--jinja"]),
+    "grammar": (["--protocol", "grammar"], ["--jinja"]),
 }
+BASELINE = "standard"  # the paired difference of every method is against it
 
 
 def free_port() -> int:
@@ -163,6 +168,12 @@ def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
                 "scored": len(scored),
                 "runs": n,
                 "consulted": sum(1 for r in mine if r.get("expert_calls", 0) > 0),
+                "code_ran": sum(1 for r in mine if r.get("sandbox_runs", 0) > 0),
+                "expert_calls_mean": round(
+                    sum(r.get("expert_calls", 0) for r in mine) / max(1, n), 2
+                ),
+                "right_items": sorted(r["item_id"] for r in scored if r["score"].get("correct")),
+                "items": sorted(r["item_id"] for r in mine),
                 "round1_alone": sum(
                     1 for r in mine if r.get("rounds") == 1 and not r.get("expert_calls")
                 ),
@@ -177,20 +188,39 @@ def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def paired(rows: list[dict[str, Any]]) -> None:
+    """Each row's items right only with it and only with `standard` (same variant and
+    task, the items both ran): `vs_standard` is "+a/-b", or "-" without a baseline row."""
+    for row in rows:
+        base = next(
+            (b for b in rows if b["method"] == BASELINE and b["variant"] == row["variant"]
+             and b["task"] == row["task"]),
+            None,
+        )  # fmt: skip
+        if base is None or row is base:
+            row["vs_standard"] = "-"
+            continue
+        both = set(row["items"]) & set(base["items"])
+        mine, theirs = set(row["right_items"]) & both, set(base["right_items"]) & both
+        row["vs_standard"] = f"+{len(mine - theirs)}/-{len(theirs - mine)}"
+
+
 def print_rows(rows: list[dict[str, Any]]) -> None:
+    paired(rows)
     head = (
-        f"{'variant':<9} {'task':<25} {'method':<15} {'acc':>6} {'consulted':>9} "
-        f"{'r1 alone':>8} {'no ans':>6} {'rounds':>6} {'calls':>5} {'tok in':>7} "
-        f"{'tok out':>7} {'s/item':>7}"
+        f"{'variant':<8} {'task':<25} {'method':<15} {'acc':>6} {'vs std':>6} "
+        f"{'consulted':>9} {'code ran':>8} {'calls/run':>9} {'r1 alone':>8} {'no ans':>6} "
+        f"{'rounds':>6} {'tok in':>7} {'tok out':>7} {'s/item':>6}"
     )
     print(head)
     for r in rows:
         print(
-            f"{r['variant']:<9} {r['task']:<25} {r['method']:<15} "
-            f"{r['correct']:>2}/{r['scored']:<3} {r['consulted']:>4}/{r['runs']:<4} "
-            f"{r['round1_alone']:>8} {r['no_answer']:>6} {r['rounds_mean']:>6} "
-            f"{r['model_calls']:>5} {r['tokens_in']:>7} {r['tokens_out']:>7} "
-            f"{r['item_s_mean']:>7.0f}"
+            f"{r['variant']:<8} {r['task']:<25} {r['method']:<15} "
+            f"{r['correct']:>2}/{r['scored']:<3} {r['vs_standard']:>6} "
+            f"{r['consulted']:>4}/{r['runs']:<4} {r['code_ran']:>4}/{r['runs']:<3} "
+            f"{r['expert_calls_mean']:>9} {r['round1_alone']:>8} {r['no_answer']:>6} "
+            f"{r['rounds_mean']:>6} {r['tokens_in']:>7} {r['tokens_out']:>7} "
+            f"{r['item_s_mean']:>6.0f}"
         )
 
 
