@@ -125,7 +125,8 @@ EXPERT_SYSTEM = (
 
 PYTHON_SYSTEM = (
     "You are Expert Python. You answer by writing one self-contained Python 3 program "
-    "that prints its results. Put the program in a single ```python fenced block, and "
+    "that prints its results, whatever form of answer the instruction asks for: what "
+    "the program prints is your answer. Put the program in a single ```python fenced block, and "
     'end your reply with the line "Please run this code!" so it is executed; its '
     "output is returned to whoever asked. Only the standard library, numpy and sympy "
     "are available, there is no network, and a run is cut off after {timeout:g} seconds."
@@ -256,8 +257,8 @@ COMPACT_ROLE = (
 EXAMPLE_QUESTION_CHARS = 1200
 COMPACT_PYTHON_TASK = (
     "Write a Python program that finds the answer to this task by computing or "
-    "searching, checks that the answer meets every rule of the task, and prints it.\n"
-    "Task: {task}"
+    "searching, checks that it meets every rule of the task, and prints it in the form "
+    "the task asks for.\nTask: {task}"
 )
 COMPACT_OTHER_TASK = (
     "Solve this task step by step, check the result, and end with the answer.\nTask: {task}"
