@@ -190,11 +190,13 @@ EXPERIENCE_REMINDER = (
 )
 
 CONSULT_FIRST_TEXT_NOTE = (
-    "\n\nIn round 1 only expert calls are accepted: begin by consulting an expert; the "
-    "final answer can be given from round 2."
+    "\n\nBegin by consulting an expert: a final answer is accepted once an expert has "
+    "been consulted."
 )
 
-CONSULT_FIRST_NOTE = " final_answer is offered from round 2: begin by consulting an expert."
+CONSULT_FIRST_NOTE = (
+    " final_answer is offered once you have consulted an expert: begin with consult_expert."
+)
 
 NUDGE_TOOLS = (
     "Your last message neither consulted an expert nor gave a final answer. Call "
@@ -221,9 +223,15 @@ ANSWER_FAILS_LAST = (
     "The final answer was taken in the last round, though the task's check rejects it ({why})."
 )
 
-CONSULT_FIRST = (
-    "Your answer was not taken: in the first round, consult an expert before answering "
-    "(call consult_expert), then give the answer with final_answer."
+# An answer before any expert was consulted (consult first), with a ready call to send.
+CONSULT_FIRST_TEXT = (
+    "Your answer was not taken: consult an expert before answering. For this question "
+    'you can send this call as it is:\n\n{name}:\n"""\n{instruction}\n"""'
+)
+CONSULT_FIRST_TOOLS = (
+    "Your answer was not taken: consult an expert before answering. For this question "
+    'you can call consult_expert with name "{name}" and instruction:\n\n{instruction}\n\n'
+    "Then give the answer with final_answer."
 )
 
 EMPTY_INSTRUCTION_TOOLS = (
@@ -320,3 +328,22 @@ def compact_first_message(
 
 
 COMPACT_QUESTION_BLOCK = "Question:\n{question}"
+
+
+def example_call(question: str, *, python: bool) -> tuple[str, str]:
+    """The one example call the compact prompt shows: made from this question."""
+    task = (
+        question.strip()
+        if len(question) <= EXAMPLE_QUESTION_CHARS
+        else ("(copy the whole question here)")
+    )
+    name = "Expert Python" if python else "Expert Solver"
+    return name, (COMPACT_PYTHON_TASK if python else COMPACT_OTHER_TASK).format(task=task)
+
+
+def consult_first(question: str, *, tools: bool, python: bool) -> str:
+    """What an answer given before any expert was consulted gets back: a ready call
+    (small models copy the calls they are shown)."""
+    name, instruction = example_call(question, python=python)
+    template = CONSULT_FIRST_TOOLS if tools else CONSULT_FIRST_TEXT
+    return template.format(name=name, instruction=instruction)

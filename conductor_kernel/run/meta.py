@@ -73,7 +73,8 @@ class MetaPrompting:
         handed = run.handed = checked_exchange(run.checked) if tools and self.python else None
 
         def withheld(round_no: int) -> bool:
-            return answer_withheld(cfg, round_no, handed=handed is not None)
+            consulted = run.state.expert_calls > 0
+            return answer_withheld(cfg, round_no, handed=handed is not None, consulted=consulted)
 
         if run.carrier in ("tools", "grammar"):  # a compact prompt that small models follow
             first = prompts.compact_first_message(
@@ -145,11 +146,11 @@ def decide(
     if parsed.has_answer and (not parsed.calls or run.config.calls_and_answer == "answer"):
         enforced = run.carrier in ("tools", "grammar")
         handed = run.handed is not None
-        if enforced and answer_withheld(run.config, turn.round, handed=handed):
-            yield run.note(turn, "answer_before_consult", prompts.CONSULT_FIRST)
-            return Decision(
-                prompts.CONSULT_FIRST, prompts.CONSULT_FIRST, answer=prompts.ANSWER_NOT_YET
-            )
+        consulted = run.state.expert_calls > 0
+        if enforced and answer_withheld(run.config, turn.round, handed=handed, consulted=consulted):
+            ask = prompts.consult_first(run.question, tools=tools, python=run.config.python)
+            yield run.note(turn, "answer_before_consult", ask)
+            return Decision(ask, ask, answer=prompts.ANSWER_NOT_YET)
         if _check_first(run, turn):
             run.state.check_asked = True
             template = prompts.CHECK_FIRST_TOOLS if tools else prompts.CHECK_FIRST

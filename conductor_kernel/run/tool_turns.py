@@ -33,12 +33,15 @@ RECOVERED = (
 )
 
 
-def answer_withheld(config: RunConfig, round_no: int, *, handed: bool = False) -> bool:
-    """Whether this round offers no final answer (`consult_first`): round 1 only, and
-    never when it is the last round or the one told to answer now, nor when the model
-    was handed a checked result before round 1 (`handed`: run/experience.py), which is
-    the consultation already made."""
-    if not config.consult_first or round_no != 1 or config.max_rounds <= 1 or handed:
+def answer_withheld(
+    config: RunConfig, round_no: int, *, handed: bool = False, consulted: bool = False
+) -> bool:
+    """Whether this round offers no final answer (`consult_first`): until an expert has
+    been consulted (`consulted`), and never in the last round or the one told to answer
+    now, nor when the model was handed a checked result before round 1 (`handed`:
+    run/experience.py), which is the consultation already made. Not round 1 alone: told
+    so, Qwen2.5-Coder-1.5B gave its answer again in round 2 without consulting anyone."""
+    if not config.consult_first or consulted or handed or round_no >= config.max_rounds:
         return False
     notice_at = config.last_round_notice_at or config.max_rounds - 1
     return not (config.last_round_notice and round_no >= notice_at)

@@ -83,7 +83,7 @@ def test_a_rejected_answer_beside_a_handed_one_is_reminded_of_it() -> None:
 
 def test_without_a_checked_program_round_one_consults_first_and_nothing_is_handed() -> None:
     model = ScriptedToolModel([ANSWER, ANSWER], lambda n, i: "")
-    events = run(model, [])
+    events = run(model, [], max_rounds=3)  # round 2 is told to answer: the answer is taken
     _, _, sent = model.requests[0]
     assert len(sent) == 1 and not sent[0].tool_results
     assert model.offered[0] is not None and "final_answer" not in model.offered[0]

@@ -119,13 +119,17 @@ def test_a_tools_turn_folds_like_the_text_turn_it_corresponds_to(script: list[li
     assert folded(by_tools) == folded(by_text)
 
 
-def test_consult_first_withholds_the_answer_in_round_one_only() -> None:
+def test_consult_first_withholds_the_answer_until_an_expert_is_consulted() -> None:
     answer = Completion("", tool_calls=[ToolCall("final_answer", '{"answer": "42"}', "a1")])
-    model = ScriptedToolModel([answer, answer], expert)
+    consult = Completion(
+        "", tool_calls=[ToolCall("consult_expert", '{"name": "Judge", "instruction": "6*7?"}')]
+    )
+    model = ScriptedToolModel([answer, answer, consult, answer], expert)
     events = run(model, RunConfig(python=False))
-    assert model.offered == [("consult_expert",), ("consult_expert", "final_answer")]
+    only_consult, both = ("consult_expert",), ("consult_expert", "final_answer")
+    assert model.offered == [only_consult, only_consult, only_consult, both]
     refused = [e for e in events if isinstance(e, Observation)]
-    assert [e.reason for e in refused] == ["answer_before_consult"]
+    assert [e.reason for e in refused] == ["answer_before_consult"] * 2
     second = [e for e in events if isinstance(e, MetaTurnStarted)][1]
     assert second.tool_results == [
         {
@@ -135,7 +139,9 @@ def test_consult_first_withholds_the_answer_in_round_one_only() -> None:
             "is_error": False,
         }
     ]
-    assert second.user_message.endswith(prompts.CONSULT_FIRST)
+    # A ready call, made from the question, to copy.
+    ready = prompts.consult_first("What is asked?", tools=True, python=False)
+    assert second.user_message.endswith(ready) and "Task: What is asked?" in ready
     assert outline(events).answer == "42"
 
 
@@ -146,7 +152,7 @@ def test_consult_first_withholds_the_answer_in_round_one_only() -> None:
     notice_at=st.none() | st.integers(1, 5),
     consult_first=st.booleans(),
 )
-def test_only_round_one_withholds_and_never_when_it_must_answer(
+def test_the_answer_waits_for_a_consultation_and_never_when_it_must_answer(
     max_rounds: int, notice: bool, notice_at: int | None, consult_first: bool
 ) -> None:
     cfg = RunConfig(
@@ -155,9 +161,13 @@ def test_only_round_one_withholds_and_never_when_it_must_answer(
         last_round_notice_at=notice_at,
         consult_first=consult_first,
     )
-    withheld = [r for r in range(1, max_rounds + 1) if answer_withheld(cfg, r)]
-    told_to_answer = notice and (notice_at or max_rounds - 1) <= 1
-    assert withheld == ([1] if consult_first and max_rounds > 1 and not told_to_answer else [])
+    rounds = range(1, max_rounds + 1)
+    withheld = [r for r in rounds if answer_withheld(cfg, r)]
+    told_to_answer = [r for r in rounds if notice and r >= (notice_at or max_rounds - 1)]
+    expected = [r for r in rounds if r < max_rounds and r not in told_to_answer]
+    assert withheld == (expected if consult_first else [])
+    assert not [r for r in rounds if answer_withheld(cfg, r, consulted=True)]
+    assert not [r for r in rounds if answer_withheld(cfg, r, handed=True)]
 
 
 def test_an_answer_ends_its_turn_and_later_calls_are_not_run() -> None:
@@ -229,7 +239,8 @@ def test_the_carrier_is_chosen_and_recorded() -> None:
     with pytest.raises(ConfigError, match="--protocol text or auto"):
         choose_carrier("tools", demo_model(), method_carriers=("text", "tools"))
     started = run(
-        ScriptedToolModel(['>> FINAL ANSWER:\n"""\n1\n"""'] * 2), RunConfig(python=False)
+        ScriptedToolModel(['>> FINAL ANSWER:\n"""\n1\n"""'] * 2),
+        RunConfig(python=False, consult_first=False),
     )[0]
     assert isinstance(started, RunStarted)
     assert (started.protocol, started.protocol_reason) == (
