@@ -98,7 +98,11 @@ _RUNNABLE_MARK = "  YOU CAN RUN IT:"
 _PROGRAM_LABELS = ("program from an earlier run", "program from another notebook")
 _NOTE_HEAD = re.compile(r"\[(n[0-9a-f]+)\] ")
 _PYTHON_BLOCK = re.compile(r"```python\n(.*)\n```", re.S)
-_RECALLED = "The notebook holds a checked program for exactly this puzzle"
+# The recall says the program can be run on this puzzle as it is: not that it was checked
+# on it (the check is what this run does next).
+_RECALLED = (
+    "The notebook holds a program from an earlier run that can be run on this puzzle as it is"
+)
 
 _WORDS_HEADER = "The words, one per line:\n"
 _ORDER_HEADER = "The proposed order, one per line:\n"

@@ -182,3 +182,15 @@ def test_the_demo_keeps_only_its_latest_requests() -> None:
         model.complete([Message("user", f"Use {n} 1 1 1 to make 24")], role="meta")
     assert len(model.requests) == DEMO_KEEPS
     assert "Use 47 1 1 1" in model.requests[-1][2][0].content
+
+
+def test_a_recalled_program_is_not_called_checked_before_this_run_checks_it() -> None:
+    """Recall says a program can be run on the puzzle as it is, not that it was checked
+    on it: the demo's turn says what it knows, then runs the check (issue 36, item 13)."""
+    from experts.demo import _run_recalled
+
+    turn = _run_recalled("n1a2b", "print('(1+2+3)*4')", (1, 2, 3, 4))
+    said = turn.split("Expert Python:")[0]
+    assert "[n1a2b]" in said and "earlier run" in said
+    assert "checked" not in said.lower() and "exactly this" not in said
+    assert "check what it prints in the same run" in said
