@@ -357,7 +357,9 @@ def describe_offline(question: str, words: list[str]) -> tuple[str, str]:
 
 def shape_name(question: str) -> str:
     """A new type's name from the question's form, never its words (those are one
-    question's particulars until a second question shows which words the kind keeps)."""
+    question's particulars until a second question shows which words the kind keeps):
+    `new kind: a question of 3 words and 5 numbers`. It counts the whole question, so it
+    says so: "10 words" read as a list of ten when the question held six more."""
     from lessons.forms.terms import words as words_of
 
     found = words_of(question)
@@ -368,4 +370,4 @@ def shape_name(question: str) -> str:
         parts.append(f"{wordy} word{'s' if wordy != 1 else ''}")
     if numbers:
         parts.append(f"{numbers} number{'s' if numbers != 1 else ''}")
-    return "new kind: " + (", ".join(parts) or "no words")
+    return "new kind: " + ("a question of " + " and ".join(parts) if parts else "no words")
