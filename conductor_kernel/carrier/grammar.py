@@ -31,6 +31,15 @@ PROTOCOL_CALLS_GBNF = PROTOCOL_GBNF.replace(
 )
 
 
-def grammar_for_round(*, answer: bool) -> str:
-    """The grammar of one meta turn: both forms, or the calls alone."""
+# The last round: the answer alone (a small model went on calling Expert Python in the
+# round told to answer, and its run ended with no answer though its program had printed it).
+PROTOCOL_ANSWER_GBNF = PROTOCOL_GBNF.replace(
+    "root   ::= lead? (calls | answer)", "root   ::= lead? answer"
+)
+
+
+def grammar_for_round(*, answer: bool, calls: bool = True) -> str:
+    """The grammar of one meta turn: both forms, the calls alone, or the answer alone."""
+    if not calls:
+        return PROTOCOL_ANSWER_GBNF
     return PROTOCOL_GBNF if answer else PROTOCOL_CALLS_GBNF

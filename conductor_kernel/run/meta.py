@@ -99,7 +99,8 @@ class MetaPrompting:
             return offered_tools(python=self.python, answer=not withheld(round_no), cite=cite)
 
         def grammar_for(round_no: int) -> str:
-            return grammar_for_round(answer=not withheld(round_no))
+            last = round_no >= cfg.max_rounds  # the round that must answer: only the answer
+            return grammar_for_round(answer=not withheld(round_no), calls=not last)
 
         return (
             yield from converse(

@@ -208,12 +208,13 @@ def test_calls_to_tools_not_offered_are_refused_with_a_reason(
     round_one = Reply(
         "", tool_calls=[WireCall("search_web", '{"q": "6*7"}'), ANSWER, consult("Judge", "6*7?")]
     )
+    round_two = Reply("", tool_calls=[consult("Judge", "6*7?")])
     with WireServer(
-        responder=meta_turns(round_one, Reply("", tool_calls=[ANSWER])), tools=True
+        responder=meta_turns(round_one, round_two, Reply("", tool_calls=[ANSWER])), tools=True
     ) as server:
         events = solve(provider, server, tmp_path)
         bodies = meta_bodies(server)
-    # Round 1 offers no answer (consult first), so the answer is not taken there.
+    # No answer is offered before an expert is consulted (consult first): not in round 1.
     offered = bodies[0]["tools"]
     assert "final_answer" not in json.dumps(offered)
     reasons = [e.reason for e in events if isinstance(e, Observation)]

@@ -62,3 +62,21 @@ def test_a_long_question_is_not_repeated_in_the_example() -> None:
     question = "word " * (prompts.EXAMPLE_QUESTION_CHARS // 4)
     first = prompts.compact_first_message(question, tools=False, python=True, max_rounds=3)
     assert first.count(question) == 1 and "(copy the whole question here)" in first
+
+
+def test_the_last_round_under_the_grammar_allows_only_the_answer() -> None:
+    from conductor_kernel.carrier.grammar import (
+        PROTOCOL_ANSWER_GBNF,
+        PROTOCOL_CALLS_GBNF,
+        PROTOCOL_GBNF,
+    )
+
+    call = 'Expert Python:\n"""\nSort pear apple.\n"""'
+    model = ScriptedToolModel(
+        [call, call, '>> FINAL ANSWER:\n"""\napple pear\n"""'], lambda n, i: "ok"
+    )
+    config = RunConfig(python=False, protocol="grammar", max_rounds=3, last_round_notice=False)
+    events = list(Conductor(model, config=config).run("Sort pear apple."))
+    assert model.grammars == [PROTOCOL_CALLS_GBNF, PROTOCOL_GBNF, PROTOCOL_ANSWER_GBNF]
+    assert "Expert" not in PROTOCOL_ANSWER_GBNF.split("\n")[1]
+    assert any(e.kind == "final_answer" for e in events)

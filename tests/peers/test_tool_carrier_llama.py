@@ -91,10 +91,11 @@ def test_a_proxy_whose_model_answers_in_text_is_read_and_consulted_first(
     provider: str, litellm: Peer
 ) -> None:
     """The proxy takes tools, its mock model ignores them and answers in the text
-    protocol at once: read from the text, sent back once (consult first), then taken."""
+    protocol at once: read from the text, sent back (consult first) until the round told
+    to answer (round 2 of 3), then taken."""
     proc, result = solve_json(
         "What is 6 times 7?", "--model", spec(provider, "mock-answer", litellm),
-        "--protocol", "auto", "--no-python", key=litellm.key,
+        "--protocol", "auto", "--no-python", "--max-rounds", "3", key=litellm.key,
     )  # fmt: skip
     assert result["status"] == "answered" and result["answer"] == "42", proc.stderr[-2000:]
     transcript = transcript_of(result["run_id"])

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from conductor.cli import main
 from conductor.cli.runs import _table
-from conductor.export.diff import _score
+from conductor.export.diff import score_line
 from conductor.export.html.run_page import known_score
 from conductor.scoring.runs import score_run
 from conductor_kernel.events import RunScored
@@ -72,7 +72,7 @@ def test_an_imported_run_is_scored_and_every_reader_shows_the_same_verdict(
         label = "correct" if right else "wrong"
         assert run.correctness.label == label
         assert row["correct"] == int(right) and row["scorer"] == "exact"
-        assert _score(run).startswith(label)  # the terminal diff
+        assert score_line(run).startswith(label)  # the terminal diff
         html = known_score(run)
         assert html is not None and html["correct"] is right  # the HTML
         assert main(["runs", "show", run_id]) == 0
