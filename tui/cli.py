@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Literal
 
 from conductor.config.flags import add_setting_flags
 
@@ -35,6 +38,54 @@ def run_tui(args: argparse.Namespace) -> int:
     return run_app(ConductorApp(settings, start_mode=args.screen, open_run=args.run))
 
 
+class _Notify(logging.Handler):
+    """A warning logged while the app runs becomes a notification: written to stderr it
+    was drawn over the screen (`the subprocess sandbox isolates nothing…` across the
+    first screen's banner)."""
+
+    def __init__(self, app: App[Any]) -> None:
+        super().__init__(logging.WARNING)
+        self.app = app
+        self.shown: set[str] = set()  # each once: the subprocess warning comes every run
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = self.format(record)
+        if message in self.shown:
+            return
+        self.shown.add(message)
+        severity: Literal["warning", "error"] = (
+            "error" if record.levelno >= logging.ERROR else "warning"
+        )
+        # `notify` posts a message, which Textual makes safe from any thread and never
+        # waits on the app (`call_from_thread` would: a worker logging while the app
+        # thread joins it would deadlock).
+        self.app.notify(message, severity=severity, markup=False)
+
+
+@contextlib.contextmanager
+def logs_as_notifications(app: App[Any]) -> Iterator[None]:
+    """While the app runs: the root logger's terminal handlers set aside, warnings shown
+    as notifications (control characters made visible, as on the terminal)."""
+    from conductor_kernel.text.display import VisibleFormatter
+
+    root = logging.getLogger()
+    terminal = [
+        h for h in root.handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+    ]  # fmt: skip
+    notify = _Notify(app)
+    notify.setFormatter(VisibleFormatter("%(message)s"))
+    for handler in terminal:
+        root.removeHandler(handler)
+    root.addHandler(notify)
+    try:
+        yield
+    finally:
+        root.removeHandler(notify)
+        for handler in terminal:
+            root.addHandler(handler)
+
+
 def run_app(app: App[Any], *, headless: bool = False) -> int:
     """Run the app; an error it did not handle ends it non-zero with a short message.
 
@@ -57,7 +108,7 @@ def run_app(app: App[Any], *, headless: bool = False) -> int:
         return True
 
     try:
-        with interrupts.graceful(stop):
+        with interrupts.graceful(stop), logs_as_notifications(app):
             app.run(headless=headless)
     except Exception as exc:  # raised outside the app's own loop (start-up, shut-down)
         print(f"conductor tui: {type(exc).__name__}: {exc}", file=sys.stderr)

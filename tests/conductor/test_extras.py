@@ -89,3 +89,13 @@ def test_the_distribution_is_named_apart_from_the_public_conductor() -> None:
     name = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
     assert name != "conductor"
     assert name == DISTRIBUTION
+
+
+def test_extras_that_name_this_project_name_it_by_its_own_distribution() -> None:
+    """An extra listing `conductor[...]` installed the public index's unrelated
+    `conductor` 1.0.0 once the distribution was renamed (CI's environment had it)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for extra, needs in project["optional-dependencies"].items():
+        for need in needs:
+            name = need.split("[", 1)[0].split(";", 1)[0].strip()
+            assert name != "conductor", (extra, need)
