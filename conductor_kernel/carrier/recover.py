@@ -15,6 +15,7 @@ so an answer that happens to be JSON is not taken for a call. Reasoning
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import textwrap
@@ -69,15 +70,16 @@ def _json_values(text: str) -> Iterator[Any]:
 
 def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
     """The JSON value starting at `start` and where it ends, else None."""
-    kept, kept_origin = _backslashes_kept(text, start)
-    if len(kept) != len(text) - start:
+    # A call is an object (or a list of them): nothing else is worth repairing.
+    kept, added = _backslashes_kept(text, start) if _CALL_START.match(text, start) else ("", [])
+    if added:
         try:
             value, end = _DECODER.raw_decode(kept)
         except ValueError:
             pass
         else:
             if isinstance(value, dict | list):
-                return value, kept_origin[end - 1] + 1
+                return value, start + end - bisect.bisect_left(added, end)
     try:
         value, end = _DECODER.raw_decode(text, start)
     except ValueError:
@@ -135,31 +137,28 @@ def _triple_quotes_as_json(text: str, start: int) -> tuple[str, list[int]]:
 # model means those. `\\n` and `\\t` keep their meaning (a program's tab is a tab).
 _KEPT_ESCAPES = frozenset('"\\/bfnrtu')
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+_ESCAPE_RE = re.compile(r"\\(.)", re.S)  # a backslash and what it escapes, pair by pair
+_CALL_START = re.compile(r'\{\s*"|\[\s*\{')
 
 
 def _backslashes_kept(text: str, start: int) -> tuple[str, list[int]]:
-    """`text[start:]` with each such backslash doubled, and for each character kept the
-    offset in `text` just past what it came from."""
-    out: list[str] = []
-    origin: list[int] = []
-    i = start
-    while i < len(text):
-        char = text[i]
-        if char == "\\" and i + 1 < len(text):
-            after = text[i + 1]
-            control = after in "bfr" and text[i + 2 : i + 3].isalpha()
-            bad_unicode = after == "u" and not _HEX4.fullmatch(text[i + 2 : i + 6])
-            if after in _KEPT_ESCAPES and not bad_unicode and not control:
-                out += [char, after]
-                origin += [i, i + 1]
-                i += 2
-                continue
-            out.append("\\")
-            origin.append(i)
-        out.append(char)
-        origin.append(i)
-        i += 1
-    return "".join(out), origin
+    """`text[start:]` with each such backslash doubled, and where each added one stands
+    in the result (ascending). Only backslashes are visited: every `{` of a reply is
+    tried as a start, and a walk over each character from each made long replies slow."""
+    pieces: list[str] = []
+    added: list[int] = []
+    last = start
+    for escape in _ESCAPE_RE.finditer(text, start):
+        at, after = escape.start(), escape.group(1)
+        control = after in "bfr" and text[at + 2 : at + 3].isalpha()
+        bad_unicode = after == "u" and not _HEX4.fullmatch(text[at + 2 : at + 6])
+        if after in _KEPT_ESCAPES and not bad_unicode and not control:
+            continue
+        pieces += [text[last:at], "\\"]
+        added.append(at - start + len(added))
+        last = at
+    pieces.append(text[last:])
+    return "".join(pieces), added
 
 
 def _undoubled(text: str, start: int) -> tuple[str, list[int]]:
