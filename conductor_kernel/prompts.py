@@ -305,13 +305,7 @@ def compact_first_message(
     """The first user turn of the tools and grammar carriers: the role, the forms with
     one example call made from this question, what the notebook recalled, the question.
     `handed`: a checked program's call and result came before it (run/experience.py)."""
-    task = (
-        question.strip()
-        if len(question) <= EXAMPLE_QUESTION_CHARS
-        else ("(copy the whole question here)")
-    )
-    name = "Expert Python" if python else "Expert Solver"
-    instruction = (COMPACT_PYTHON_TASK if python else COMPACT_OTHER_TASK).format(task=task)
+    name, instruction = example_call(question, python=python)
     forms = COMPACT_TOOL_FORMS if tools else COMPACT_TEXT_FORMS
     python_line = (COMPACT_PYTHON + (COMPACT_RUN_PYTHON if tools else "")) if python else ""
     parts = [
@@ -332,11 +326,8 @@ COMPACT_QUESTION_BLOCK = "Question:\n{question}"
 
 def example_call(question: str, *, python: bool) -> tuple[str, str]:
     """The one example call the compact prompt shows: made from this question."""
-    task = (
-        question.strip()
-        if len(question) <= EXAMPLE_QUESTION_CHARS
-        else ("(copy the whole question here)")
-    )
+    short = len(question) <= EXAMPLE_QUESTION_CHARS
+    task = question.strip() if short else "(copy the whole question here)"
     name = "Expert Python" if python else "Expert Solver"
     return name, (COMPACT_PYTHON_TASK if python else COMPACT_OTHER_TASK).format(task=task)
 
