@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from conductor.scoring import score
-from conductor.scoring.files import Disagreement, FileScore, last_meta_turn
+from conductor.scoring.files import FileScore, last_meta_turn
 from conductor.tasks.files import TaskItem, read_task_file
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.errors import UserFacingError
@@ -77,18 +77,8 @@ def score_batch(
         answer = record.get("answer")
         output = last_meta_turn(results.parent / str(record.get("transcript") or ""))
         result = score(spec, answer, item, output=output, sandbox=sandbox)
-        if not result.scored:
-            tally.unscored += 1
-            continue
-        tally.n += 1
-        tally.ours_correct += result.correct
-        tally.paper_correct += bool(result.paper_correct)
-        tally.no_answer += answer is None
-        if result.correct != bool(result.paper_correct):
-            detail = result.detail
-            tally.disagreements.append(
-                Disagreement(item, result.correct, bool(result.paper_correct), detail, answer)
-            )
+        disagrees = result.correct != bool(result.paper_correct)
+        tally.count(item, answer, result, disagrees=disagrees)
     from conductor.methods import METHODS
 
     order = {m: n for n, m in enumerate(METHODS)}

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor.scoring import score
+from conductor.scoring.base import ScoreResult
 from conductor.tasks.files import OnError, Problem, TaskFileError, TaskItem, read_task_file
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.interfaces import Sandbox
@@ -43,6 +44,24 @@ class FileScore:
     skipped_lines: int = 0
     disagreements: list[Disagreement] = field(default_factory=list)
     method: str = ""  # a comparison's method, one tally each
+
+    def count(
+        self, item: TaskItem, answer: str | None, result: ScoreResult, *, disagrees: bool
+    ) -> None:
+        """One graded item (or one the scorer could not grade) on the tallies."""
+        if not result.scored:
+            self.unscored += 1
+            return
+        self.n += 1
+        self.ours_correct += result.correct
+        self.paper_correct += bool(result.paper_correct)
+        self.no_answer += answer is None
+        if disagrees:
+            self.disagreements.append(
+                Disagreement(
+                    item, result.correct, bool(result.paper_correct), result.detail, answer
+                )
+            )
 
     def correct(self, rule: str) -> int:
         return self.paper_correct if rule == "paper" else self.ours_correct
@@ -95,19 +114,8 @@ def score_file(
         # Published outputs: read with the marker their harness knew.
         answer, _closed = parse_final_answer(output, strict=True)
         result = score(spec, answer, item, output=output, sandbox=sandbox)
-        if not result.scored:
-            tally.unscored += 1
-            continue
-        tally.n += 1
-        tally.ours_correct += result.correct
-        tally.paper_correct += bool(result.paper_correct)
-        tally.no_answer += answer is None
-        if result.correct != result.paper_correct:
-            tally.disagreements.append(
-                Disagreement(
-                    item, result.correct, bool(result.paper_correct), result.detail, answer
-                )
-            )
+        # A published record without the paper's verdict counts as a disagreement.
+        tally.count(item, answer, result, disagrees=result.correct != result.paper_correct)
     return tally
 
 
