@@ -25,11 +25,15 @@ BACKENDS: dict[str, tuple[str, str]] = {
 }
 AUTO_ORDER = ("docker", "bwrap")
 
+UNISOLATED = (
+    "To run code without isolation at your own risk, pass `--sandbox subprocess` (in the "
+    "TUI, pick “Sandbox: subprocess” from the palette)."
+)
 HOW_TO_GET_ONE = (
     "No sandbox can run Python here. Install and start Docker (e.g. `apt-get install "
     "docker.io && dockerd &`, then `conductor sandbox build`), or install bubblewrap "
-    "(`apt-get install bubblewrap`). To run code without isolation at your own risk, "
-    "pass `--sandbox subprocess`. `conductor sandbox doctor` tells what works here."
+    f"(`apt-get install bubblewrap`). {UNISOLATED} `conductor sandbox doctor` tells what "
+    "works here."
 )
 
 
@@ -52,15 +56,16 @@ def probe(name: str) -> str | None:
 
 
 def usable_instead(name: str) -> str:
-    """A sentence naming the isolating backend that works here when `name` does not
-    ("" when none does): a user who asked for Docker learns that bubblewrap would run."""
+    """A sentence naming the isolating backend that works here when `name` does not (a
+    user who asked for Docker learns that bubblewrap would run), else how to run without
+    isolation."""
     for candidate in AUTO_ORDER:
         if candidate != name and probe(candidate) is None:
             return (
                 f" The {candidate} sandbox works here: pass `--sandbox {candidate}` (in the "
                 f"TUI, pick “Sandbox: {candidate}” from the palette)."
             )
-    return ""
+    return " " + UNISOLATED
 
 
 def why_unusable(name: str) -> str | None:

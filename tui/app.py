@@ -173,12 +173,9 @@ class ConductorApp(App[None]):
         """Probe the chosen sandbox (slow: call from a thread); keeps why it cannot run."""
         from sandbox.registry import why_unusable
 
-        problem = None
-        if self.settings.run.python:
-            problem = why_unusable(self.settings.sandbox)
-            if problem is not None and "works here" not in problem:
-                problem += " Pick “Sandbox: subprocess” from the palette to run anyway."
-        self.sandbox_problem = problem
+        self.sandbox_problem = (
+            why_unusable(self.settings.sandbox) if self.settings.run.python else None
+        )
 
     # -- choices without a key (palette) --------------------------------------
     def palette_choices(self) -> list[PaletteEntry]:

@@ -30,7 +30,7 @@ def test_the_backend_that_works_is_named(
     problem = why_unusable(asked)
     assert problem is not None and f"{asked} is not here" in problem
     if named is None:
-        assert "works here" not in problem
+        assert "works here" not in problem and "`--sandbox subprocess`" in problem
     else:
         assert f"`--sandbox {named}`" in problem and f"Sandbox: {named}" in problem
     with pytest.raises(registry.SandboxUnavailable) as raised:
