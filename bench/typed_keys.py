@@ -18,55 +18,22 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from textual import events
-from textual.app import App, ComposeResult
-from textual.widgets import Input
-
-from tui.widgets.typed_input import TypedInput
+from tui.widgets.typing_timer import seconds_to_arrive
 
 TEXT = ("make 24 from 4 7 8 8 using + - * / and each number once; " * 400)[: 21 * 1024]
-
-
-class OneField(App[None]):
-    def __init__(self, kind: type[Input]) -> None:
-        super().__init__()
-        self.kind = kind
-
-    def compose(self) -> ComposeResult:
-        yield self.kind()
-
-
-async def seconds_to_arrive(kind: type[Input], text: str, *, paste: bool = False) -> float:
-    app = OneField(kind)
-    async with app.run_test() as pilot:
-        field = app.query_one(Input)
-        field.focus()
-        await pilot.pause()
-        started = time.perf_counter()
-        if paste:
-            app.post_message(events.Paste(text))
-        else:
-            for char in text:
-                app.post_message(events.Key(char, char))
-        while len(field.value) < len(text):
-            await asyncio.sleep(0.005)
-        took = time.perf_counter() - started
-        assert field.value == text, "the field's text differs from what was typed"
-        return took
 
 
 async def measure() -> dict[str, float]:
     small = TEXT[:4096]
     return {
-        "typed_4k_s": await seconds_to_arrive(TypedInput, small),
-        "textual_input_4k_s": await seconds_to_arrive(Input, small),
-        "typed_21k_s": await seconds_to_arrive(TypedInput, TEXT),
-        "paste_21k_s": await seconds_to_arrive(TypedInput, TEXT, paste=True),
+        "typed_4k_s": await seconds_to_arrive("typed", small),
+        "textual_input_4k_s": await seconds_to_arrive("textual", small),
+        "typed_21k_s": await seconds_to_arrive("typed", TEXT),
+        "paste_21k_s": await seconds_to_arrive("typed", TEXT, paste=True),
     }
 
 
