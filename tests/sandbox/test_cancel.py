@@ -260,23 +260,22 @@ def test_after_kill_9_of_the_conductor_nothing_of_the_sandbox_lives_on(
         killed_at = time.monotonic()
         holder.wait()
 
+        def left_alive() -> dict[str, list[int] | list[str]]:
+            return {
+                "cell": marked(marker),
+                "processes": _alive(tree),
+                "containers": _running_containers(holder.pid) if backend == "docker" else [],
+            }
+
         def gone() -> bool:
-            return (
-                not marked(marker)
-                and not _alive(tree)
-                and (backend != "docker" or not _running_containers(holder.pid))
-            )
+            return not any(left_alive().values())
 
         # The bound is generous because a loaded engine is slow to remove a container;
         # how long it took is printed (a figure, not a timed assertion). The verdict is
         # read from one snapshot, so it cannot disagree with the message it prints.
         wait_for(gone, 60.0, step=0.05)
         took = time.monotonic() - killed_at
-        left = {
-            "cell": marked(marker),
-            "processes": _alive(tree),
-            "containers": _running_containers(holder.pid) if backend == "docker" else [],
-        }
+        left = left_alive()
         print(f"{backend}: after kill -9, checked {took:.2f} s later: {json.dumps(left)}")
         assert not any(left.values()), f"alive {took:.0f} s after kill -9 of the conductor: {left}"
     finally:
