@@ -11,6 +11,11 @@ and full-text search with `enable_fts(columns, create_triggers=True)`. SQL is wr
 only for what sqlite-utils has no word for (a WITHOUT ROWID table, an index on an
 expression, a trigger narrowed to one column), with the reason beside it. Each module
 also names the tables a usable file must hold (`TABLES`).
+
+A database opens as a plain `sqlite3.Connection`: importing sqlite-utils costs 120 ms or
+more (it imports click, pluggy, dateutil, and numpy where installed), which a command that
+only reads would pay on every start. It is imported when a migration is pending, to run
+the steps; the queries of each database are SQL on the connection.
 """
 
 from __future__ import annotations
@@ -27,14 +32,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
-
-import sqlite_utils
+from typing import TYPE_CHECKING, TypeVar
 
 from conductor_kernel.errors import UserFacingError
 from record.clean_close import closed_cleanly
 
-MigrationFn = Callable[[sqlite_utils.Database], None]
+if TYPE_CHECKING:
+    import sqlite_utils
+
+MigrationFn = Callable[["sqlite_utils.Database"], None]
 T = TypeVar("T")
 log = logging.getLogger("conductor")
 
@@ -97,8 +103,8 @@ class Migrations:
         self._steps.append(fn)
         return fn
 
-    def apply(self, db: sqlite_utils.Database) -> list[str]:
-        conn = db.conn
+    def apply(self, conn: sqlite3.Connection) -> list[str]:
+        """Apply the pending steps in order; the names of those applied here."""
         previous = conn.isolation_level
         # Transactions are ours alone: the driver must not open or commit any itself.
         conn.isolation_level = None
@@ -108,9 +114,12 @@ class Migrations:
             # while another program holds that lock (`conductor runs list` waited 30 s
             # and failed); a pending step is checked again under the lock.
             done = _applied(conn)
-            for fn in self._steps:
-                if fn.__name__ not in done and self._apply_one(db, fn):
-                    applied.append(fn.__name__)
+            steps = [fn for fn in self._steps if fn.__name__ not in done]
+            if steps:
+                import sqlite_utils  # only here: see the module's docstring
+
+                db = sqlite_utils.Database(conn)
+                applied = [fn.__name__ for fn in steps if self._apply_one(db, fn)]
         finally:
             conn.isolation_level = previous
         return applied
@@ -188,9 +197,14 @@ FULL_CHECK_MAX_BYTES = 64 * 1024 * 1024
 CHEAP_CHECK = "select 'ok' from sqlite_master limit 1"
 
 
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """The names of the database's tables."""
+    return {r[0] for r in conn.execute("select name from sqlite_master where type='table'")}
+
+
 def open_database(
     path: Path | str, migrations: Migrations, *, expect_tables: set[str]
-) -> sqlite_utils.Database:
+) -> sqlite3.Connection:
     """Open (creating) a WAL SQLite database and migrate it.
 
     A file that is not SQLite, is corrupt, or belongs to something else (tables of ours
@@ -220,9 +234,7 @@ def open_database(
                     f"{path} is damaged (integrity check: {ok}). Move it aside and start a "
                     "new one, or repair it with `sqlite3 FILE .recover`."
                 )
-            tables = {
-                r[0] for r in conn.execute("select name from sqlite_master where type='table'")
-            }
+            tables = table_names(conn)
             if tables and "_migrations" not in tables:
                 raise DatabaseError(
                     f"{path} is an SQLite database of something else (tables: "
@@ -257,9 +269,8 @@ def open_database(
             f"{path} is not a usable SQLite database ({exc}). Move it aside or point to "
             "another file; it was not changed."
         ) from exc
-    db = sqlite_utils.Database(conn)
     try:
-        migrations.apply(db)
+        migrations.apply(conn)
     except sqlite3.OperationalError as exc:
         if _disk_full(path):
             raise DatabaseError(
@@ -270,10 +281,10 @@ def open_database(
             f"{path}: could not migrate ({exc}); the database was left as it was. "
             "If another program holds it locked, close it and run again."
         ) from exc
-    missing = expect_tables - set(db.table_names())
+    missing = expect_tables - table_names(conn)
     if missing:
         raise DatabaseError(f"{path}: tables {sorted(missing)} are missing after migration.")
-    return db
+    return conn
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -28,12 +28,10 @@ import os
 import socket
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-
-import sqlite_utils
 
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import (
@@ -70,7 +68,6 @@ from transcripts.runs_schema import (
     RunRecord,
     as_record,
     migrations,
-    runs_table,
     storable,
 )
 
@@ -114,6 +111,31 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
+Row = dict[str, Any]
+
+
+def _where(clause: str | None) -> str:
+    return f" where {clause}" if clause else ""
+
+
+def _page(limit: int | None, offset: int | None) -> str:
+    """LIMIT and OFFSET for a page (SQLite's -1: no limit, needed to have an offset)."""
+    if limit is None and not offset:
+        return ""
+    text = f" limit {int(limit) if limit is not None else -1}"
+    return text + (f" offset {int(offset)}" if offset else "")
+
+
+def _search_sql(where: str | None) -> str:
+    """The runs `where` lets through whose question or answer match `:query` in the
+    full-text index (its rank and the row's rowid are there to order by)."""
+    return (
+        f"with original as (select rowid, * from runs{_where(where)}) "
+        "select original.* from original join runs_fts on original.rowid = runs_fts.rowid "
+        "where runs_fts match :query"
+    )
+
+
 class RunIndex:
     """The runs table; also an `EventSink` that records runs as they happen."""
 
@@ -134,8 +156,7 @@ class RunIndex:
 
     def _open(self) -> None:
         with creation_lock(self.path):
-            self.db = open_database(self.path, migrations, expect_tables=TABLES)
-        self.conn = self.db.conn
+            self.conn = open_database(self.path, migrations, expect_tables=TABLES)
         self.conn.isolation_level = None  # transactions are explicit: see write()
         self._file = _identity(self.path)
 
@@ -486,21 +507,28 @@ class RunIndex:
 
     # -- reading ------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite_utils.db.Table]:
-        """The runs table, for this thread alone; a locked or damaged file raises
+    def _reading(self) -> Iterator[None]:
+        """The connection for this thread alone; a locked or damaged file raises
         `DatabaseError` with what to do."""
         with self._lock, read_errors(self.path, repair=REBUILD_HINT):
-            yield runs_table(self.db)
+            yield
+
+    def _rows(self, sql: str, params: Sequence[object] | dict[str, object]) -> builtins.list[Row]:
+        """The rows `sql` selects, each as a dict by column name (call it `_reading`)."""
+        cursor = self.conn.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
 
     def get(self, run_id: str) -> RunRecord | None:
         """The run with this id, else the one run whose id starts with it (`%` and `_`
         are characters like any other); None when none or several do."""
         if not encodable(run_id):
             return None  # no stored id holds a lone surrogate
-        with self._reading() as runs:
-            rows = list(runs.rows_where("run_id = ?", [run_id], limit=1))
+        with self._reading():
+            rows = self._rows("select * from runs where run_id = ?", [run_id])
             if not rows:
-                rows = list(runs.rows_where(*prefix_condition("run_id", run_id), limit=2))
+                where, params = prefix_condition("run_id", run_id)
+                rows = self._rows(f"select * from runs where {where} limit 2", params)
         return as_record(rows[0]) if len(rows) == 1 else None
 
     def list(
@@ -531,9 +559,9 @@ class RunIndex:
             raise ValueError(f"runs are sorted by {', '.join(SORTS)}, not {sort!r}")
         where, params = (filters or RunFilter()).sql()
         order = ("started_at" if oldest_first else SORTS[sort]) + ", run_id"
-        with self._reading() as runs:
-            rows = runs.rows_where(where, params, order_by=order, limit=limit, offset=offset)
-            return [as_record(row) for row in rows]
+        sql = f"select * from runs{_where(where)} order by {order}{_page(limit, offset)}"
+        with self._reading():
+            return [as_record(row) for row in self._rows(sql, params)]
 
     def stored_audits(self) -> builtins.list[tuple[RunRecord, Audited | None]]:
         """Every run, oldest first, with its audit as stored when it was indexed (None:
@@ -551,18 +579,20 @@ class RunIndex:
     def count_runs(self, filters: RunFilter | None = None) -> int:
         """How many runs `filters` lets through (what `list_runs` pages over)."""
         where, params = (filters or RunFilter()).sql()
-        with self._reading() as runs:
-            return runs.count_where(where, params)
+        with self._reading():
+            return int(
+                self.conn.execute(f"select count(*) from runs{_where(where)}", params).fetchone()[0]
+            )
 
     def counterparts(self, run_id: str) -> builtins.list[RunRecord]:
         """Other runs of the same task on the same question (another method or import
         condition: with and without Python), newest first."""
-        with self._reading() as runs:
-            rows = runs.rows_where(
-                "question = (select question from runs where run_id = :id) "
-                "and task = (select task from runs where run_id = :id) and run_id != :id",
+        with self._reading():
+            rows = self._rows(
+                "select * from runs where question = (select question from runs where "
+                "run_id = :id) and task = (select task from runs where run_id = :id) and "
+                "run_id != :id order by started_at desc",
                 {"id": run_id},
-                order_by="started_at desc",
             )
             return [as_record(row) for row in rows]
 
@@ -581,18 +611,15 @@ class RunIndex:
         that is not valid FTS5 raises `SearchSyntaxError`.
         """
         where, params = (filters or RunFilter()).sql()
-        with self._reading() as runs, _search_errors(query):
-            order = f"[{runs.detect_fts()}].rank, [original].rowid"
-            rows = runs.search(
-                query, where=where, where_args=params, limit=limit, offset=offset, order_by=order
-            )
-            return [as_record(row) for row in rows]
+        sql = _search_sql(where) + " order by runs_fts.rank, original.rowid" + _page(limit, offset)
+        with self._reading(), _search_errors(query):
+            return [as_record(row) for row in self._rows(sql, {**params, "query": query})]
 
     def count_search(self, query: str, *, filters: RunFilter | None = None) -> int:
         """How many runs `search` finds for `query` (what it pages over)."""
         where, params = (filters or RunFilter()).sql()
-        with self._reading() as runs, _search_errors(query):
-            sql = f"select count(*) from ({runs.search_sql(where=where)})"
+        sql = f"select count(*) from ({_search_sql(where)})"
+        with self._reading(), _search_errors(query):
             return int(self.conn.execute(sql, {**params, "query": query}).fetchone()[0])
 
     def distinct_values(self, column: str) -> builtins.list[str]:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict, cast
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from record.migrations import Migrations
+
+if TYPE_CHECKING:
+    import sqlite_utils  # imported to migrate only (record/migrations.py)
 
 migrations = Migrations("runs")
 

@@ -30,8 +30,9 @@ def puzzles(count: int, seed: int = SEED) -> list[tuple[int, ...]]:
 
 
 def _arm(workdir: Path, asked: list[tuple[int, ...]], learning: bool) -> dict[str, Any]:
+    from conductor.scoring.notebook import open_notebook
     from conductor.session import Session
-    from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+    from conductor.session.notebook_hooks import NotebookHooks
     from conductor_kernel.events import NotesWritten, RunFinished, RunScored
     from conductor_kernel.limits.run_config import RunConfig
     from experts.demo import demo_model

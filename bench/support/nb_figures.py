@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from conductor.methods import BASELINES, PUBLISHED_FOLDERS
+from conductor.scoring.notebook import open_notebook
 from conductor.scoring.task_scoring import BuiltinTaskScoring
-from conductor.session.notebook_hooks import open_notebook
 from conductor.tasks.files import TaskItem, read_task_file
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import Sandbox

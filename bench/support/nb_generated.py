@@ -106,7 +106,7 @@ def _rarest_top(book: Any, question: str, rarest: int = 8) -> dict[str, Any] | N
 
 
 def recall_figures(questions: list[Perturbed], workdir: Path) -> dict[str, Any]:
-    from conductor.session.notebook_hooks import open_notebook
+    from conductor.scoring.notebook import open_notebook
     from lessons.forms.problems import same_question
     from lessons.read.recall import RecallOptions, recall
     from lessons.write.learn import learn_from_run

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from equipment.synthetic_notes import Synth
 from lessons.forms.problems import core_input
 from lessons.forms.terms import fts_query, is_shape, question_terms

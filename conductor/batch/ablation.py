@@ -107,7 +107,8 @@ def _run_item(plan: AblationPlan, session: Session, item: TaskItem, arm: Arm) ->
 
 
 def run_ablation(plan: AblationPlan, *, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+    from conductor.scoring.notebook import open_notebook
+    from conductor.session.notebook_hooks import NotebookHooks
     from lessons.read.recall import RecallOptions
 
     learn_split, test_split = split(plan.items, plan.seed, plan.share_a)

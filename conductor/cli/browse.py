@@ -30,7 +30,7 @@ def open_book(args: argparse.Namespace, *, create: bool = False, reader: bool = 
     scorers; only `import` may create one. A `reader` (list, show, stats, export)
     opens it read-only where it cannot be written (a read-only home)."""
     from conductor.config.flags import settings_from_args
-    from conductor.session.notebook_hooks import open_notebook
+    from conductor.scoring.notebook import open_notebook
     from lessons.storage.store import default_path
 
     path = Path(settings_from_args(args).notebook or default_path())

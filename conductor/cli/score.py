@@ -18,20 +18,20 @@ import argparse
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from conductor.batch.scores import batch_results, batch_spec, score_batch
 from conductor.cli.json_out import json_text
-from conductor.scoring import check_dependencies
-from conductor.scoring.files import FileScore, score_file
-from conductor.tasks.specs import TaskSpec, resolve_spec
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.interfaces import Sandbox
+
+if TYPE_CHECKING:  # the scorers load when the command runs, not when any command starts
+    from conductor.scoring.files import FileScore
+    from conductor.tasks.specs import TaskSpec
+    from conductor_kernel.interfaces import Sandbox
 
 
 def _spec_for(path: str, task: str | None) -> TaskSpec:
     """A file's spec, with a message naming only this command's flags."""
-    from conductor.tasks.specs import UnknownTaskError, known_tasks
+    from conductor.tasks.specs import UnknownTaskError, known_tasks, resolve_spec
 
     try:
         return resolve_spec(path, task=task)
@@ -106,6 +106,7 @@ def _open_sandbox(name: str) -> Sandbox:
 def expand(paths: list[str]) -> tuple[list[str], dict[str, str], bool]:
     """The files to score, each file's method (its folder's), and whether any folder
     was given (the Table 1 layout)."""
+    from conductor.batch.scores import batch_results
     from conductor.methods import PUBLISHED_FOLDERS
 
     files: list[str] = []
@@ -128,6 +129,10 @@ def expand(paths: list[str]) -> tuple[list[str], dict[str, str], bool]:
 
 
 def run_score(args: argparse.Namespace) -> int:
+    from conductor.batch.scores import batch_results, batch_spec, score_batch
+    from conductor.scoring import check_dependencies
+    from conductor.scoring.files import score_file
+
     files, methods, layout = expand(args.files)
     specs = []
     for path in files:

@@ -90,7 +90,7 @@ def _account(finished: RunFinished, run: RunOutline) -> str:
 
 def recall(question: str, *, notebook: str | None = None) -> dict[str, Any]:
     """What the notebook would show a run of `question`, each note with its trust."""
-    from conductor.session.notebook_hooks import open_notebook
+    from conductor.scoring.notebook import open_notebook
     from lessons.read.candidates import trust
     from lessons.read.recall import recall as recall_notes
 
@@ -122,7 +122,7 @@ def recall(question: str, *, notebook: str | None = None) -> dict[str, Any]:
 
 def notebook_search(query: str, *, k: int = 8, notebook: str | None = None) -> dict[str, Any]:
     """Notes relevant to `query` (any threshold), as `conductor notebook search` finds them."""
-    from conductor.session.notebook_hooks import open_notebook
+    from conductor.scoring.notebook import open_notebook
     from lessons.read.recall import RecallOptions
     from lessons.read.recall import recall as recall_notes
 
@@ -191,7 +191,7 @@ def runs_listing(*, limit: int = LISTED) -> dict[str, Any]:
 
 def notes_listing(*, limit: int = LISTED, notebook: str | None = None) -> dict[str, Any]:
     """The notebook's newest active notes, each with its verification and trust."""
-    from conductor.session.notebook_hooks import open_notebook
+    from conductor.scoring.notebook import open_notebook
     from lessons.storage.queries import recent_notes
 
     book = open_notebook(_notebook(notebook), read_only=True)
@@ -208,7 +208,7 @@ def notes_listing(*, limit: int = LISTED, notebook: str | None = None) -> dict[s
 
 def note_show(ref: str, *, notebook: str | None = None) -> dict[str, Any]:
     """One note (id or unique id prefix) whole: its text, code, answer and where it came from."""
-    from conductor.session.notebook_hooks import open_notebook
+    from conductor.scoring.notebook import open_notebook
     from lessons.storage.queries import claimed_elsewhere, lookup_note
 
     book = open_notebook(_notebook(notebook), read_only=True)

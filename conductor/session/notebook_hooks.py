@@ -4,10 +4,8 @@
 `recall` and `learn`) wires both in. Recall is read-only; learning is the only writer.
 With `--no-learn` the notebook is only read: no notes, and no counters move.
 
-`open_notebook` is where the application hands the notebook its task scorers
-(`conductor.scoring.task_scoring.BuiltinTaskScoring`): every notebook the application
-learns into or recalls from is opened there, so it judges a run as `conductor score`
-does.
+Every notebook it uses is opened by `conductor.scoring.notebook.open_notebook`, with the
+application's task scorers.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from conductor.scoring.notebook import open_notebook
 from conductor.session.fresh_sandbox import FreshSandbox
 from conductor_kernel.events import Event, Recall
 from conductor_kernel.interfaces import ChatModel, Sandbox
@@ -33,14 +32,6 @@ if TYPE_CHECKING:
     from conductor.session import Session
 
 log = logging.getLogger("conductor.notebook")
-
-
-def open_notebook(path: Path | str | None = None, *, read_only: bool = False) -> Notebook:
-    """The notebook at `path` (the default one when None), judging with this
-    application's task scorers; `read_only` for a reader that writes nothing."""
-    from conductor.scoring.task_scoring import BuiltinTaskScoring
-
-    return Notebook(path, scoring=BuiltinTaskScoring(), read_only=read_only)
 
 
 class NotebookHooks:

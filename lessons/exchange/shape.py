@@ -14,10 +14,9 @@ import ast
 import functools
 import math
 import re
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
-
-import sqlite_utils
 
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.text.display import visible_line
@@ -73,7 +72,7 @@ def _default(text: str | None) -> Any:
 @functools.cache
 def our_schema() -> OurSchema:
     """This version's migrations and the columns of the tables read from other files."""
-    db = sqlite_utils.Database(memory=True)
+    db = sqlite3.connect(":memory:")
     try:
         migrations.apply(db)
         names = tuple(r[0] for r in db.execute("select name from _migrations order by rowid"))

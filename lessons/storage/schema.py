@@ -28,9 +28,12 @@ this notebook's own checks fill (lessons/exchange/arrive.py).
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from record.migrations import Migrations
+
+if TYPE_CHECKING:
+    import sqlite_utils  # imported to migrate only (record/migrations.py)
 
 migrations = Migrations("notebook")
 

@@ -24,14 +24,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar, cast
 
-import sqlite_utils
-
 from conductor_kernel.interfaces import TaskScoring
 from lessons.storage.schema import TABLES, migrations
 from lessons.values import NO_SCORING
 from record.home import home_dir
 from record.id_prefix import encodable, prefix_condition
-from record.migrations import DatabaseError, open_database, write_transaction
+from record.migrations import DatabaseError, open_database, table_names, write_transaction
 
 log = logging.getLogger("conductor.notebook")
 T = TypeVar("T")
@@ -167,7 +165,7 @@ MMAP_BYTES = 256 * 1024 * 1024
 CACHE_KIB = 32 * 1024
 
 
-def _open_read_only(path: Path) -> sqlite_utils.Database:
+def _open_read_only(path: Path) -> sqlite3.Connection:
     """The notebook opened for reading alone. Where its folder cannot be written (a
     read-only file system), SQLite cannot make the WAL's shared-memory file: the file is
     then read as immutable, which nothing can change while the folder stays read-only."""
@@ -178,8 +176,7 @@ def _open_read_only(path: Path) -> sqlite_utils.Database:
         conn = sqlite3.connect(
             f"file:{quote(str(path))}?mode=ro{frozen}", uri=True, check_same_thread=False
         )
-        db = sqlite_utils.Database(conn)
-        missing = TABLES - set(db.table_names())
+        missing = TABLES - table_names(conn)
     except sqlite3.DatabaseError as exc:
         raise DatabaseError(f"{path}: cannot be read ({exc}).") from None
     if missing:
@@ -187,7 +184,7 @@ def _open_read_only(path: Path) -> sqlite_utils.Database:
             f"{path}: not a notebook this version can read without changing it (missing "
             f"{', '.join(sorted(missing))}); open it once where it can be written."
         )
-    return db
+    return conn
 
 
 class Notebook:
@@ -210,11 +207,10 @@ class Notebook:
         self.scoring: TaskScoring = scoring if scoring is not None else NO_SCORING
         _refuse_foreign(self.path)
         if read_only:
-            self.db: sqlite_utils.Database = _open_read_only(self.path)
+            self.conn: sqlite3.Connection = _open_read_only(self.path)
         else:
             with _creation_lock(self.path):
-                self.db = open_database(self.path, migrations, expect_tables=TABLES)
-        self.conn: sqlite3.Connection = self.db.conn
+                self.conn = open_database(self.path, migrations, expect_tables=TABLES)
         # Transactions are explicit (BEGIN IMMEDIATE) from here on.
         self.conn.isolation_level = None
         # Recall reads pages all over a large notebook: read them through a memory map

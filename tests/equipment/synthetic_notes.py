@@ -108,7 +108,7 @@ class Synth:
 
 
 def _writer(path: str, start: int, step: int, runs: int) -> None:
-    from conductor.session.notebook_hooks import open_notebook
+    from conductor.scoring.notebook import open_notebook
 
     book = open_notebook(path)  # a writer as the application opens one
     for k in range(start, runs, step):

@@ -12,8 +12,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conductor.scoring.notebook import open_notebook
 from conductor.session import Session
-from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+from conductor.session.notebook_hooks import NotebookHooks
 from conductor_kernel.events import Event, Recall, RunFinished, RunScored, SandboxExec
 from conductor_kernel.limits.run_config import RunConfig
 from experts.demo import demo_model, game24_solutions, recalled_program

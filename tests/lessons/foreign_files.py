@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import strategies as st
 from nb_support import sort_run
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from lessons.storage.store import Notebook
 from lessons.write.distill import KINDS
 from lessons.write.learn import learn_from_run

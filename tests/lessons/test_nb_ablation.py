@@ -14,8 +14,8 @@ from conductor.batch.ablation import AblationPlan, paired_change, run_ablation, 
 from conductor.batch.setup import make_scorer
 from conductor.cli import main
 from conductor.config import load_settings
+from conductor.scoring.notebook import open_notebook
 from conductor.session import Session
-from conductor.session.notebook_hooks import open_notebook
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import get_spec
 from conductor_kernel.interfaces import Message

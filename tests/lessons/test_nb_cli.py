@@ -11,8 +11,8 @@ from nb_support import sort_run
 
 from conductor.cli import main
 from conductor.config import load_settings
+from conductor.scoring.notebook import open_notebook
 from conductor.session import build_session
-from conductor.session.notebook_hooks import open_notebook
 from lessons.write.learn import learn_from_run
 
 

@@ -14,7 +14,7 @@ from nb_support import sort_run
 from rich.console import Console
 
 from conductor.cli import main
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from conductor_kernel.text.display import UNSAFE, visible_line
 from lessons.write.learn import learn_from_run
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from nb_support import run_events
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from lessons.write.learn import learn_from_run
 
 WRITERS = 8

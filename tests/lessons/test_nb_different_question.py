@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nb_support import run_events
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from equipment.perturb import KINDS, base_question, perturb
 from lessons.read.difference import difference
 from lessons.read.recall import RecallOptions, recall

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nb_support import SORT_CODE, run_events
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from experts.scripted import ScriptedModel
 from lessons.write.learn import LearnOptions, learn_from_run
 

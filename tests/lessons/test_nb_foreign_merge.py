@@ -43,7 +43,7 @@ NEVER_UPDATED = {"notes", "note_history", "type_history", "recalls", "tools", "d
 
 def _all_columns() -> dict[str, set[str]]:
     db = sqlite_utils.Database(memory=True)
-    migrations.apply(db)
+    migrations.apply(db.conn)
     return {t: {c.name for c in db.table(t).columns} for t in db.table_names()}
 
 
@@ -258,7 +258,7 @@ def test_recall_and_the_notes_resource_say_a_merged_note_came_from_elsewhere_unc
     """Their notes claim the scorer's check and 500 helps; here they are unverified, with
     no help counted, and every place that shows one names the file it came from."""
     from conductor.mcp_server.tools import note_show, notes_listing
-    from conductor.session.notebook_hooks import open_notebook
+    from conductor.scoring.notebook import open_notebook
     from lessons.read.recall import RecallOptions, recall
 
     theirs, target = tmp_path / "theirs.db", tmp_path / "ours.db"

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nb_support import run_events
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from conductor_kernel.interfaces import Completion, Message, Usage
 from lessons.forms.tasktypes import score_types
 from lessons.forms.terms import is_content_word, question_terms, words

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nb_support import run_events
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from lessons.read.recall import RecallOptions, recall
 from lessons.write.learn import LearnOptions, learn_from_run
 

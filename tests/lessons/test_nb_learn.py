@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from nb_support import SORT_CODE, run_events, sort_run
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from experts.scripted import ScriptedModel
 from lessons.storage.notes import retire
 from lessons.storage.store import Notebook

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nb_support import run_events
 
+from conductor.scoring.notebook import open_notebook
 from conductor.session import Session
-from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+from conductor.session.notebook_hooks import NotebookHooks
 from conductor_kernel.events import Event, NotesWritten, RunFinished
 from conductor_kernel.interfaces import Completion, Message, Usage
 from conductor_kernel.limits.run_config import RunConfig

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from conductor.scoring.notebook import open_notebook
 from conductor.session import Session
-from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+from conductor.session.notebook_hooks import NotebookHooks
 from conductor_kernel.events import Event, MetaTurnStarted, NotesWritten, Recall
 from conductor_kernel.interfaces import Message
 from conductor_kernel.limits.run_config import RunConfig

@@ -10,7 +10,7 @@ import pytest
 from nb_support import sort_run
 
 from conductor.cli import main
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from lessons.write.learn import learn_from_run
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from nb_support import sort_run
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from conductor_kernel.interfaces import StreamStopped
 from equipment.wire_server import WireServer
 from experts.openai_model import OpenAIModel

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from nb_support import run_events, sort_run
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from equipment.wire_server import Fault, WireServer
 from experts.openai_model import OpenAIModel
 from lessons.forms.tasktypes import pick_allowed, score_types

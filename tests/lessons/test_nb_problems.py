@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from nb_support import SCORING, run_events
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from lessons.forms.problems import core_input, problem_numbers, same_question
 from lessons.read.recall import RecallOptions, recall
 from lessons.read.render import count_tokens

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nb_support import verify_events
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from conductor.tasks.files import read_task_file
 from conductor_kernel.events import FinalAnswer, SandboxExec
 from lessons.read.recall import recall

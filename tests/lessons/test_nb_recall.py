@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from nb_support import run_events, sort_run
 
-from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+from conductor.scoring.notebook import open_notebook
+from conductor.session.notebook_hooks import NotebookHooks
 from experts.scripted import ScriptedModel
 from lessons.forms.tasktypes import MatchParams, score_types
 from lessons.forms.terms import question_terms

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nb_support import run_events
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from conductor_kernel.text.quoted import END, neutral, shown_as_is, split
 from experts.demo import recalled_program
 from lessons.read import render

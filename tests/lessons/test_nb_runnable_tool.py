@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from nb_support import SORT_CODE, run_events
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from lessons.forms.tools import make_tool
 from lessons.read.recall import RecallOptions, recall
 from lessons.read.render import RUNNABLE, render_note

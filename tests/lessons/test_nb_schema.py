@@ -49,7 +49,7 @@ def old_notebook(conn: sqlite3.Connection, steps: int = len(OLD_STEPS)) -> sqlit
 def new_notebook() -> sqlite3.Connection:
     db = sqlite_utils.Database(memory=True)
     db.conn.isolation_level = None
-    migrations.apply(db)
+    migrations.apply(db.conn)
     return db.conn
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from lessons.read import semantic
 from lessons.read.recall import RecallOptions, recall
 from lessons.write.learn import LearnOptions, learn_from_run

@@ -66,7 +66,7 @@ def test_foreign_sqlite_database_is_refused_and_unchanged(tmp_path: Path) -> Non
 
 def test_runs_database_passed_as_notebook_is_refused_and_unchanged(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
-    RunIndex(path).db.conn.close()
+    RunIndex(path).conn.close()
     before = _snapshot(path)
     with pytest.raises(DatabaseError, match="not a notebook"):
         Notebook(path)

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from nb_support import run_events
 
 from conductor.scoring.game24 import check_expression
+from conductor.scoring.notebook import open_notebook
 from conductor.session import Session
-from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+from conductor.session.notebook_hooks import NotebookHooks
 from conductor_kernel.interfaces import ExecResult
 from lessons.read.recall import TOOLS_CHECKED, RecallOptions, recall
 from lessons.read.render import CHECKED_HERE

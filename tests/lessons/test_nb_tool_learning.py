@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from nb_support import run_events, sort_run
 
+from conductor.scoring.notebook import open_notebook
 from conductor.session import Session
-from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+from conductor.session.notebook_hooks import NotebookHooks
 from conductor_kernel.events import Event, NotesWritten, RunFinished
 from conductor_kernel.interfaces import ExecResult, Message
 from conductor_kernel.limits.run_config import RunConfig

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conductor.cli import main
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from conductor_kernel import prompts
 from conductor_kernel.events import NotesWritten, Recall
 from equipment.wire_server import WireServer

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from nb_support import SCORING, run_events, sort_run
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from conductor_kernel.interfaces import SandboxUnavailable
 from lessons.forms.toolbox import retest_tools, run_tool, tools_of
 from lessons.forms.tools import applies, instantiate, make_tool, program_for

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from lessons.storage.store import Notebook
 
 np = pytest.importorskip("numpy")

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from servers import LlamaServer
 
+from conductor.scoring.notebook import open_notebook
 from conductor.session import Session
-from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+from conductor.session.notebook_hooks import NotebookHooks
 from conductor_kernel.events import Event, NotesWritten, Recall, RunFinished
 from conductor_kernel.interfaces import Completion, Message, Usage
 from conductor_kernel.limits.run_config import RunConfig

@@ -126,7 +126,7 @@ def test_the_wheel_installs_next_to_jupyter_notebook(wheel: Path, tmp_path: Path
         python,
         "-c",
         "import notebook, lessons.storage.store, conductor.cli, conductor_kernel.run.loop;"
-        "from conductor.session.notebook_hooks import open_notebook;"
+        "from conductor.scoring.notebook import open_notebook;"
         "print(notebook.__version__, type(open_notebook('nb.db').scoring).__name__)",
         cwd=tmp_path,
     )

@@ -151,7 +151,7 @@ def test_damage_is_found_on_the_open_after_a_crash_and_named_with_the_fix(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "t.db"
-    open_database(path, _two_tables(), expect_tables={"kept"}).conn.close()
+    open_database(path, _two_tables(), expect_tables={"kept"}).close()
     _damage_the_root_of(path, "kept")  # a page the crashing writer never touches
     _kill_a_writer_of(path)
     before = path.read_bytes()

@@ -258,7 +258,7 @@ def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path: Path) -> No
     conn.close()
 
     steps._steps[-1] = _fixed_second  # the fix ships: the same database opens and migrates
-    db = open_database(path, steps, expect_tables={"one", "two"})
+    db = sqlite_utils.Database(open_database(path, steps, expect_tables={"one", "two"}))
     assert [r["name"] for r in db["_migrations"].rows] == ["m001_first", "m002_fails_halfway"]
 
 

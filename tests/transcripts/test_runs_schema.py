@@ -29,7 +29,7 @@ def test_a_runs_db_made_before_the_second_step_takes_it_and_has_a_new_ones_shape
     first(m001_runs)
     old = tmp_path / "old" / "runs.db"
     old.parent.mkdir()
-    first.apply(sqlite_utils.Database(old))
+    first.apply(sqlite_utils.Database(old).conn)
     RunIndex(old).close()
     RunIndex(tmp_path / "runs.db").close()
     conn, fresh = sqlite3.connect(old), sqlite3.connect(tmp_path / "runs.db")
@@ -61,7 +61,7 @@ def test_runs_indexed_before_methods_were_recorded_are_meta_prompting(tmp_path: 
     first(m001_runs)
     path = tmp_path / "runs.db"
     db = sqlite_utils.Database(path)
-    first.apply(db)
+    first.apply(db.conn)
     db.table("runs").insert({"run_id": "old", "started_at": 1.0, "question": "q"})
     db.close()
     index = RunIndex(path)

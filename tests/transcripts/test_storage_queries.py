@@ -86,13 +86,13 @@ class LockedConnection:
 
 def test_a_locked_runs_db_raises_one_error_that_says_so(index: RunIndex) -> None:
     real = index.conn
-    index.conn = index.db.conn = LockedConnection(real)
+    index.conn = LockedConnection(real)
     for read in (index.list_runs, lambda: index.search('"ducks"'), lambda: index.get("r1")):
         with pytest.raises(DatabaseError, match="locked by another program"):
             read()
     with pytest.raises(DatabaseError, match="locked by another program"):
         index.distinct_values("task")
-    index.conn = index.db.conn = real
+    index.conn = real
     assert _ids(index.list_runs()) == ["r3", "r2", "r1"]  # and reads again once free
 
 

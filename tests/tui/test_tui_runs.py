@@ -122,13 +122,13 @@ async def test_a_locked_runs_db_is_a_notification_and_the_screen_stays(
         screen = app.screen
         await wait_for(pilot, lambda: len(table_keys(screen)) == 2)
         real = screen.index.conn
-        screen.index.conn = screen.index.db.conn = _LockedConnection(real)
+        screen.index.conn = _LockedConnection(real)
         await pilot.press("ctrl+r")
         await wait_for(
             pilot, lambda: any("locked by another program" in n.message for n in app._notifications)
         )
         assert len(table_keys(screen)) == 2  # the rows shown before stay
-        screen.index.conn = screen.index.db.conn = real
+        screen.index.conn = real
         await pilot.press("ctrl+r")
         await pilot.pause(0.2)
         assert len(table_keys(screen)) == 2

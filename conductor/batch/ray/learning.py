@@ -125,7 +125,7 @@ class ClusterLearning:
         """Write every pending learned run into the notebook (the single writer)."""
         if self.notebook is None:
             return
-        from conductor.session.notebook_hooks import open_notebook
+        from conductor.scoring.notebook import open_notebook
         from lessons.write.learn import PreparedRun, write_prepared
 
         with self._merge_lock:

@@ -238,7 +238,8 @@ class ItemWorker:
                 return
             import ray
 
-            from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+            from conductor.scoring.notebook import open_notebook
+            from conductor.session.notebook_hooks import NotebookHooks
 
             path = self.scratch / f"notebook-v{version}.db"
             path.write_bytes(ray.get(ref))

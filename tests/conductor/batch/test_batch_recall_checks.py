@@ -9,8 +9,9 @@ from pathlib import Path
 
 from conductor.batch.setup import live_setup
 from conductor.config import load_settings
+from conductor.scoring.notebook import open_notebook
 from conductor.session import Session
-from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+from conductor.session.notebook_hooks import NotebookHooks
 from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import get_spec
 from conductor_kernel.events import Recall

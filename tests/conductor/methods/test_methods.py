@@ -267,7 +267,8 @@ def test_a_baseline_with_the_notebook_on_learns_and_recalls(method: str, tmp_pat
     """Off by default, the notebook works for a baseline as for meta-prompting when
     turned on: the run is judged and learned, and a later question is shown the notes
     before its question."""
-    from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+    from conductor.scoring.notebook import open_notebook
+    from conductor.session.notebook_hooks import NotebookHooks
     from conductor_kernel.events import NotesWritten, Recall
 
     def model_reply(messages: list) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conductor.cli import main
-from conductor.session.notebook_hooks import open_notebook
+from conductor.scoring.notebook import open_notebook
 from conductor_kernel.events import (
     Event,
     ExpertCallFinished,

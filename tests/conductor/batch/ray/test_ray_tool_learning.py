@@ -16,7 +16,8 @@ from local_cluster import LocalCluster
 
 from conductor.batch.ray.worker import ItemWorker
 from conductor.cli import main
-from conductor.session.notebook_hooks import NotebookHooks, open_notebook
+from conductor.scoring.notebook import open_notebook
+from conductor.session.notebook_hooks import NotebookHooks
 from conductor_kernel import prompts
 from conductor_kernel.events import (
     Event,
