@@ -23,6 +23,7 @@ from conductor_kernel.interfaces import (
     ToolSpec,
     Usage,
 )
+from conductor_kernel.text.tokens import by_characters  # the one rule: no vocabulary here
 
 # Given the expert's name (from its system prompt) and its instruction, the reply.
 ExpertFn = Callable[[str, str], str]
@@ -31,10 +32,6 @@ MetaTurn = str | Completion
 MetaFn = Callable[[list[Message]], MetaTurn]
 
 _NAME_RE = re.compile(r"You are (Expert [^.\n]+?)\.")
-
-
-def estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4) if text else 0
 
 
 def expert_name_from_system(system: str | None) -> str:
@@ -126,7 +123,7 @@ class ScriptedModel:
                     break
         prompt = (system or "") + "".join(m.content for m in messages)
         usage = Usage(
-            input_tokens=estimate_tokens(prompt), output_tokens=estimate_tokens(text), calls=1
+            input_tokens=by_characters(len(prompt)), output_tokens=by_characters(len(text)), calls=1
         )
         completion = Completion(text=text, usage=usage, model=self.name, stop_reason=stop)
         if scripted is not None and not stop.startswith(STOPPED_PREFIX):
