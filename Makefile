@@ -22,7 +22,7 @@ ALL_STAMP := $(VENV)/.installed-test-all
 # Parallel workers for the tests (pytest-xdist); `auto` is one per core.
 WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -q
-SANDBOX_SETUP := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m conductor.cli.setup_sandbox
+SANDBOX_SETUP := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m sandbox.setup
 # The fast tier leaves out what only the full tier runs (markers: docs/testing.md). A
 # hung test fails after the timeout with its stack; tests of one xdist_group (one model
 # server, one Ray cluster) go to one worker.

@@ -1,6 +1,6 @@
 """`make run`'s sandbox set-up: provide the best sandbox this machine can have.
 
-Run as `python -m conductor.cli.setup_sandbox` (the Makefile does, before the TUI opens).
+Run as `python -m sandbox.setup` (the Makefile does, before the TUI opens).
 In order: a Docker engine that answers gets the sandbox image built (once); else
 bubblewrap is installed with apt-get, as root or through password-less sudo, and
 where neither is possible its Debian package is unpacked into the virtualenv (it

@@ -1,4 +1,4 @@
-"""`make run`'s sandbox set-up never looks hung (conductor/cli/setup_sandbox.py): the image
+"""`make run`'s sandbox set-up never looks hung (sandbox/setup.py): the image
 build's lines are shown as they come, with a line of its own while it prints nothing;
 and where bubblewrap already works, the build goes to the background and the TUI opens
 at once on bubblewrap."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conductor.cli import setup_sandbox
+from sandbox import setup as setup_sandbox
 
 
 def test_the_builds_lines_are_shown_as_they_come_and_silence_is_said(
