@@ -172,41 +172,23 @@ def _run(
     concurrency: int,
 ) -> int:
     from conductor.batch import session as batch_session
+    from conductor.batch.drive import drive, local_runner
     from conductor.batch.report import write_report
-    from conductor.batch.runner import BatchPlan, BatchRunner
-    from conductor.batch.setup import IndexSink, make_scorer
 
-    session = batch_session.open_session(folder, args, settings, setup, concurrency)
-    with batch_session.batch_log(folder.path):
-        plan = BatchPlan(
-            folder.path, folder.batch_id, spec.name, items, setup.question,
-            make_scorer(spec, setup.sandbox_name, settings), {"batch_id": folder.batch_id},
-        )  # fmt: skip
-        progress = Progress(enabled=not args.json and sys.stdout.isatty())
-        index = IndexSink(folder.path / "runs")
-        runner = BatchRunner(
-            plan,
-            setup.make_session,
-            concurrency=concurrency,
-            sinks=(index,),
-            on_record=progress.update,
-            retry_errors=args.retry_errors,
-            session_no=session.number,
-            cells=setup.cells,
-        )
-        # A stopped batch does not wait for runs.db held locked by another program: the
-        # transcripts have the runs, and the next start brings runs.db up to date.
-        index.index.give_up = runner.stopping
-        todo = runner.pending()
-        print(
+    progress = Progress(enabled=not args.json and sys.stdout.isatty())
+    driven = drive(
+        folder, args, settings, spec, items, setup,
+        concurrency=concurrency,
+        make_runner=local_runner(
+            setup, concurrency=concurrency, progress=progress, retry_errors=args.retry_errors
+        ),
+        progress=progress,
+        announce=lambda runner, todo: (
             f"batch {folder.batch_id}: {len(items)} items, {runner.tally.done} finished "
-            f"before, {len(todo)} to run at concurrency {concurrency} ({folder.path})",
-            file=sys.stderr,
-        )
-        with progress.shown(runner.tally):
-            outcome = runner.run()
-    batch_session.close_session(session, outcome)
-    report = batch_session.session_report(session, args, spec, items, runner.log)
+            f"before, {len(todo)} to run at concurrency {concurrency} ({folder.path})"
+        ),
+    )  # fmt: skip
+    report = batch_session.session_report(driven.session, args, spec, items, driven.runner.log)
     write_report(folder.path, report)
     print_report(report, as_json=args.json)
-    return batch_session.exit_code(outcome, report)
+    return batch_session.exit_code(driven.outcome, report)

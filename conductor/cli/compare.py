@@ -23,9 +23,10 @@ from conductor.batch.compare import (
 )
 from conductor.batch.compare_report import comparison_report, render_comparison
 from conductor.batch.compare_text import MethodTally, terminal_text
+from conductor.batch.drive import drive, local_runner
 from conductor.batch.report import ItemRecord, write_report
-from conductor.batch.runner import BatchPlan, BatchRunner
-from conductor.batch.setup import BatchSetup, IndexSink, make_scorer
+from conductor.batch.runner import BatchRunner
+from conductor.batch.setup import BatchSetup
 from conductor.batch.store import BatchFolder, batch_id
 from conductor.cli.batch_shared import task_items, task_spec
 from conductor.cli.json_out import json_text
@@ -143,51 +144,34 @@ def _run(
     *,
     quiet: bool,
 ) -> tuple[dict[str, Any], int]:
-    session = batch_session.open_session(
-        folder, args, settings, setup, concurrency, methods=comparison.methods
-    )
-    with batch_session.batch_log(folder.path):
-        plan = BatchPlan(
-            folder.path,
-            folder.batch_id,
-            spec.name,
-            comparison.run_items,
-            setup.question,
-            make_scorer(spec, setup.sandbox_name, settings),
-            {"batch_id": folder.batch_id},
-            describe=comparison.describe,
-        )
-        so_far = MethodTally(comparison.methods)
+    so_far = MethodTally(comparison.methods)
 
-        def by_method(record: ItemRecord | None) -> str:
-            if record is not None:
-                so_far.add(record)
-            return so_far.text()
+    def by_method(record: ItemRecord | None) -> str:
+        if record is not None:
+            so_far.add(record)
+        return so_far.text()
 
-        progress = Progress(enabled=not args.json and sys.stdout.isatty(), by_method=by_method)
-        index = IndexSink(folder.path / "runs")
-        runner = BatchRunner(
-            plan,
-            setup.make_session,
-            concurrency=concurrency,
-            sinks=(index,),
-            on_record=progress.update,
-            retry_errors=args.retry_errors,
-            session_no=session.number,
-            cells=setup.cells,
-        )
-        index.index.give_up = runner.stopping
-        todo = runner.pending()
+    def announce(runner: BatchRunner, todo: list[Any]) -> str:
         so_far.seed(r for key, r in runner.log.read().items() if key in comparison.pairs)
-        print(
+        return (
             f"comparison {folder.batch_id}: {len(comparison.items)} items x "
             f"{len(comparison.methods)} methods, {runner.tally.done} runs finished before, "
-            f"{len(todo)} to run at concurrency {concurrency} ({folder.path})",
-            file=sys.stderr,
+            f"{len(todo)} to run at concurrency {concurrency} ({folder.path})"
         )
-        with progress.shown(runner.tally):
-            outcome = runner.run()
-    batch_session.close_session(session, outcome)
+
+    progress = Progress(enabled=not args.json and sys.stdout.isatty(), by_method=by_method)
+    driven = drive(
+        folder, args, settings, spec, comparison.run_items, setup,
+        concurrency=concurrency,
+        make_runner=local_runner(
+            setup, concurrency=concurrency, progress=progress, retry_errors=args.retry_errors
+        ),
+        progress=progress,
+        announce=announce,
+        describe=comparison.describe,
+        recorded={"methods": comparison.methods},
+    )  # fmt: skip
+    session, runner, outcome = driven.session, driven.runner, driven.outcome
     notebook = None
     if setup.notebook:
         notebook = {**session.notebook, "policy": "on for every method, as configured"}

@@ -97,36 +97,36 @@ def _run(
     cluster: dict[str, Any],
     policy: str,
 ) -> int:
+    import contextlib
+
     from conductor.batch import session as batch_session
+    from conductor.batch.drive import drive
     from conductor.batch.ray.pool import WorkerPool, alive_nodes
     from conductor.batch.ray.runner import RayBatchRunner
     from conductor.batch.report import write_report
-    from conductor.batch.runner import BatchPlan
-    from conductor.batch.setup import IndexSink, make_scorer
+    from conductor.batch.setup import IndexSink
 
     concurrency = args.concurrency
     if concurrency < 1:
         raise ConfigError(f"--concurrency must be 1 or more, not {concurrency}")
-    session = batch_session.open_session(folder, args, settings, setup, concurrency, ray=cluster)
-    with batch_session.batch_log(folder.path):
-        plan = BatchPlan(
-            folder.path, folder.batch_id, spec.name, items, setup.question,
-            make_scorer(spec, setup.sandbox_name, settings), {"batch_id": folder.batch_id},
-        )  # fmt: skip
-        learning = ClusterLearning(
-            policy,
-            notebook=setup.notebook,
-            folder=folder.path,
-            recall=settings.recall,
-            every=args.learn_every,
-        )
-        nodes = alive_nodes()
+    learning = ClusterLearning(
+        policy,
+        notebook=setup.notebook,
+        folder=folder.path,
+        recall=settings.recall,
+        every=args.learn_every,
+    )
+    nodes = alive_nodes()
+    progress = Progress(enabled=not args.json and sys.stdout.isatty())
+    started: dict[str, Any] = {}  # the rate gate and the workers, once made
+
+    def make_runner(plan: Any, session: Any) -> RayBatchRunner:
         gate, make_actor = start_actors(
             settings, spec, folder.batch_id, learning, session_no=session.number,
             concurrency=concurrency, rpm=args.rpm, tpm=args.tpm,
         )  # fmt: skip
         pool = WorkerPool(make_actor, max_replacements=2 * len(nodes) + 2)
-        progress = Progress(enabled=not args.json and sys.stdout.isatty())
+        started.update(gate=gate, pool=pool)
         runner = RayBatchRunner(
             plan,
             pool,
@@ -138,25 +138,37 @@ def _run(
             session_no=session.number,
         )
         learning.on_written = runner.append_to_transcript
+        return runner
+
+    @contextlib.contextmanager
+    def workers(runner: RayBatchRunner, todo: list[Any]) -> Any:
         try:
-            todo = runner.pending()
             learning.start()
             if todo:
-                pool.start(nodes)
-            print(
-                f"batch {folder.batch_id}: {len(items)} items, {runner.tally.done} finished "
-                f"before, {len(todo)} to run at concurrency {concurrency} on "
-                f"{cluster['nodes']} Ray nodes, learning {policy} ({folder.path})",
-                file=sys.stderr,
-            )
-            with progress.shown(runner.tally):
-                outcome = runner.run()
+                started["pool"].start(nodes)
+            yield
             learning.finish()
         finally:
-            pool.close()
+            started["pool"].close()
+
+    driven = drive(
+        folder, args, settings, spec, items, setup,
+        concurrency=concurrency,
+        make_runner=make_runner,
+        progress=progress,
+        announce=lambda runner, todo: (
+            f"batch {folder.batch_id}: {len(items)} items, {runner.tally.done} finished "
+            f"before, {len(todo)} to run at concurrency {concurrency} on "
+            f"{cluster['nodes']} Ray nodes, learning {policy} ({folder.path})"
+        ),
+        recorded={"ray": cluster},
+        around=workers,
+        closing=lambda: {"cpu_s": round(sum(os.times()[:2]), 2)},
+    )  # fmt: skip
     import ray
 
-    batch_session.close_session(session, outcome, cpu_s=round(sum(os.times()[:2]), 2))
+    session, runner, outcome = driven.session, driven.runner, driven.outcome
+    gate, pool = started["gate"], started["pool"]
     report = batch_session.session_report(session, args, spec, items, runner.log)
     report["ray"] = {
         **cluster,
