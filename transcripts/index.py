@@ -522,8 +522,8 @@ class RunIndex:
     def get(self, run_id: str) -> RunRecord | None:
         """The run with this id, else the one run whose id starts with it (`%` and `_`
         are characters like any other); None when none or several do."""
-        if not encodable(run_id):
-            return None  # no stored id holds a lone surrogate
+        if not run_id or not encodable(run_id):
+            return None  # empty names no run (as a prefix it is every run's); no stored id holds a lone surrogate
         with self._reading():
             rows = self._rows("select * from runs where run_id = ?", [run_id])
             if not rows:

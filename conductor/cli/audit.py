@@ -86,20 +86,9 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[Audited]:
             return
         yield _audit(_read(path))
         return
-    from record.home import runs_dir
-    from transcripts.index import RunIndex
+    from transcripts.references import transcript_of
 
-    row = RunIndex().get(ref)
-    transcript = row["path"] if row is not None else ""
-    unindexed = runs_dir() / f"{ref}.jsonl"  # a transcript runs.db could not index
-    if not transcript and "/" not in ref and unindexed.is_file():
-        transcript = str(unindexed)
-    if not transcript:
-        raise UserFacingError(
-            f"no run matches {ref!r} (or the prefix is ambiguous); give a run id from "
-            "`conductor runs list`, a transcript file, or a published .jsonl file."
-        )
-    yield _audit(_read(transcript))
+    yield _audit(_read(transcript_of(ref)))
 
 
 def _audit(events: list[Event], *, score: bool = False) -> Audited:

@@ -4,7 +4,6 @@ runs, and `conductor batch-report`: a batch as HTML pages."""
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,14 +11,13 @@ from typing import TYPE_CHECKING
 from conductor.cli import audit, imports
 from conductor.cli.json_out import json_text
 from conductor_kernel.errors import UserFacingError
-from record.correctness import LABELS, MARKS, UNSCORED, label_of
+from record.correctness import LABELS
 from record.findings import BADGES, finding_badge
 
 SORT_NAMES = ("started", "status", "correctness", "finding", "task", "model")
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.text import Text
 
     from transcripts.index import RunIndex, RunRecord
 
@@ -146,26 +144,6 @@ def _index() -> RunIndex:
     return RunIndex()
 
 
-def transcript_path(ref: str) -> Path:
-    """A transcript file from a path or a run id (or unique prefix)."""
-    path = Path(ref)
-    if path.suffix == ".jsonl" and path.exists():
-        return path
-    row = _index().get(ref)
-    if row is None:
-        from record.home import runs_dir
-
-        # A transcript runs.db could not index (its first line cut or damaged) is still
-        # the run's record: read it, and let the reader say what is wrong with it.
-        unindexed = runs_dir() / f"{ref}.jsonl"
-        if "/" not in ref and unindexed.is_file():
-            return unindexed
-        raise UserFacingError(
-            f"no run matches {ref!r} (or it is ambiguous); `conductor runs list` shows run ids."
-        )
-    return Path(row["path"])
-
-
 def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = None) -> int:
     """Runs as JSON lines, or one line per run: on a terminal a table whose question and
     answer are cut to the width (`runs show` has them whole), piped one tab-separated
@@ -176,10 +154,11 @@ def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = N
         return 0
     from rich.console import Console
 
+    from conductor.export.run_table import COLUMNS, run_cells, run_lines
     from conductor_kernel.text.display import visible
 
     console = console or Console()
-    cells = [_cells(row) for row in rows]
+    cells = [run_cells(row) for row in rows]
     if not console.is_terminal:
         print("\t".join(COLUMNS))
         for line in cells:
@@ -190,91 +169,6 @@ def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = N
     if not rows:
         console.print("no runs", style="dim")
     return 0
-
-
-def run_lines(cells: Sequence[list[str]], width: int) -> list[Text]:
-    """One line per run, never wider than `width`: the mark (✓ ✗ ·), the whole run id,
-    status and findings in columns, then the question and answer cut to what is left
-    (the time and task too where the line is wide enough)."""
-    from rich.text import Text
-
-    from conductor_kernel.text.display import visible
-
-    def column(values: list[str], cap: int, name: str = "") -> int:
-        return min(max([len(v) for v in values] + [len(name)]), cap)
-
-    runs = column([c[0] for c in cells], 64, "run")
-    status = column([c[3] for c in cells], 12, "status")
-    findings = column([c[5] or "-" for c in cells], 24, "findings")
-    wide = width >= runs + status + findings + 70
-    task = column([c[6] or c[2] for c in cells], 20, "task") if wide else 0
-    head = Text("  " + "run".ljust(runs) + " " + "status".ljust(status) + " ")
-    head.append("findings".ljust(findings) + " ")
-    if wide:
-        head.append("when".ljust(11) + " " + "task".ljust(task) + " ")
-    head.append("question → answer")
-    head.stylize("bold")
-    lines = [head]
-    for run_id, when, method, stat, correct, found, task_name, _r, _c, q, a in cells:
-        mark = MARKS.get(correct, MARKS[UNSCORED])
-        style = {"correct": "green", "wrong": "red bold"}.get(correct, "dim")
-        line = Text(mark + " ", style=style)
-        line.append(visible(run_id).ljust(runs) + " ")
-        line.append(_fit(visible(stat), status) + " ")
-        line.append(_fit(visible(found) or "-", findings) + " ", style="yellow" if found else "dim")
-        if wide:
-            line.append(when.ljust(11) + " " + _fit(visible(task_name or method), task) + " ")
-        line.append(visible(q))
-        line.append(" → " + (visible(a) or "(no answer)"), style="bold")
-        line.truncate(width, overflow="ellipsis")
-        lines.append(line)
-    return lines
-
-
-def _fit(text: str, width: int) -> str:
-    """`text` padded or cut (with …) to `width` cells."""
-    from rich.cells import cell_len, set_cell_size
-
-    if cell_len(text) <= width:
-        return set_cell_size(text, width)
-    return set_cell_size(text, max(width - 1, 0)) + "…"
-
-
-COLUMNS = (
-    "run",
-    "when",
-    "method",
-    "status",
-    "correct",
-    "findings",
-    "task",
-    "rounds",
-    "cost",
-    "question",
-    "answer",
-)
-
-
-def correctness_label(row: RunRecord) -> str:
-    """correct, wrong or unscored: the run's recorded verdict (runs.db `correct`)."""
-    return label_of(row.get("correct"))
-
-
-def _cells(row: RunRecord) -> list[str]:
-    when = dt.datetime.fromtimestamp(row["started_at"] or 0).strftime("%m-%d %H:%M")
-    return [
-        str(row["run_id"]),
-        when,
-        str(row.get("method") or "meta"),
-        str(row["status"] or ""),
-        correctness_label(row),
-        str(row.get("findings") or "").strip(),
-        str(row.get("task") or ""),
-        str(row["rounds"] or 0),
-        f"${row['cost_usd'] or 0:.4f}",
-        " ".join(str(row["question"] or "").split()),
-        " ".join(str(row["final_answer"] or "").split()),
-    ]
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -311,8 +205,9 @@ def run_search(args: argparse.Namespace) -> int:
 
 def _read(ref: str):
     from record.reader import read_transcript
+    from transcripts.references import transcript_of
 
-    transcript = read_transcript(transcript_path(ref))
+    transcript = read_transcript(transcript_of(ref))
     if transcript.problem is not None:
         from rich.console import Console
         from rich.text import Text
@@ -414,10 +309,11 @@ def _problem(transcript) -> str | None:
 
 def run_diff(args: argparse.Namespace) -> int:
     from record.fold import outline
+    from transcripts.references import paired_run
     from transcripts.run_diff import diff_runs
 
     left = _read(args.left)
-    right = _read(args.right or _pair_of(args.left))
+    right = _read(args.right or paired_run(args.left))
     diff = diff_runs(
         outline(left.events, problem=_problem(left)),
         outline(right.events, problem=_problem(right)),
@@ -440,23 +336,6 @@ def run_diff(args: argparse.Namespace) -> int:
     for renderable in diff_renderables(diff, markers=markers):
         console.print(renderable)
     return 0
-
-
-def _pair_of(ref: str) -> str:
-    """The run id of the run paired with `ref` on its question (see `runs diff`)."""
-    index = _index()
-    row = index.get(ref)
-    if row is None:
-        raise UserFacingError(
-            f"no indexed run matches {ref!r}; give both runs to compare a transcript file."
-        )
-    pairs = index.counterparts(row["run_id"])
-    if not pairs:
-        raise UserFacingError(
-            f"no other run of {row['task'] or 'this task'} asked the same question as "
-            f"{row['run_id']}; give the second run to compare."
-        )
-    return pairs[0]["run_id"]
 
 
 def run_batch_report(args: argparse.Namespace) -> int:

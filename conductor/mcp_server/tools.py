@@ -147,11 +147,11 @@ def run_show(run: str) -> dict[str, Any]:
     from conductor.export.markdown import to_markdown
     from record.fold import outline
     from record.reader import read_transcript
-    from transcripts.index import RunIndex
+    from transcripts.references import indexed_run
 
-    record = RunIndex().get(run)
-    if record is None or not record["path"]:
-        raise UserFacingError(f"no run matches {run!r}; `conductor runs list` shows run ids")
+    record = indexed_run(run)
+    if not record["path"]:
+        raise UserFacingError(f"run {record['run_id']} has no transcript on this machine")
     transcript = read_transcript(Path(record["path"]))
     return {
         "run_id": record["run_id"],

@@ -284,8 +284,8 @@ class Notebook:
 
     def _by_prefix(self, table: str, prefix: str) -> list[Row]:
         """Up to two rows of `table` whose id starts with `prefix`, by the key's index."""
-        if not encodable(prefix):
-            return []
+        if not prefix or not encodable(prefix):
+            return []  # an empty prefix would name the one note of a notebook of one
         where, params = prefix_condition("id", prefix)
         return self.read(f"select * from {table} where {where} limit 2", params)
 
