@@ -15,7 +15,7 @@ from pathlib import Path
 
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import Event
-from record.audit import FINDING_KINDS, AuditReport, audit_outline, summarise
+from record.audit import AuditReport, audit_outline, summarise
 from record.correctness import Correctness
 from record.findings import finding_badge
 from record.fold import RunOutline, outline
@@ -71,17 +71,12 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[Audited]:
         )
     if path.suffix == ".jsonl" and path.is_file():
         if _is_published(path):
-            from conductor.methods import BASELINES
-            from conductor.replay.baselines import method_of_path
-            from record.published import published_events, read_published, without_calls
+            from conductor.replay.files import published_runs
 
-            method = method_of_path(path) or ""  # a baseline's turns dispatched nothing
-            published = read_published(path, limit=limit)
-            _warn(published.problem, f"{len(published.records)} records before it")
-            for record in published.records:
-                if method in BASELINES:
-                    record = without_calls(record)
-                events = list(published_events(record, source_file=str(path), method=method))
+            def cut(problem: Exception, kept: int) -> None:
+                _warn(problem, f"{kept} records before it")
+
+            for events in published_runs(path, limit=limit, on_problem=cut):
                 yield _audit(events, score=True)
             return
         yield _audit(_read(path))
@@ -166,47 +161,17 @@ def _wanted(report: AuditReport, only_flagged: bool, badge: str | None) -> bool:
     return badge in (None, "any") or badge in report.badges
 
 
-_VERDICT_STYLE = {"correct": "green", "wrong": "red"}
-
-
 def _print(
     reports: list[Audited], table: dict[str, dict[str, int]], *, details: bool, hidden: int = 0
 ) -> None:
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
-    from conductor_kernel.text.display import visible, visible_line
+    from conductor.export.audit_tables import COLUMNS_NOTE, findings_table, summary_table
 
     console = Console()
     if details:
-        runs = Table(title="findings per run", expand=True)
-        for name in ("run", "task", "answer and findings"):
-            runs.add_column(name, no_wrap=name != "answer and findings")
-        for report, verdict in reports:
-            text = "\n".join(f"[{f.badge}] {f.message}" for f in report.findings) or "-"
-            # As text ("[ctx]" is not markup), visible: findings quote the model's words.
-            cell = Text("answer " + visible(verdict.describe()) + "\n")
-            cell.stylize(_VERDICT_STYLE.get(verdict.label, "dim"))
-            runs.add_row(
-                Text(visible_line(report.run_id)),
-                Text(visible_line(report.task)),
-                cell.append(visible(text)),
-            )
-        console.print(runs)
+        console.print(findings_table(reports))
         if hidden:
             console.print(f"{hidden} runs not listed (no finding asked for)", style="dim")
-    summary = Table(title="runs flagged, per task (of runs audited)")
-    summary.add_column("task")
-    summary.add_column("runs", justify="right")
-    for kind in FINDING_KINDS:
-        summary.add_column(FINDING_KINDS[kind][0], justify="right")
-    for task, row in sorted(table.items()):
-        summary.add_row(
-            Text(visible_line(task)), str(row["runs"]), *(str(row.get(k, 0)) for k in FINDING_KINDS)
-        )
-    console.print(summary)
-    console.print(
-        "columns: " + "; ".join(f"{badge} = {what}" for badge, what in FINDING_KINDS.values()),
-        style="dim",
-    )
+    console.print(summary_table(table))
+    console.print(COLUMNS_NOTE, style="dim")

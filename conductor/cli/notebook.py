@@ -14,16 +14,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from conductor.cli.browse import (
-    console,
-    ident,
-    one_line,
-    open_book,
-    run_list,
-    run_show,
-    table,
-)
+from conductor.cli.browse import console, open_book, run_list, run_show
 from conductor.config.flags import add_setting_flags
+from conductor.export.notebook_views import ident, one_line, table
 
 
 def _add_path(parser: argparse.ArgumentParser) -> None:

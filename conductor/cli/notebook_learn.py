@@ -41,9 +41,7 @@ def _ours(path: Path) -> bool:
 
 def runs_of(path: Path, limit: int | None) -> Iterator[list[Event]]:
     """Each run of the file as its events, in the file's order."""
-    from conductor.methods import BASELINES
-    from conductor.replay.baselines import method_of_path
-    from record.published import published_events, read_published, run_id_for, without_calls
+    from conductor.replay.files import published_runs
     from record.reader import iter_events
 
     if _ours(path):
@@ -52,15 +50,7 @@ def runs_of(path: Path, limit: int | None) -> Iterator[list[Event]]:
             runs.setdefault(event.run_id, []).append(event)
         yield from list(runs.values())[:limit]
         return
-    # A baseline's harness dispatched nothing: an "Expert X:" in its text (multi-persona
-    # writes them) is no expert call, and two such lines are no corroboration.
-    method = method_of_path(path) or ""
-    for record in read_published(path, limit=limit).records:
-        if method in BASELINES:
-            record = without_calls(record)
-        # The method in the id: the same task's runs of two folders never share one.
-        run_id = run_id_for(record, method) if method else None
-        yield published_events(record, source_file=str(path), run_id=run_id, method=method)
+    yield from published_runs(path, limit=limit)
 
 
 def withheld(events: list[Event]) -> list[Event]:
@@ -69,7 +59,8 @@ def withheld(events: list[Event]) -> list[Event]:
 
 
 def run_learn(args: argparse.Namespace) -> int:
-    from conductor.cli.browse import console, open_book, table
+    from conductor.cli.browse import console, open_book
+    from conductor.export.notebook_views import table
     from conductor_kernel.text.display import visible_line
     from lessons.values import TRUST_NAMES, trust_name
     from lessons.write.learn import learn_from_run

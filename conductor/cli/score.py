@@ -18,7 +18,7 @@ import argparse
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conductor.cli.json_out import json_text
 from conductor_kernel.errors import UserFacingError
@@ -163,6 +163,7 @@ def run_score(args: argparse.Namespace) -> int:
                 for tally in found:
                     print(json_text(tally.to_dict(args.rule), ensure_ascii=False), flush=True)
     if args.markdown:
+        from conductor.export.score_tables import suite_tables
         from conductor.export.suite import render_markdown
 
         print("\n\n".join(render_markdown(t) for t in suite_tables(tallies, methods).values()))
@@ -175,31 +176,12 @@ def run_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def suite_tables(tallies: list[FileScore], methods: dict[str, str]) -> dict[str, Any]:
-    """The Table 1 layout of the tallies, by the paper's rule and by ours."""
-    from conductor.export.suite import SuiteTable
-
-    tables = {
-        "paper": SuiteTable(
-            "Accuracy (%) by the paper's rule",
-            note="The paper's scoring rules re-implemented (docs/scoring.md).",
-        ),
-        "ours": SuiteTable(
-            "Accuracy (%) by our scorers",
-            note="Where ours and the paper's differ, `--diff` lists every item.",
-        ),
-    }
-    for t in tallies:
-        for rule, table in tables.items():
-            table.add(t.task, t.method or methods.get(t.file, ""), t.correct(rule), t.n)
-    return tables
-
-
 def _print_suite(
     tallies: list[FileScore], methods: dict[str, str], *, as_json: bool, rule: str
 ) -> None:
     from rich.console import Console
 
+    from conductor.export.score_tables import suite_tables
     from conductor.export.suite import rich_table
 
     tables = suite_tables(tallies, methods)
@@ -223,63 +205,23 @@ def _print_suite(
         console.print(rich_table(table))
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
 def _print_table(tallies: list[FileScore], rule: str) -> None:
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
 
-    from conductor.methods import label
-    from conductor_kernel.text.display import visible_line
+    from conductor.export.score_tables import score_table
 
-    rule_named = "our rule" if rule == "ours" else "the paper's rule"
-    table = Table(title="Accuracy (%)", caption=f"correct/accuracy reported by {rule_named}")
-    by_method = any(t.method for t in tallies)
-    named = ("file", "task", "method") if by_method else ("file", "task")
-    for column in (*named, "n", "paper rule", "ours", "Δ", "no answer"):
-        table.add_column(column, justify="left" if column in named else "right")
-    for t in tallies:
-        delta = (t.ours_correct - t.paper_correct) * 100.0 / t.n if t.n else 0.0
-        table.add_row(
-            Text(visible_line(_short(t.file))),
-            Text(visible_line(t.task)),
-            *([Text(visible_line(label(t.method)))] if by_method else []),
-            str(t.n),
-            f"{t.paper_correct} = {_pct(t.accuracy('paper'))}",
-            f"{t.ours_correct} = {_pct(t.accuracy('ours'))}",
-            f"{delta:+.1f}",
-            str(t.no_answer),
-        )
     console = Console()
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console = Console(width=120)  # piped: do not squeeze file names to 80 columns
-    console.print(table)
-
-
-def _short(path: str) -> str:
-    parts = Path(path).parts
-    return str(Path(*parts[-2:])) if len(parts) > 1 else path
+    console.print(score_table(tallies, rule))
 
 
 def _print_disagreements(tallies: list[FileScore]) -> None:
     from rich.console import Console
-    from rich.markup import escape
 
-    from conductor_kernel.text.display import visible_line
+    from conductor.export.score_tables import disagreement_lines
 
     console = Console()
-    for t in tallies:
-        for d in t.disagreements:
-            answer = "(none)" if d.answer is None else " ".join(d.answer.split())[:100]
-            console.print(
-                f"{escape(visible_line(_short(t.file)))}:{d.item.line} "
-                f"ours={'✓' if d.ours else '✗'} paper={'✓' if d.paper else '✗'} "
-                f"target={escape(visible_line(repr(d.item.target)))} "
-                f"answer={escape(visible_line(repr(answer)))} "
-                f"[dim]({escape(visible_line(d.detail))})[/]",
-                highlight=False,
-                soft_wrap=True,  # one line per item, so the list can be grepped
-            )
+    for line in disagreement_lines(tallies):
+        # One line per item, so the list can be grepped.
+        console.print(line, highlight=False, soft_wrap=True)

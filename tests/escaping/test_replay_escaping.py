@@ -8,7 +8,7 @@ import io
 import pytest
 from rich.console import Console
 
-from conductor.cli.replay import print_mismatches
+from conductor.export.replay_tables import print_mismatches
 from conductor.replay.runner import FileReport, Mismatch
 from conductor_kernel.text.display import UNSAFE
 

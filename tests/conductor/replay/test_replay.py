@@ -365,7 +365,7 @@ def test_replay_through_the_docker_sandbox(shared_dir: Path, require_docker) -> 
 
 
 def test_readme_replay_table_has_the_columns_the_markdown_option_prints(tmp_path: Path) -> None:
-    from conductor.cli.replay import markdown_table
+    from conductor.export.replay_tables import markdown_table
 
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- replay-table -->")[1].split("<!-- /replay-table -->")[0]
