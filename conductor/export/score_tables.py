@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from record.correctness import CORRECT, MARKS, WRONG
+
 if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
@@ -86,7 +88,8 @@ def disagreement_lines(tallies: list[FileScore]) -> list[Text]:
             answer = "(none)" if d.answer is None else " ".join(d.answer.split())[:100]
             line = Text(
                 f"{visible_line(_short(t.file))}:{d.item.line} "
-                f"ours={'✓' if d.ours else '✗'} paper={'✓' if d.paper else '✗'} "
+                f"ours={MARKS[CORRECT if d.ours else WRONG]} "
+                f"paper={MARKS[CORRECT if d.paper else WRONG]} "
                 f"target={visible_line(repr(d.item.target))} "
                 f"answer={visible_line(repr(answer))} "
             )
