@@ -37,9 +37,9 @@ def transcript_of(ref: str, *, files: bool = True) -> Path:
     unindexed = runs_dir() / f"{ref}.jsonl"
     if "/" not in ref and "\\" not in ref and unindexed.is_file():
         return unindexed
-    also = ", a transcript file" if files else ""
+    what = "a run id or a transcript file" if files else "a run id"
     raise UserFacingError(
-        f"no run matches {ref!r} (or the prefix is ambiguous); give a run id{also}: {NO_RUN}."
+        f"no run matches {ref!r} (or the prefix is ambiguous); give {what} ({NO_RUN})."
     )
 
 
