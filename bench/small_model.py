@@ -188,20 +188,25 @@ def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _task_item(run_item: str) -> str:
+    """A comparison's run of an item (`ITEM@method`) as the item it asked."""
+    return run_item.rsplit("@", 1)[0]
+
+
 def paired(rows: list[dict[str, Any]]) -> None:
-    """Each row's items right only with it and only with `standard` (same variant and
-    task, the items both ran): `vs_standard` is "+a/-b", or "-" without a baseline row."""
+    """Each row's items right only with it and only with `standard` on the same task
+    (the carrier's own standard row, else another carrier's: standard sends no protocol),
+    over the items both ran: `vs_standard` is "+a/-b", or "-" without a baseline row."""
     for row in rows:
-        base = next(
-            (b for b in rows if b["method"] == BASELINE and b["variant"] == row["variant"]
-             and b["task"] == row["task"]),
-            None,
-        )  # fmt: skip
-        if base is None or row is base:
+        bases = [b for b in rows if b["method"] == BASELINE and b["task"] == row["task"]]
+        base = next((b for b in bases if b["variant"] == row["variant"]), None)
+        base = base or (bases[0] if bases else None)
+        if base is None or row["method"] == BASELINE:
             row["vs_standard"] = "-"
             continue
-        both = set(row["items"]) & set(base["items"])
-        mine, theirs = set(row["right_items"]) & both, set(base["right_items"]) & both
+        both = {_task_item(i) for i in row["items"]} & {_task_item(i) for i in base["items"]}
+        mine = {_task_item(i) for i in row["right_items"]} & both
+        theirs = {_task_item(i) for i in base["right_items"]} & both
         row["vs_standard"] = f"+{len(mine - theirs)}/-{len(theirs - mine)}"
 
 

@@ -1,0 +1,59 @@
+"""bench/small_model.py's `vs_standard`, the yardstick of whether conducting helps: the
+items a method got right that standard did not, and the reverse, over the items both
+ran. A comparison names each run `ITEM@method`; compared as they were, no item was ever
+shared, and every row read +0/-0 whatever the runs did."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "small_model.py"
+
+
+def _bench() -> Any:
+    spec = importlib.util.spec_from_file_location("small_model_bench", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("small_model_bench", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(variant: str, method: str, right: dict[str, bool]) -> dict[str, Any]:
+    items = [f"{item}@{method}" for item in right]
+    return {
+        "variant": variant,
+        "task": "t",
+        "method": method,
+        "items": items,
+        "right_items": [f"{item}@{method}" for item, ok in right.items() if ok],
+    }
+
+
+outcomes = st.dictionaries(
+    st.sampled_from([f"t-{n}" for n in range(8)]),
+    st.tuples(st.booleans(), st.booleans()),
+    min_size=1,
+)
+
+
+@given(outcomes)
+def test_vs_standard_counts_each_item_right_with_one_and_not_the_other(
+    outcome: dict[str, tuple[bool, bool]],
+) -> None:
+    bench = _bench()
+    meta = _row("tools", "meta", {i: m for i, (m, _) in outcome.items()})
+    grammar = _row("grammar", "meta", {i: m for i, (m, _) in outcome.items()})
+    standard = _row("tools", "standard", {i: s for i, (_, s) in outcome.items()})
+    bench.paired([meta, grammar, standard])
+    gained = sum(m and not s for m, s in outcome.values())
+    lost = sum(s and not m for m, s in outcome.values())
+    assert meta["vs_standard"] == f"+{gained}/-{lost}"
+    assert grammar["vs_standard"] == f"+{gained}/-{lost}"  # standard sends no protocol
+    assert standard["vs_standard"] == "-"
