@@ -312,7 +312,9 @@ class BatchRunner:
                     session.cancel()  # a run that started after stop() was called
                 _note(event, record)
                 if isinstance(event, MetaTurnFinished):
-                    last_turn = event.text
+                    # The paper's rule reads a text turn; a turn carried by tool calls
+                    # or a grammar holds no `>> FINAL ANSWER`, so it reads the answer.
+                    last_turn = "" if event.carrier else event.text
                 elif isinstance(event, RunFinished):
                     finished = event
         except Exception as exc:

@@ -130,5 +130,7 @@ def last_meta_turn(transcript: Path) -> str | None:
         run = outline_file(transcript)
     except OSError:
         return None
-    texts = [r.finished.text for r in run.rounds if r.finished is not None]
-    return texts[-1] if texts else None
+    turns = [r.finished for r in run.rounds if r.finished is not None]
+    if not turns or turns[-1].carrier:
+        return None  # a call-carried turn holds no `>> FINAL ANSWER`: the rule reads the answer
+    return turns[-1].text
