@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conductor.methods import MethodName
+from conductor.method_names import MethodName
 from conductor_kernel.limits.run_config import RunConfig, setting
 
 

@@ -10,8 +10,9 @@ of the paper's Table 1, and builds them; `docs/methods.md` says what each one se
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, get_args
+from typing import get_args
 
+from conductor.method_names import MethodName
 from conductor.methods.baselines import (
     expert_dynamic,
     expert_static,
@@ -24,15 +25,6 @@ from conductor_kernel.interfaces import Method
 from conductor_kernel.run.meta import META, META_NO_PYTHON, MetaPrompting
 
 # The methods, in Table 1's column order (the `method` setting's allowed values).
-MethodName = Literal[
-    "standard",
-    "zero-shot-cot",
-    "expert-static",
-    "expert-dynamic",
-    "multipersona",
-    "meta-no-python",
-    "meta",
-]
 METHODS: tuple[str, ...] = get_args(MethodName)
 BASELINES = METHODS[:5]
 # What a comparison measures every method against: meta-prompting with Python.
