@@ -523,7 +523,9 @@ class RunIndex:
         """The run with this id, else the one run whose id starts with it (`%` and `_`
         are characters like any other); None when none or several do."""
         if not run_id or not encodable(run_id):
-            return None  # empty names no run (as a prefix it is every run's); no stored id holds a lone surrogate
+            # Nothing typed names no run (as a prefix it would be every run's), and no
+            # stored id holds a lone surrogate.
+            return None
         with self._reading():
             rows = self._rows("select * from runs where run_id = ?", [run_id])
             if not rows:
@@ -568,12 +570,11 @@ class RunIndex:
         audit its transcript). The verdict is the row's once a score was recorded (a
         run is scored after its audit is kept), else the one stored with the audit."""
         with self._reading():
-            cursor = self.conn.execute(
+            rows = self._rows(
                 "select runs.*, audits.report as audit_report from runs "
-                "left join audits on audits.run_id = runs.run_id order by started_at, run_id"
+                "left join audits on audits.run_id = runs.run_id order by started_at, run_id",
+                (),
             )
-            names = [d[0] for d in cursor.description]
-            rows = [dict(zip(names, r, strict=True)) for r in cursor]
         return [(as_record(row), _stored_audit(row)) for row in rows]
 
     def count_runs(self, filters: RunFilter | None = None) -> int:

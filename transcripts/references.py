@@ -16,9 +16,9 @@ from transcripts.runs_schema import RunRecord
 NO_RUN = "`conductor runs list` shows run ids"
 
 
-def indexed_run(ref: str, index: RunIndex | None = None) -> RunRecord:
+def indexed_run(ref: str) -> RunRecord:
     """The run runs.db holds under this id or unique prefix of one."""
-    row = (index or RunIndex()).get(ref)
+    row = RunIndex().get(ref)
     if row is None:
         raise UserFacingError(f"no run matches {ref!r} (or the prefix is ambiguous); {NO_RUN}.")
     return row

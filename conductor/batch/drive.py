@@ -64,18 +64,21 @@ def drive(
     setup: BatchSetup,
     *,
     concurrency: int,
-    make_runner: RunnerFactory[R],
     progress: Progress,
+    make_runner: RunnerFactory[R] | None = None,
     announce: Callable[[R, list[TaskItem]], str],
     describe: Callable[[TaskItem], dict[str, Any]] | None = None,
     recorded: dict[str, Any] | None = None,
     around: Callable[[R, list[TaskItem]], AbstractContextManager[Any]] = _nothing,
     closing: Callable[[], dict[str, Any]] = dict,
 ) -> Driven[R]:
-    """Run the plan's pending items. `announce(runner, todo)` is the line said before
-    (on stderr); `around(runner, todo)` holds what lives while the items run (a cluster's
-    workers); `recorded` goes into the session's entry at its start, `closing()` at its
-    end."""
+    """Run the plan's pending items, on this machine unless `make_runner` says where
+    (a cluster's). `announce(runner, todo)` is the line said before (on stderr);
+    `around(runner, todo)` holds what lives while the items run (a cluster's workers);
+    `recorded` goes into the session's entry at its start, `closing()` at its end."""
+    runners = make_runner or local_runner(
+        setup, concurrency=concurrency, progress=progress, retry_errors=args.retry_errors
+    )
     session = batch_session.open_session(
         folder, args, settings, setup, concurrency, **(recorded or {})
     )
@@ -90,7 +93,7 @@ def drive(
             {"batch_id": folder.batch_id},
             describe=describe,
         )
-        runner = make_runner(plan, session)
+        runner = runners(plan, session)
         todo = runner.pending()
         with around(runner, todo):
             print(announce(runner, todo), file=sys.stderr)
@@ -102,7 +105,7 @@ def drive(
 
 def local_runner(
     setup: BatchSetup, *, concurrency: int, progress: Progress, retry_errors: bool
-) -> RunnerFactory[BatchRunner]:
+) -> RunnerFactory[Any]:
     """Items run in this process's threads, each into the batch's runs.db."""
 
     def make(plan: BatchPlan, session: batch_session.BatchSession) -> BatchRunner:

@@ -33,6 +33,7 @@ from conductor import interrupts
 from conductor.batch.cells import CellPool, CellsClosed, CellStartError
 from conductor.batch.report import ItemRecord, Tally
 from conductor.batch.store import FORMAT_VERSION, RESULTS_FILE, ResultsLog, is_finished, safe_name
+from conductor.scoring.base import paper_turn
 from conductor.session import Session
 from conductor.tasks.files import TaskItem
 from conductor_kernel.errors import (
@@ -312,9 +313,7 @@ class BatchRunner:
                     session.cancel()  # a run that started after stop() was called
                 _note(event, record)
                 if isinstance(event, MetaTurnFinished):
-                    # The paper's rule reads a text turn; a turn carried by tool calls
-                    # or a grammar holds no `>> FINAL ANSWER`, so it reads the answer.
-                    last_turn = "" if event.carrier else event.text
+                    last_turn = paper_turn(event)
                 elif isinstance(event, RunFinished):
                     finished = event
         except Exception as exc:

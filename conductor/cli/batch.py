@@ -172,16 +172,14 @@ def _run(
     concurrency: int,
 ) -> int:
     from conductor.batch import session as batch_session
-    from conductor.batch.drive import drive, local_runner
+    from conductor.batch.drive import Driven, drive
     from conductor.batch.report import write_report
+    from conductor.batch.runner import BatchRunner
 
     progress = Progress(enabled=not args.json and sys.stdout.isatty())
-    driven = drive(
+    driven: Driven[BatchRunner] = drive(
         folder, args, settings, spec, items, setup,
         concurrency=concurrency,
-        make_runner=local_runner(
-            setup, concurrency=concurrency, progress=progress, retry_errors=args.retry_errors
-        ),
         progress=progress,
         announce=lambda runner, todo: (
             f"batch {folder.batch_id}: {len(items)} items, {runner.tally.done} finished "

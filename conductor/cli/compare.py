@@ -23,7 +23,7 @@ from conductor.batch.compare import (
 )
 from conductor.batch.compare_report import comparison_report, render_comparison
 from conductor.batch.compare_text import MethodTally, terminal_text
-from conductor.batch.drive import drive, local_runner
+from conductor.batch.drive import drive
 from conductor.batch.report import ItemRecord, write_report
 from conductor.batch.runner import BatchRunner
 from conductor.batch.setup import BatchSetup
@@ -163,9 +163,6 @@ def _run(
     driven = drive(
         folder, args, settings, spec, comparison.run_items, setup,
         concurrency=concurrency,
-        make_runner=local_runner(
-            setup, concurrency=concurrency, progress=progress, retry_errors=args.retry_errors
-        ),
         progress=progress,
         announce=announce,
         describe=comparison.describe,

@@ -118,18 +118,17 @@ def _run(
     )
     nodes = alive_nodes()
     progress = Progress(enabled=not args.json and sys.stdout.isatty())
-    started: dict[str, Any] = {}  # the rate gate and the workers, once made
+    gates: list[Any] = []  # the rate gate, made with the runner (it needs the session)
 
     def make_runner(plan: Any, session: Any) -> RayBatchRunner:
         gate, make_actor = start_actors(
             settings, spec, folder.batch_id, learning, session_no=session.number,
             concurrency=concurrency, rpm=args.rpm, tpm=args.tpm,
         )  # fmt: skip
-        pool = WorkerPool(make_actor, max_replacements=2 * len(nodes) + 2)
-        started.update(gate=gate, pool=pool)
+        gates.append(gate)
         runner = RayBatchRunner(
             plan,
-            pool,
+            WorkerPool(make_actor, max_replacements=2 * len(nodes) + 2),
             learning,
             concurrency=concurrency,
             index=IndexSink(folder.path / "runs"),
@@ -145,11 +144,11 @@ def _run(
         try:
             learning.start()
             if todo:
-                started["pool"].start(nodes)
+                runner.pool.start(nodes)
             yield
             learning.finish()
         finally:
-            started["pool"].close()
+            runner.pool.close()
 
     driven = drive(
         folder, args, settings, spec, items, setup,
@@ -168,7 +167,7 @@ def _run(
     import ray
 
     session, runner, outcome = driven.session, driven.runner, driven.outcome
-    gate, pool = started["gate"], started["pool"]
+    gate, pool = gates[0], runner.pool
     report = batch_session.session_report(session, args, spec, items, runner.log)
     report["ray"] = {
         **cluster,

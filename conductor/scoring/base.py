@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conductor_kernel.events import MetaTurnFinished
 from conductor_kernel.interfaces import Sandbox
 
 PAPER_ANSWER_OPENER = '>> final answer:\n"""'
@@ -58,6 +59,13 @@ class ScoringEnv:
 
     sandbox: Sandbox | None = None
     timeout_s: float = 10.0
+
+
+def paper_turn(turn: MetaTurnFinished) -> str:
+    """What of a last meta turn the paper's rule reads: a text turn as written. A turn
+    carried by tool calls or a grammar holds no `>> FINAL ANSWER`: empty, so the rule
+    reads the answer as its harness would have written it (`paper_output_for`)."""
+    return "" if turn.carrier else turn.text
 
 
 def paper_answer(output: str, *, lowercase: bool = True, strip: bool = True) -> str:

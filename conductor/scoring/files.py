@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor.scoring import score
-from conductor.scoring.base import ScoreResult
+from conductor.scoring.base import ScoreResult, paper_turn
 from conductor.tasks.files import OnError, Problem, TaskFileError, TaskItem, read_task_file
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.interfaces import Sandbox
@@ -131,6 +131,4 @@ def last_meta_turn(transcript: Path) -> str | None:
     except OSError:
         return None
     turns = [r.finished for r in run.rounds if r.finished is not None]
-    if not turns or turns[-1].carrier:
-        return None  # a call-carried turn holds no `>> FINAL ANSWER`: the rule reads the answer
-    return turns[-1].text
+    return (paper_turn(turns[-1]) or None) if turns else None
