@@ -23,6 +23,7 @@ from typing import Any
 from conductor_kernel.interfaces import ExecResult
 from conductor_kernel.text.display import visible_line
 from conductor_kernel.text.output import CappedBuffer
+from sandbox import preload
 
 log = logging.getLogger("conductor.sandbox")
 
@@ -266,6 +267,7 @@ def run_guarded(
 ) -> ExecResult:
     """`sandbox._run_locked` under its lock; anything it raises retires the sandbox and
     comes back as an `ExecResult` with a `sandbox_error`, never as an exception."""
+    preload.DEMAND.note(code)  # what the next sandboxes preload (sandbox/preload.py)
     with sandbox._lock:
         started = time.monotonic()
         try:

@@ -32,6 +32,7 @@ from pathlib import Path
 from sandbox.policy import hostview
 from sandbox.policy import seccomp as seccomp_policy
 from sandbox.policy.cgroups import SandboxCgroup
+from sandbox.preload import preload_args
 
 SANDBOX_UID = 10001  # the cell's uid inside an unprivileged user namespace
 WORKDIR = "/work"
@@ -172,7 +173,7 @@ def system_binds(root: Path, visible_root: Path) -> list[str]:
 
 def runner_command(python: str, *, cell_uid: int | None, limits: Limits, cgroup: bool) -> list:
     argv = [python, "-I", "-B", f"{RUNNER_DIR}/main.py", "--workdir", WORKDIR]
-    argv += ["--lifetime", f"{limits.lifetime_s:.0f}", "--kill-strays"]
+    argv += ["--lifetime", f"{limits.lifetime_s:.0f}", "--kill-strays", *preload_args()]
     if cell_uid is not None:
         argv += ["--cell-uid", str(cell_uid)]
     per_cell = {

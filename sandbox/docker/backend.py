@@ -41,6 +41,7 @@ from sandbox.docker.config import (  # noqa: F401 (re-exported: tests and the be
     seccomp_profile,
 )
 from sandbox.docker.pool import RunnerSession, SessionStartError, WarmPool, shared_pool
+from sandbox.preload import preload_args
 from sandbox.protocol import (
     DeadlineExceeded,
     ProtocolError,
@@ -138,8 +139,8 @@ class DockerSandbox:
 
         def make_kwargs() -> dict[str, Any]:
             kwargs = limits.create_kwargs(image)
-            if command:
-                kwargs["command"] = command
+            # The heavy libraries to preload are chosen at each start, from the latest cells.
+            kwargs["command"] = command or [*kwargs["command"], *preload_args()]
             kwargs["labels"] = {**sweeper.owner_labels(limits.lifetime_s), "conductor.image": image}
             return kwargs
 

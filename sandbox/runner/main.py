@@ -66,6 +66,8 @@ PRELOAD = (
     "numpy",
     "sympy",
 )
+# The libraries whose preload the host chooses (sandbox/preload.py keeps the same list).
+HEAVY = ("numpy", "sympy")
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PR_SET_NO_NEW_PRIVS = 38
@@ -149,6 +151,15 @@ def harden_runner(seccomp_bpf: str | None) -> None:
         load_seccomp(base64.b64decode(seccomp_bpf))
 
 
+def chosen_preload(heavy: str | None) -> tuple[str, ...]:
+    """PRELOAD, keeping of its heavy libraries only those named (all when None). The
+    host decides from the cells it has sent (sandbox/preload.py)."""
+    if heavy is None:
+        return PRELOAD
+    keep = {name.strip() for name in heavy.split(",")}
+    return tuple(name for name in PRELOAD if name not in HEAVY or name in keep)
+
+
 def preload(names: tuple[str, ...]) -> list[str]:
     loaded = []
     for name in names:
@@ -183,6 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default=os.getcwd())
     parser.add_argument("--kill-strays", action="store_true")
     parser.add_argument("--no-preload", action="store_true")
+    parser.add_argument(
+        "--preload",
+        metavar="A,B",
+        help="of the heavy libraries (numpy, sympy), preload only these (empty: none)",
+    )
     parser.add_argument("--cell-uid", type=int, help="run each cell as this uid (needs root)")
     parser.add_argument("--seccomp-bpf", help="a seccomp filter to load (base64 sock_filter)")
     parser.add_argument(
@@ -212,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.alarm(int(args.lifetime) + 1)  # default action: the runner ends
 
     started = time.monotonic()
-    loaded = [] if args.no_preload else preload(PRELOAD)
+    loaded = [] if args.no_preload else preload(chosen_preload(args.preload))
     gc.collect()
     gc.freeze()  # children then leave the preloaded objects' pages shared
     preload_s = time.monotonic() - started
