@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 from conductor_kernel.errors import UserFacingError
@@ -66,7 +67,14 @@ def host_cells(cores: int | None = None, memory_bytes: int | None = None) -> int
 
 
 class CellPool:
-    """At most `size` sandboxes from `open_box` alive at once; see the module's doc."""
+    """At most `size` sandboxes from `open_box` alive at once; see the module's doc.
+
+    Told what is coming (`expect`), the pool starts sandboxes ahead of the items that
+    will ask: up to `spares` of them wait started, within the same `size`, and each is
+    handed to one item only, untouched, as a sandbox started on demand would be. A
+    spare that fails to start is dropped (the item then starts its own, with retries,
+    and sees the failure itself); warming ahead stops after `attempts` such failures.
+    """
 
     def __init__(
         self,
@@ -82,34 +90,77 @@ class CellPool:
         self.size = size if size else host_cells()
         self.attempts = max(1, attempts)
         self.retry_delay_s = retry_delay_s
-        self._free = threading.Semaphore(self.size)
+        self._cond = threading.Condition()
         self._closed = threading.Event()
         self._abandoned = threading.Event()
-        self._lock = threading.Lock()
-        self.alive = 0
+        self.alive = 0  # cells taken: in use, waiting started, or starting
         self.peak = 0  # the most cells alive at once, for reports and benchmarks
+        self._ready: deque[Sandbox] = deque()
+        self._warming = 0
+        self._expected = 0  # opens still to come, as the batch said
+        self._waiting = 0  # opens waiting now
+        self._spares = 0
+        self.warm_failures = 0
+        self.handed_warm = 0  # opens served by a sandbox started ahead (for benchmarks)
+
+    def expect(self, opens: int, spares: int) -> None:
+        """`opens` more items will each ask for a cell: keep up to `spares` sandboxes
+        started ahead of them (0: start each on demand, as before)."""
+        with self._cond:
+            self._expected, self._spares = max(0, opens), max(0, spares)
+            self._warm_locked()
 
     def open(self) -> Sandbox | None:
         """A sandbox from a free cell, waiting for one; None when runs have no sandbox."""
-        while not self._free.acquire(timeout=_POLL_S):
-            if self._closed.is_set():
-                raise CellsClosed("the batch stopped while this item waited for a sandbox")
+        with self._cond:
+            self._expected = max(0, self._expected - 1)
+            self._waiting += 1
+            try:
+                box = self._wait_for_cell_locked()
+            finally:
+                self._waiting -= 1
+            if box is not None:
+                self._warm_locked()  # this item is served: warm for those still coming
+                return PooledCell(box, self._give_back, self._abandoned)
         try:
             box = self._start()
         except BaseException:
-            self._free.release()
+            self._give_back()
             raise
         if box is None:
-            self._free.release()
+            self._give_back()
             return None
-        with self._lock:
-            self.alive += 1
-            self.peak = max(self.peak, self.alive)
         return PooledCell(box, self._give_back, self._abandoned)
+
+    def _wait_for_cell_locked(self) -> Sandbox | None:
+        """A spare started ahead, or None once this item may start its own in a cell
+        it now holds; CellsClosed when the batch stops first."""
+        while True:
+            if self._closed.is_set():
+                raise CellsClosed("the batch stopped while this item waited for a sandbox")
+            if self._ready:
+                self.handed_warm += 1
+                return self._ready.popleft()
+            # Start its own in a free cell unless a spare already starting is its own.
+            if self.alive < self.size and self._warming < self._waiting:
+                self._take_cell_locked()
+                return None
+            self._cond.wait(timeout=_POLL_S)
+
+    def close_spares(self) -> None:
+        """The items are done: end the sandboxes still waiting, start no more."""
+        with self._cond:
+            self._expected = self._spares = 0
+            spares, self._ready = list(self._ready), deque()
+        for box in spares:
+            self._end_spare(box)
 
     def stop_waiting(self) -> None:
         """The batch stops: items waiting for a cell give up (CellsClosed)."""
         self._closed.set()
+        with self._cond:
+            self._cond.notify_all()
+        self.close_spares()
 
     def abandon(self) -> None:
         """The process leaves now (a stop signal): nobody waits for a cell, closing one
@@ -118,6 +169,7 @@ class CellPool:
         if self._abandoned.is_set():
             return
         self._abandoned.set()
+        self.close_spares()
         if self.leave is not None:
             try:
                 self.leave()
@@ -127,6 +179,50 @@ class CellPool:
     @property
     def abandoned(self) -> bool:
         return self._abandoned.is_set()
+
+    def _take_cell_locked(self) -> None:
+        self.alive += 1
+        self.peak = max(self.peak, self.alive)
+
+    def _warm_locked(self) -> None:
+        """Start spares while cells are free and items are coming for them."""
+        if self._closed.is_set() or self.warm_failures >= self.attempts:
+            return
+        coming = self._expected + self._waiting
+        while self.alive < self.size and len(self._ready) + self._warming < min(
+            self._spares, coming
+        ):
+            self._take_cell_locked()
+            self._warming += 1
+            threading.Thread(target=self._warm_one, name="cell-warm", daemon=True).start()
+
+    def _warm_one(self) -> None:
+        box: Sandbox | None = None
+        try:
+            box = self.open_box()
+        except Exception as exc:  # the item that needs it starts its own and sees why
+            log.warning("a sandbox started ahead failed: %s", exc)
+        with self._cond:
+            self._warming -= 1
+            if box is None:
+                self.warm_failures += 1
+            keep = box is not None and not self._closed.is_set() and self._spares > 0
+            if keep:
+                assert box is not None
+                self._ready.append(box)
+            else:
+                self.alive -= 1
+            self._cond.notify_all()
+        if box is not None and not keep:
+            self._end_spare(box, cell_freed=True)
+
+    def _end_spare(self, box: Sandbox, *, cell_freed: bool = False) -> None:
+        if self._abandoned.is_set():
+            _close_unwaited(box)
+        else:
+            _close_quietly(box)
+        if not cell_freed:
+            self._give_back()
 
     def _start(self) -> Sandbox | None:
         problem: BaseException | None = None
@@ -152,9 +248,10 @@ class CellPool:
         ) from problem
 
     def _give_back(self) -> None:
-        with self._lock:
+        with self._cond:
             self.alive -= 1
-        self._free.release()
+            self._warm_locked()
+            self._cond.notify_all()
 
 
 class PooledCell:

@@ -200,6 +200,9 @@ class BatchRunner:
     def run(self) -> SessionOutcome:
         started = time.monotonic()
         self._queue = deque(self.pending())
+        if self.cells is not None:
+            # Sandboxes start ahead of the items, one spare per worker at most.
+            self.cells.expect(len(self._queue), spares=self.concurrency)
         workers = [
             threading.Thread(target=self._work, name=f"batch-worker-{n}", daemon=True)
             for n in range(min(self.concurrency, len(self._queue)))
@@ -221,6 +224,11 @@ class BatchRunner:
             self.outcome.user_interrupt = True
             self.stop("interrupted by the user")
             self._wait_for(workers)
+        finally:
+            if self.outcome.user_interrupt:
+                self._leave()  # spares still starting are the backends' to end, unwaited
+            elif self.cells is not None:
+                self.cells.close_spares()
         self.outcome.wall_s = time.monotonic() - started
         return self.outcome
 

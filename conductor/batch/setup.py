@@ -130,6 +130,7 @@ def live_setup(
             method=chosen,
             # Learning's checks run in a sandbox of their own, never the item's.
             fresh_sandbox=open_outside_pool if sandbox_name else None,
+            single_run=True,
         )
 
     with_notebook = settings.recall or settings.learn
@@ -190,7 +191,7 @@ def replay_setup(
         model = ReplayModel(record)
         config = replay_config(record.notice_round or notice)
         config.python = settings.run.python
-        return Session(model, model, cells.open(), config, runs_path=runs())
+        return Session(model, model, cells.open(), config, runs_path=runs(), single_run=True)
 
     identity = {"model": "replay", "python": settings.run.python}
     setup = BatchSetup(

@@ -103,6 +103,9 @@ class Session:
     # Score each run when it ends (conductor/scoring/runs.py): a `RunScored` event
     # after `RunFinished` for a run with a target or a checker.
     scoring: bool = True
+    # A session for one run (a batch's item) hands its sandbox back as the run ends,
+    # before scoring and learning: a batch's next item takes the cell meanwhile.
+    single_run: bool = False
     # Why the task's own check rejects a final answer (question, task, answer), asked
     # before a meta-prompting run takes it (conductor/scoring/answer_check.py).
     answer_check: Callable[[str, str, str], str | None] | None = field(default_factory=_task_check)
@@ -217,6 +220,8 @@ class Session:
                 if event is finished:
                     self._fold(events, sinks)
                 yield event
+            if self.single_run and self.sandbox is not None:
+                self.sandbox.close()
             verdict = self._score(result.outline) if result.outline is not None else None
             if verdict is not None:
                 self._deliver(verdict, writer, sinks)

@@ -22,6 +22,7 @@ from conductor.batch.cells import (
     CellPool,
     CellsClosed,
     CellStartError,
+    PooledCell,
     host_cells,
 )
 from conductor.batch.runner import BatchRunner
@@ -182,7 +183,11 @@ def test_a_persistent_start_failure_is_the_items_error_and_the_batch_goes_on(
     plan = plan_for(tmp_path, 3)
     BatchRunner(plan, setup.make_session, concurrency=2, cells=setup.cells).run()
     records = plan.results.read()
-    assert len(records) == 3 and boxes.starts == 3 * setup.cells.attempts
+    # Each item tried its own start `attempts` times; warming ahead gave up after as
+    # many failures (or a few more, started side by side before it knew).
+    warm_failures = setup.cells.warm_failures
+    assert setup.cells.attempts <= warm_failures <= setup.cells.attempts + 2
+    assert len(records) == 3 and boxes.starts == 3 * setup.cells.attempts + warm_failures
     for record in records.values():
         assert record["status"] == "error"
         assert "could not start a sandbox after" in record["error"]["message"]
@@ -322,4 +327,93 @@ def test_a_stop_signal_during_warm_up_returns_with_every_item_interrupted(
     deadline = time.monotonic() + 60
     while boxes.alive and time.monotonic() < deadline:
         time.sleep(0.01)
+    assert boxes.alive == 0
+
+
+# -- sandboxes started ahead of the items (issue 37) -----------------------------------
+
+
+class Untouched(Boxes):
+    """Boxes that remember whether any user had one before (a spare is handed once)."""
+
+    def open(self, *_: Any, **__: Any) -> Box:
+        box = super().open()
+        box.users = 0  # type: ignore[attr-defined]
+        return box
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    size=st.integers(1, 5),
+    spares=st.integers(0, 6),
+    users=st.integers(1, 16),
+    expected=st.integers(0, 20),
+    seed=st.integers(0, 2**32),
+)
+def test_spares_stay_within_the_pool_and_each_is_handed_to_one_user_untouched(
+    size: int, spares: int, users: int, expected: int, seed: int
+) -> None:
+    pause = random.Random(seed)
+    boxes = Untouched()
+    pool = CellPool(boxes.open, size)
+    pool.expect(expected, spares)
+    handed: list[Any] = []
+    lock = threading.Lock()
+
+    def use() -> None:
+        cell = pool.open()
+        assert isinstance(cell, PooledCell)
+        box = cell.inner
+        with lock:
+            assert box.users == 0, "a sandbox was handed to a second user"
+            box.users += 1
+            handed.append(box)
+        time.sleep(pause.random() / 200)
+        cell.close()
+
+    threads = [threading.Thread(target=use) for _ in range(users)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(handed) == users and len({id(box) for box in handed}) == users
+    assert boxes.peak <= size and pool.peak <= size
+    pool.close_spares()
+    # Spares nobody took are ended; none outlives the batch, none is left starting.
+    deadline = time.monotonic() + 30
+    while (boxes.alive or pool.alive) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert boxes.alive == 0 == pool.alive
+    assert boxes.starts <= users + min(spares, size) + size  # no start beyond the demand
+
+
+def test_an_item_told_of_in_advance_takes_a_sandbox_already_started() -> None:
+    boxes = Boxes()
+    pool = CellPool(boxes.open, 4)
+    pool.expect(2, spares=2)
+    with boxes.lock:
+        assert boxes.lock.wait_for(lambda: boxes.alive == 2, timeout=30)
+    first = pool.open()
+    assert first is not None and boxes.starts == 2 and pool.handed_warm == 1
+    second, third = pool.open(), pool.open()  # the third was not announced: its own start
+    assert second is not None and third is not None
+    assert pool.handed_warm == 2 and boxes.starts == 3 and pool.alive == 3
+    for cell in (first, second, third):
+        cell.close()
+    assert pool.alive == 0
+
+
+def test_a_batch_item_gives_its_cell_back_when_its_run_ends_before_learning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
+    """The after-run hooks (learning, its checks in sandboxes of their own) run while
+    the next item already holds the cell."""
+    boxes = Boxes()
+    setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=1)
+    session = setup.make_session(plan_for(tmp_path, 1).items[0])
+    seen: list[int] = []
+    session.after_run.append(lambda events, **_: seen.append(boxes.alive) or [])
+    session.run("Use numbers and basic arithmetic operations to obtain 24: 1 2 3 4")
+    assert seen == [0] and boxes.alive == 0
+    session.close()
     assert boxes.alive == 0

@@ -129,7 +129,9 @@ def test_a_start_that_always_fails_is_the_items_sandbox_error_and_runs_again(
     runner = one_item_batch(tmp_path, backend)
     runner.run()
     (record,) = runner.plan.results.read().values()
-    assert runner.cells is not None and faults.boxes == runner.cells.attempts
+    # The item's own starts, `attempts` of them, and the spare started ahead for it.
+    assert runner.cells is not None and runner.cells.warm_failures == 1
+    assert faults.boxes == runner.cells.attempts + runner.cells.warm_failures
     assert record["final"] and record["status"] == "error", record
     assert record["error"]["cause"] == "sandbox", record
     assert record["score"] is None  # a system failure is not graded as a wrong answer
