@@ -30,8 +30,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench" / "support"))
 
-SHARED = REPO.parent / "shared" / "data" / "meta-prompting" / "tasks" / "GameOf24.jsonl"
+from puzzles import GAME_OF_24, game_of_24_file  # noqa: E402
+
 MODES = {
     "no-python": ["--no-python"],
     "bwrap": ["--sandbox", "bwrap"],
@@ -83,25 +85,6 @@ def read_batch(home: Path) -> dict[str, Any]:
     }
 
 
-def task_file(source: Path, items: int, folder: Path) -> Path:
-    """The shared puzzles, then (past their 100) the same puzzles with their numbers in
-    other orders: new items, each as solvable as the one it came from."""
-    import itertools
-
-    puzzles = [json.loads(line) for line in source.open() if line.strip()]
-    rows, seen = [], set()
-    for order in range(24):
-        for puzzle in puzzles:
-            numbers = puzzle["input"].split()
-            shown = " ".join(list(itertools.permutations(numbers))[order])
-            if shown not in seen and len(rows) < items:
-                seen.add(shown)
-                rows.append({"input": shown, "target": puzzle.get("target", "24")})
-    path = folder / "GameOf24.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return path
-
-
 def available(mode: str) -> str | None:
     if mode == "no-python":
         return None
@@ -115,14 +98,14 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--tree", type=Path, default=REPO, help="the checkout whose code runs")
-    parser.add_argument("--task", type=Path, default=SHARED)
+    parser.add_argument("--task", type=Path, default=GAME_OF_24)
     parser.add_argument("--modes", default=",".join(MODES))
     args = parser.parse_args()
     if not args.task.exists():
         raise SystemExit(f"{args.task} is missing: the shared data sits beside the checkout")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-sandboxed-") as tmp:
-        task = task_file(args.task, args.items, Path(tmp))
+        task = game_of_24_file(args.items, Path(tmp), args.task)
         for mode in args.modes.split(","):
             problem = available(mode)
             if problem is not None:

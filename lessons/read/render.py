@@ -82,13 +82,24 @@ CHECKED_HERE = (
 TOKEN_MARGIN = 1.2
 
 
-# Cached: rendering counts each note twice (does it fit, then what it used), and the
-# same notes, headers and lines come back recall after recall.
-@functools.lru_cache(maxsize=4096)
+# Counts of short texts are cached: rendering counts each note twice (does it fit, then
+# what it used), and the same notes, headers and lines come back recall after recall. A
+# whole recall is new every time (its question's own), and kept as a cache key it held
+# 4,096 of them, 30 MB, in a long batch (bench/batch_memory.py).
+CACHED_CHARS = 4096
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_count(text: str) -> int:
+    return math.ceil(tokenizer_count(text) * TOKEN_MARGIN)
+
+
 def count_tokens(text: str) -> int:
     """Tokens `text` takes (conductor_kernel/text/tokens.py), with a margin for other
     tokenizers."""
-    return math.ceil(tokenizer_count(text) * TOKEN_MARGIN)
+    if len(text) > CACHED_CHARS:
+        return math.ceil(tokenizer_count(text) * TOKEN_MARGIN)
+    return _cached_count(text)
 
 
 def estimate_tokens(text: str) -> int:
