@@ -9,9 +9,10 @@ say "correct", "wrong" or "unscored" from one field.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from conductor_kernel.events import RunScored
+if TYPE_CHECKING:  # a type only: the run filters' flags import this module
+    from conductor_kernel.events import RunScored
 
 # The labels, also the values `runs list --correctness` and the TUI filter take.
 CORRECT, WRONG, UNSCORED = "correct", "wrong", "unscored"

@@ -27,29 +27,6 @@ from record.reader import read_transcript
 from record.writer import TranscriptBusy, TranscriptWriter
 
 
-def process_started(pid: int) -> str | None:
-    """When process `pid` started (clock ticks since boot), to tell a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def process_alive(pid: int, started: str | None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # someone else's process: alive
-    if started is None:
-        return True
-    now = process_started(pid)
-    return now is None or now == started
-
-
 def finish_transcript(path: Path, run_id: str) -> RunFinished | None:
     """Append the `run_finished` a dead process never wrote; None if it has one."""
     if not path.exists():

@@ -14,9 +14,12 @@ import fcntl
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.events import Event
+
+if TYPE_CHECKING:  # a type only: opening runs.db imports this module for DiskFull
+    from conductor_kernel.events import Event
 
 
 class DiskFull(UserFacingError):

@@ -31,21 +31,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.events import (
-    Event,
-    FinalAnswer,
-    NotesWritten,
-    RunFinished,
-    RunScored,
-    RunStarted,
-)
-from conductor_kernel.interfaces import Usage
-from record.audit import AuditReport, audit_outline
-from record.correctness import Correctness
-from record.fold import RunOutline, outline
 from record.fts import SearchSyntaxError
 from record.home import home_dir
 from record.id_prefix import encodable, prefix_condition
@@ -57,8 +45,7 @@ from record.migrations import (
     read_errors,
     write_transaction,
 )
-from record.reader import read_transcript
-from record.repair import end_unrecorded, finish_transcript, process_alive, process_started
+from record.processes import process_alive, process_started
 from record.writer import DiskFull
 from transcripts.runs_schema import (
     FILTER_COLUMNS,
@@ -70,6 +57,13 @@ from transcripts.runs_schema import (
     migrations,
     storable,
 )
+
+if TYPE_CHECKING:  # the write path's; a reader of runs.db starts without them
+    from conductor_kernel.events import Event, RunFinished, RunStarted
+    from conductor_kernel.interfaces import Usage
+    from record.audit import AuditReport
+    from record.correctness import Correctness
+    from record.fold import RunOutline
 
 log = logging.getLogger("conductor.index")
 T = TypeVar("T")
@@ -246,6 +240,15 @@ class RunIndex:
         self._paths[run_id] = str(transcript_path)
 
     def handle(self, event: Event) -> None:
+        from conductor_kernel.events import (
+            FinalAnswer,
+            NotesWritten,
+            RunFinished,
+            RunScored,
+            RunStarted,
+        )
+        from record.correctness import Correctness
+
         if isinstance(event, RunStarted):
             self.record_start(event, self._paths.get(event.run_id, ""), live=True)
         elif isinstance(event, FinalAnswer):
@@ -320,6 +323,8 @@ class RunIndex:
         """The audit's finding badges of a run, for listings to filter and sort on, and
         its whole audit for `runs audit` (not kept when the transcript was cut short:
         that audit is made from the file, with its warning)."""
+        from record.audit import audit_outline
+
         report = audit_outline(run)
         badges = report.badges
         self._update(run.run_id, {"findings": f" {' '.join(badges)} " if badges else ""})
@@ -365,6 +370,11 @@ class RunIndex:
         The source (live, published...) is the run's own `tags["source"]` unless given.
         A `live` run is this process's, still going: `running` until it finishes.
         """
+        from conductor_kernel.events import FinalAnswer, NotesWritten
+        from conductor_kernel.interfaces import Usage
+        from record.fold import outline
+        from record.reader import read_transcript
+
         transcript = read_transcript(path)
         started = transcript.started
         if started is None:
@@ -445,6 +455,8 @@ class RunIndex:
 
     def repair_abandoned(self) -> list[str]:
         """Finish the runs of dead processes as `interrupted`, transcript and index both."""
+        from record.repair import finish_transcript
+
         repaired = []
         for row in self.abandoned():
             try:
@@ -481,6 +493,8 @@ class RunIndex:
     def repair_unrecorded(self, paths: Iterable[Path], *, since: float) -> list[str]:
         """End and index the transcripts written since `since` that runs.db never
         recorded (its writes failed too: a full disk) and that no live process writes."""
+        from record.repair import end_unrecorded
+
         with self._lock:
             known = {
                 str(run_id)
@@ -670,11 +684,14 @@ def _search_errors(query: str) -> Iterator[None]:
 
 
 # One run audited: its findings and whether its answer is right.
-Audited = tuple[AuditReport, Correctness]
+Audited = tuple["AuditReport", "Correctness"]
 
 
 def _stored_audit(row: dict[str, Any]) -> Audited | None:
     """A row's stored audit (`stored_audits`), None when it has none or an unknown one."""
+    from record.audit import AuditReport
+    from record.correctness import Correctness
+
     text = row.pop("audit_report", None)
     if not text:
         return None
@@ -694,6 +711,8 @@ def _stored_audit(row: dict[str, Any]) -> Audited | None:
 
 def _no_run_in(path: Path) -> str:
     """Why a transcript that was read gave no run: its first bad line, or no start."""
+    from record.reader import read_transcript
+
     problem = read_transcript(path).problem
     if problem is not None:
         return f"no run could be read: line {problem.line}: {problem.reason}"

@@ -54,9 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from conductor import interrupts
 
-    # The list of commands is argparse's own printing: it needs neither rich nor the
-    # logging set up for a command (`conductor --help` stays quick).
-    listing = not args or args in (["-h"], ["--help"])
+    # Help (the list of commands, or one command's flags) is argparse's own printing:
+    # it needs neither rich nor the logging set up for a command, which cost
+    # `solve --help` a third of its start.
+    listing = not args or "-h" in args or "--help" in args
     try:
         with interrupts.installed(), contextlib.ExitStack() as stack:
             if not listing:
@@ -77,20 +78,37 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 @contextlib.contextmanager
 def _pipes_close_alike() -> Iterator[None]:
-    """rich's own answer to a closed pipe is `SystemExit(1)`, which reads as a failure
-    (`conductor runs show X | head` under `set -o pipefail`); its documented hook
-    `Console.on_broken_pipe` hands it back here, so every command ends 141 like `solve`."""
-    from rich.console import Console
-
-    def on_broken_pipe(self: Console) -> None:
-        raise BrokenPipeError
-
-    before = Console.on_broken_pipe
-    Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
+    """rich's own answer to a closed pipe (`Console.on_broken_pipe`) points stdout at
+    /dev/null and raises `SystemExit(1)`, which reads as a failure (`conductor runs show
+    X | head` under `set -o pipefail`). Recognised here by exactly that, and raised again
+    as the broken pipe it was, so every command ends 141 like `solve`. Recognised, not
+    patched: a command that prints without rich (piped `runs list`, JSON) never imports
+    it (25 ms or more of its start)."""
+    before = _stdout_file()
     try:
         yield
-    finally:
-        Console.on_broken_pipe = before  # type: ignore[method-assign]
+    except SystemExit as exc:
+        null = _file_of(os.devnull)
+        if exc.code == 1 and before not in (None, null) and _stdout_file() == null:
+            raise BrokenPipeError(errno.EPIPE, "the reader closed the pipe") from None
+        raise
+
+
+def _file_of(path: str) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _stdout_file() -> tuple[int, int] | None:
+    """Which file stdout is now (device and inode)."""
+    try:
+        found = os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found.st_dev, found.st_ino
 
 
 @contextlib.contextmanager

@@ -12,16 +12,18 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.events import Event
-from record.audit import AuditReport, audit_outline, summarise
-from record.correctness import Correctness
-from record.findings import finding_badge
-from record.fold import RunOutline, outline
+
+if TYPE_CHECKING:  # imported where used: `conductor runs ...` builds this parser too
+    from conductor_kernel.events import Event
+    from record.audit import AuditReport
+    from record.correctness import Correctness
+    from record.fold import RunOutline
 
 # One run audited: its findings and whether its answer is right.
-Audited = tuple[AuditReport, Correctness]
+Audited = tuple["AuditReport", "Correctness"]
 
 
 def attach(p: argparse.ArgumentParser) -> None:
@@ -89,12 +91,16 @@ def reports_for(ref: str, *, limit: int | None = None) -> Iterator[Audited]:
 def _audit(events: list[Event], *, score: bool = False) -> Audited:
     """The run's findings and its recorded verdict; a published record read straight
     from its file (never imported, so never scored) is scored here, as an import would."""
+    from record.audit import audit_outline
+    from record.fold import outline
+
     run = outline(events)
     return audit_outline(run), _scored(run) if score else run.correctness
 
 
 def _scored(run: RunOutline) -> Correctness:
     from conductor.scoring.runs import score_run
+    from record.correctness import Correctness
 
     verdict = score_run(run, scored_at="audit")
     return Correctness.of_event(verdict) if verdict is not None else Correctness()
@@ -133,6 +139,9 @@ def _all_runs(*, reread: bool = False) -> Iterator[Audited]:
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    from record.audit import summarise
+    from record.findings import finding_badge
+
     if args.runs:
         audited = [r for ref in args.runs for r in reports_for(ref, limit=args.limit)]
     else:

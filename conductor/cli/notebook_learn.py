@@ -17,9 +17,12 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conductor_kernel.errors import UserFacingError
-from conductor_kernel.events import Event, RunStarted
+
+if TYPE_CHECKING:  # `conductor notebook` builds this parser; the events load when it runs
+    from conductor_kernel.events import Event
 
 
 def attach(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +58,8 @@ def runs_of(path: Path, limit: int | None) -> Iterator[list[Event]]:
 
 def withheld(events: list[Event]) -> list[Event]:
     """The run as if no target had been known."""
+    from conductor_kernel.events import RunStarted
+
     return [dataclasses.replace(e, target=None) if isinstance(e, RunStarted) else e for e in events]
 
 

@@ -13,11 +13,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from conductor.batch.ray.cluster import connect, import_ray, ray_markdown, start_actors
-from conductor.batch.ray.learning import POLICIES, ClusterLearning  # light: no session
-from conductor.cli.batch_shared import print_report, task_items, task_spec
-from conductor.cli.progress import Progress
-from conductor.config.flags import settings_from_args
+from conductor.batch.ray import POLICIES
 from conductor_kernel.errors import ConfigError
 
 if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
@@ -54,6 +50,10 @@ def add_ray_options(p: argparse.ArgumentParser) -> None:
 
 
 def run_ray_batch(args: argparse.Namespace) -> int:
+    from conductor.batch.ray.cluster import connect, import_ray
+    from conductor.cli.batch_shared import task_items, task_spec
+    from conductor.config.flags import settings_from_args
+
     import_ray()
     if args.replay:
         raise ConfigError("--replay runs on one machine: drop --ray")
@@ -101,10 +101,14 @@ def _run(
 
     from conductor.batch import session as batch_session
     from conductor.batch.drive import drive
+    from conductor.batch.ray.cluster import ray_markdown, start_actors
+    from conductor.batch.ray.learning import ClusterLearning
     from conductor.batch.ray.pool import WorkerPool, alive_nodes
     from conductor.batch.ray.runner import RayBatchRunner
     from conductor.batch.report import write_report
     from conductor.batch.setup import IndexSink
+    from conductor.cli.batch_shared import print_report
+    from conductor.cli.progress import Progress
 
     concurrency = args.concurrency
     if concurrency < 1:

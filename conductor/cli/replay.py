@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from conductor.replay.runner import FileReport, SandboxPool
-from conductor_kernel.interfaces import Sandbox, SandboxUnavailable
+    from conductor_kernel.interfaces import Sandbox
 
 log = logging.getLogger("conductor")
 
@@ -84,6 +84,8 @@ def sandbox_factory(name: str) -> tuple[str, Callable[[], Sandbox | None]]:
             name = "subprocess"
     why_not = probe(name)  # fail now, with the backend's own advice, not per record
     if why_not is not None:
+        from conductor_kernel.interfaces import SandboxUnavailable
+
         raise SandboxUnavailable(f"sandbox {name!r} cannot run here: {why_not}")
     return name, lambda: open_sandbox(name)
 

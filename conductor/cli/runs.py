@@ -4,6 +4,8 @@ runs, and `conductor batch-report`: a batch as HTML pages."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -152,23 +154,34 @@ def _table(rows: Sequence[RunRecord], as_json: bool, console: Console | None = N
         for row in rows:
             print(json_text(row))
         return 0
-    from rich.console import Console
-
     from conductor.export.run_table import COLUMNS, run_cells, run_lines
     from conductor_kernel.text.display import visible
 
-    console = console or Console()
     cells = [run_cells(row) for row in rows]
-    if not console.is_terminal:
+    if console is None and _piped():  # no rich to start
+        console_is_terminal = False
+    else:
+        from rich.console import Console
+
+        console = console or Console()
+        console_is_terminal = console.is_terminal
+    if not console_is_terminal:
         print("\t".join(COLUMNS))
         for line in cells:
             print("\t".join(" ".join(visible(c).split()) for c in line))
         return 0
+    assert console is not None
     for text in run_lines(cells, console.width):
         console.print(text, no_wrap=True, overflow="ellipsis", crop=True)
     if not rows:
         console.print("no runs", style="dim")
     return 0
+
+
+def _piped() -> bool:
+    """Whether stdout is no terminal and nothing asks rich to treat it as one."""
+    forced = ("FORCE_COLOR", "TTY_INTERACTIVE", "TTY_COMPATIBLE")
+    return not sys.stdout.isatty() and not any(os.environ.get(name) for name in forced)
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -29,7 +29,6 @@ from conductor_kernel.events import NotesWritten
 
 log = logging.getLogger("conductor.batch")
 
-POLICIES = ("frozen", "waves", "off")
 LEARNED_FILE = "learned.jsonl"
 
 

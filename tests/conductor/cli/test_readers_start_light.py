@@ -62,3 +62,24 @@ def test_a_new_runs_db_is_still_migrated_by_sqlite_utils(isolated_home: Path) ->
     modules = modules_imported_by("runs", "list")
     assert (isolated_home / "runs.db").exists()
     assert "sqlite_utils" in modules
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("solve", "--help"), ("batch", "--help"), ("runs", "list", "-h"), ("notebook", "--help")],
+    ids=" ".join,
+)
+def test_a_commands_help_imports_no_printing_settings_or_run_machinery(
+    args: tuple[str, ...], isolated_home: Path
+) -> None:
+    modules = modules_imported_by(*args)
+    heavy = {"rich.console", "pydantic_settings", "conductor_kernel.events", "regex"}
+    assert not (NEVER | heavy) & modules, sorted((NEVER | heavy) & modules)
+
+
+def test_a_piped_runs_list_starts_without_rich_or_the_run_events(run_id: str) -> None:
+    """Piped, the list is tab-separated text: no terminal to draw, no event to fold."""
+    modules = modules_imported_by("runs", "list")
+    assert "transcripts.index" in modules
+    unneeded = {"rich.console", "conductor_kernel.events", "record.fold", "regex"}
+    assert not unneeded & modules, sorted(unneeded & modules)
