@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from itertools import permutations
 
+from conductor_kernel import pyparse
 from conductor_kernel.interfaces import CallRole, Completion, Message, TextCallback, ToolSpec
 from conductor_kernel.prompts import PYTHON_SECTION
 from conductor_kernel.text.quoted import placeholder, split
@@ -219,7 +220,7 @@ def evaluate(expression: str) -> tuple[Fraction, list[int]]:
                 return left / right
         raise ValueError("not plain arithmetic")
 
-    return walk(ast.parse(expression, mode="eval")), used
+    return walk(pyparse.parse(expression, mode="eval")), used
 
 
 def _lines_after(text: str, header: str) -> list[str]:

@@ -22,6 +22,7 @@ from fractions import Fraction
 
 from conductor.scoring.base import ScoringEnv, Verdict, paper_answer
 from conductor.tasks.files import TaskItem
+from conductor_kernel import pyparse
 
 NEEDS_TARGET = False
 GOAL = Fraction(24)
@@ -91,7 +92,7 @@ def _evaluate(node: ast.AST, used: list[int]) -> Fraction:
 def check_expression(expression: str, numbers: list[int]) -> Verdict:
     """Whether `expression` uses exactly `numbers` (as a multiset) and equals 24."""
     try:
-        tree = ast.parse(expression, mode="eval")
+        tree = pyparse.parse(expression, mode="eval")
     except SyntaxError:
         return Verdict(False, f"not an arithmetic expression: {expression[:60]!r}")
     used: list[int] = []
@@ -169,7 +170,7 @@ def paper_rule(answer: str, puzzle: str) -> bool:
         if word in text:
             text = text.split(word)[keep].strip()
     try:
-        value = _python_arithmetic(ast.parse(text, mode="eval").body)
+        value = _python_arithmetic(pyparse.parse(text, mode="eval").body)
     except (SyntaxError, ValueError, _Rejected):
         return False
     if not abs(value - 24) < Fraction(1, 1000):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from conductor.tasks.specs import BUILTIN
+from conductor_kernel import pyparse
 
 _MAX_EXPRESSION = 200  # characters: far beyond the task's, small enough to parse safely
 
@@ -151,7 +152,7 @@ def _arithmetic(text: str, described: bool) -> Recognised | None:
 def _exact_value(expression: str) -> Fraction | None:
     """The value of whole numbers under + - * and signs, never evaluated by Python."""
     try:
-        tree = ast.parse(expression, mode="eval")
+        tree = pyparse.parse(expression, mode="eval")
     except (SyntaxError, ValueError, RecursionError):
         return None
     try:

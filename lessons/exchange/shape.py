@@ -10,7 +10,6 @@ refuses the whole file (`ForeignFileError`, one line naming where): nothing half
 
 from __future__ import annotations
 
-import ast
 import functools
 import math
 import re
@@ -18,6 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from conductor_kernel import pyparse
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.text.display import visible_line
 from lessons.storage.schema import migrations
@@ -66,7 +66,7 @@ class OurSchema:
 
 
 def _default(text: str | None) -> Any:
-    return None if text is None else ast.literal_eval(text)
+    return None if text is None else pyparse.literal(text)
 
 
 @functools.cache

@@ -30,6 +30,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from conductor_kernel import pyparse
 from conductor_kernel.interfaces import TaskScoring
 from lessons.forms.problems import core_input
 
@@ -324,7 +325,7 @@ def make_tool(
     if line is None:
         return None
     try:
-        tree = ast.parse(code)
+        tree = pyparse.parse(code)
     except SyntaxError:
         return None
     if _runs_code_held_as_text(tree):
@@ -549,12 +550,12 @@ def instantiate(tool: Tool, question: str, *, scoring: TaskScoring) -> str | Non
                     kind, value = tool.params[index.value].kind, values[index.value]
                     if kind == "expr":
                         try:
-                            return ast.parse(str(value), mode="eval").body
+                            return pyparse.parse(str(value), mode="eval").body
                         except SyntaxError:
                             return ast.Constant(str(value))
-                    return ast.parse(repr(value), mode="eval").body
+                    return pyparse.parse(repr(value), mode="eval").body
             return self.generic_visit(node)
 
-    tree = _Fill().visit(ast.parse(tool.program))
+    tree = _Fill().visit(pyparse.parse(tool.program))
     ast.fix_missing_locations(tree)
     return ast.unparse(tree)
