@@ -27,6 +27,7 @@ from textual.widgets.option_list import Option
 
 from conductor.batch.report import ItemRecord, Tally
 from conductor.batch.store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
+from conductor.export.wording import plural
 from conductor.methods import METHODS, label
 from conductor_kernel.text.display import visible_line
 from record.correctness import CORRECT, MARKS, WRONG
@@ -310,7 +311,7 @@ class BatchScreen(Screen[None]):
         text.append(f"  {self.state}\n", "green" if self.state == "finished" else "yellow")
         text.append(
             f"{t.done}/{t.total} done · accuracy so far {accuracy} ({t.correct}/{t.scored} scored)"
-            f" · {t.tokens:,} tokens · ${t.cost_usd:.4f} · {t.errors} errors · ETA {self._eta(manifest)}"
+            f" · {t.tokens:,} tokens · ${t.cost_usd:.4f} · {plural(t.errors, 'error')} · ETA {self._eta(manifest)}"
         )
         if self.methods:
             text.append("\n" + self._method_line())
