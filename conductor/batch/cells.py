@@ -293,6 +293,64 @@ class PooledCell:
             give_back()
 
 
+class LazyCell:
+    """An item's sandbox, taken from the pool when its run's first cell runs, not when
+    the item starts: at `--concurrency 16` on a 2-core machine (4 cells) sixteen items
+    ask their models at once, and only those running code hold a cell, from their first
+    cell to the end of their run (the run's files stay between its cells).
+
+    What the pool says becomes the cell's result: a sandbox that cannot start is the
+    sandbox's failure (`infra_error`), a batch that stops while the cell waits is a
+    cancelled cell (the run is being cancelled too)."""
+
+    def __init__(self, pool: CellPool, name: str) -> None:
+        self.pool = pool
+        self.name = name
+        self._cell: Sandbox | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @property
+    def taken(self) -> bool:
+        return self._cell is not None
+
+    def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult:
+        cell = self._cell
+        if cell is None:
+            try:
+                cell = self._take()
+            except CellsClosed as exc:
+                return ExecResult(backend=self.name, cancelled=True, stderr=str(exc))
+            except (CellStartError, SandboxUnavailable) as exc:
+                return ExecResult(backend=self.name, infra_error=str(exc))
+            if cell is None:
+                return ExecResult(backend=self.name, infra_error="this sandbox was closed")
+        return cell.run(code, timeout=timeout, stdin=stdin)
+
+    def interrupt(self) -> bool:
+        stop = getattr(self._cell, "interrupt", None)
+        return bool(stop()) if callable(stop) else False
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            cell, self._cell = self._cell, None
+        if cell is not None:
+            cell.close()
+
+    def _take(self) -> Sandbox | None:
+        if self._closed:
+            return None
+        cell = self.pool.open()
+        with self._lock:
+            if not self._closed:
+                self._cell = cell
+                return cell
+        if cell is not None:  # closed while it was being taken: hand it straight back
+            cell.close()
+        return None
+
+
 def _close_unwaited(box: Sandbox) -> None:
     """Close a sandbox on a daemon thread: the process may exit before it is done (the
     backend's reaper, or the next start's sweep, removes what is left)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conductor.batch.cells import CellPool
+from conductor.batch.cells import CellPool, LazyCell
 from conductor.config import Settings
 from conductor.session import Session
 from conductor.tasks.files import TaskFileError, TaskItem
@@ -112,7 +112,6 @@ def live_setup(
     if shared is not None and expert is not meta and hasattr(expert, "backoff"):
         expert.backoff = shared  # type: ignore[union-attr]  # one pause for every worker
     sandbox_name, cells = sandbox_cells(settings)
-    open_box = cells.open
     # Learning's checks open their sandboxes outside the pool: an item holds its cell
     # while its run is learned from, so drawing the check from the same pool deadlocks
     # once every cell is held by an item waiting for a second one.
@@ -122,7 +121,8 @@ def live_setup(
         return Session(
             meta_model=meta,
             expert_model=expert,
-            sandbox=open_box(),
+            # Taken from the pool at the run's first cell (LazyCell), not now.
+            sandbox=LazyCell(cells, sandbox_name) if sandbox_name else None,
             config=settings.run,
             runs_path=runs(),
             recall=template.recall,

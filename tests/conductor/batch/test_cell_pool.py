@@ -146,6 +146,23 @@ def test_a_stop_wakes_an_item_waiting_for_a_cell() -> None:
     held.close()
 
 
+PUZZLES = ("4 5 6 10", "1 2 4 7", "2 5 8 11", "3 4 4 13", "6 7 8 9", "1 11 11 13",
+           "1 8 10 11", "2 3 6 9", "1 3 5 9", "4 5 7 9")  # fmt: skip
+
+
+def puzzles_plan(tmp_path: Path, count: int) -> Any:
+    """Items the demo model answers with a program: each run takes a cell (a sandbox is
+    taken at a run's first cell, not for a run that writes none)."""
+    import dataclasses
+
+    plan = plan_for(tmp_path, count)
+    plan.items = [
+        dataclasses.replace(item, input=f"Use {numbers} to make 24")
+        for item, numbers in zip(plan.items, PUZZLES, strict=False)
+    ]
+    return plan
+
+
 def live_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, boxes: Boxes, **settings_: Any
 ) -> Any:
@@ -165,7 +182,7 @@ def test_a_batch_keeps_no_more_sandboxes_alive_than_its_pool(
 ) -> None:
     boxes = Boxes(hold_s=0.1)
     setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=2)
-    plan = plan_for(tmp_path, 8)
+    plan = puzzles_plan(tmp_path, 8)
     outcome = BatchRunner(plan, setup.make_session, concurrency=concurrency).run()
     records = plan.results.read()
     assert outcome.stopped is None and len(records) == 8
@@ -180,7 +197,7 @@ def test_a_persistent_start_failure_is_the_items_error_and_the_batch_goes_on(
     setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=2)
     assert setup.cells is not None
     setup.cells.retry_delay_s = 0.0
-    plan = plan_for(tmp_path, 3)
+    plan = puzzles_plan(tmp_path, 3)
     BatchRunner(plan, setup.make_session, concurrency=2, cells=setup.cells).run()
     records = plan.results.read()
     # Each item tried its own start `attempts` times; warming ahead gave up after as
@@ -203,7 +220,7 @@ def test_at_any_concurrency_a_batch_keeps_its_sandboxes_within_the_pool(
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setenv("CONDUCTOR_HOME", str(tmp_path / "home"))
         setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=size)
-        plan = plan_for(tmp_path, items)
+        plan = puzzles_plan(tmp_path, items)
         outcome = BatchRunner(plan, setup.make_session, concurrency=concurrency).run()
     assert outcome.stopped is None and len(plan.results.read()) == items
     assert 1 <= boxes.peak <= size and boxes.alive == 0
@@ -291,7 +308,7 @@ def test_a_stop_signal_during_warm_up_returns_with_every_item_interrupted(
     assert setup.cells is not None
     left: list[str] = []
     setup.cells.leave = lambda: left.append("left")
-    plan = plan_for(tmp_path, 5)
+    plan = puzzles_plan(tmp_path, 5)
     runner = BatchRunner(plan, setup.make_session, concurrency=4, cells=setup.cells)
 
     # The signal goes only while the run is on (its handler installed): one sent after
@@ -320,7 +337,9 @@ def test_a_stop_signal_during_warm_up_returns_with_every_item_interrupted(
         records = plan.results.read()
         assert len(records) == 4  # the four taken by workers; the fifth never began
         assert all(r["status"] == "interrupted" and not r["final"] for r in records.values())
-        assert all(r["transcript"] is None for r in records.values())  # none began a run
+        # Their runs began (a sandbox is taken at a run's first cell) and none got one:
+        # each cell came back cancelled, nothing was graded.
+        assert all(r["score"] is None and r["run_id"] for r in records.values())
         assert [item.id for item in runner.pending()] == [f"i{n:02d}" for n in range(5)]
     finally:
         boxes.release.set()  # the hung starts end; their sandboxes are closed unwaited
@@ -410,10 +429,28 @@ def test_a_batch_item_gives_its_cell_back_when_its_run_ends_before_learning(
     the next item already holds the cell."""
     boxes = Boxes()
     setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=1)
-    session = setup.make_session(plan_for(tmp_path, 1).items[0])
+    session = setup.make_session(puzzles_plan(tmp_path, 1).items[0])
     seen: list[int] = []
     session.after_run.append(lambda events, **_: seen.append(boxes.alive) or [])
     session.run("Use numbers and basic arithmetic operations to obtain 24: 1 2 3 4")
     assert seen == [0] and boxes.alive == 0
     session.close()
     assert boxes.alive == 0
+
+
+def test_items_that_run_no_code_never_wait_for_a_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
+    """A sandbox is taken at a run's first cell: with every start hung, runs that write
+    no program all finish (before, each item took its cell as it began, and waited)."""
+    boxes = HangingStarts()
+    setup = live_batch(tmp_path, monkeypatch, boxes, sandbox_cells=2)
+    plan = plan_for(tmp_path, 6)  # questions the demo model answers without code
+    try:
+        outcome = BatchRunner(plan, setup.make_session, concurrency=6, cells=setup.cells).run()
+        records = plan.results.read()
+        assert outcome.stopped is None and len(records) == 6
+        assert all(r["final"] and r["sandbox_runs"] == 0 for r in records.values())
+        assert boxes.hanging <= 2  # only spares started ahead, within the pool
+    finally:
+        boxes.release.set()
