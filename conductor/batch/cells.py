@@ -156,11 +156,12 @@ class CellPool:
             self._end_spare(box)
 
     def stop_waiting(self) -> None:
-        """The batch stops: items waiting for a cell give up (CellsClosed)."""
+        """The batch stops: items waiting for a cell give up (CellsClosed), and no spare
+        is started. Returns at once (a stop signal's handler calls it before it cancels
+        the runs in flight); the spares are ended when the runner returns."""
         self._closed.set()
         with self._cond:
             self._cond.notify_all()
-        self.close_spares()
 
     def abandon(self) -> None:
         """The process leaves now (a stop signal): nobody waits for a cell, closing one

@@ -192,10 +192,10 @@ class BatchRunner:
                 self.outcome.stopped = reason
             self._stop.set()
             live = list(self._live.values())
+        for session in live:  # first: a run learning now must see the stop at once
+            session.cancel()
         if self.cells is not None:
             self.cells.stop_waiting()
-        for session in live:
-            session.cancel()
 
     def run(self) -> SessionOutcome:
         started = time.monotonic()
