@@ -101,7 +101,7 @@ class CellPool:
         self._waiting = 0  # opens waiting now
         self._spares = 0
         self.warm_failures = 0
-        self.handed_warm = 0  # opens served by a sandbox started ahead (for benchmarks)
+        self.handed_warm = 0  # opens served by a sandbox started ahead
 
     def expect(self, opens: int, spares: int) -> None:
         """`opens` more items will each ask for a cell: keep up to `spares` sandboxes
@@ -207,23 +207,21 @@ class CellPool:
             self._warming -= 1
             if box is None:
                 self.warm_failures += 1
-            keep = box is not None and not self._closed.is_set() and self._spares > 0
-            if keep:
-                assert box is not None
-                self._ready.append(box)
-            else:
                 self.alive -= 1
+            elif not self._closed.is_set() and self._spares > 0:
+                self._ready.append(box)
+                box = None  # kept: the next item takes it
             self._cond.notify_all()
-        if box is not None and not keep:
-            self._end_spare(box, cell_freed=True)
+        if box is not None:  # started as the items ended: nobody will take it
+            self._end_spare(box)
 
-    def _end_spare(self, box: Sandbox, *, cell_freed: bool = False) -> None:
+    def _end_spare(self, box: Sandbox) -> None:
+        """End a sandbox nobody took; its cell counts until it is closed."""
         if self._abandoned.is_set():
             _close_unwaited(box)
         else:
             _close_quietly(box)
-        if not cell_freed:
-            self._give_back()
+        self._give_back()
 
     def _start(self) -> Sandbox | None:
         problem: BaseException | None = None
@@ -310,10 +308,6 @@ class LazyCell:
         self._cell: Sandbox | None = None
         self._closed = False
         self._lock = threading.Lock()
-
-    @property
-    def taken(self) -> bool:
-        return self._cell is not None
 
     def run(self, code: str, *, timeout: float = 10.0, stdin: str = "") -> ExecResult:
         cell = self._cell

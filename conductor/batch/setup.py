@@ -112,9 +112,11 @@ def live_setup(
     if shared is not None and expert is not meta and hasattr(expert, "backoff"):
         expert.backoff = shared  # type: ignore[union-attr]  # one pause for every worker
     sandbox_name, cells = sandbox_cells(settings)
-    # Learning's checks open their sandboxes outside the pool: an item holds its cell
-    # while its run is learned from, so drawing the check from the same pool deadlocks
-    # once every cell is held by an item waiting for a second one.
+    # Recall's and learning's checks open their sandboxes outside the pool. They were
+    # put there when an item held its cell from start to end, and a check drawn from
+    # the pool deadlocked once every cell was held by an item waiting for a second;
+    # now an item holds none then (LazyCell, Session.single_run), but moving them in
+    # would change what the pool bounds, and is left to a measured change.
     _, open_outside_pool = sandbox_opener(settings)
 
     def make_session(item: TaskItem) -> Session:
