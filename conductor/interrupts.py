@@ -16,6 +16,7 @@ descriptors pointed at /dev/null, so nothing later fails writing to it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -137,3 +138,38 @@ def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
+
+
+@contextlib.contextmanager
+def pipes_close_alike() -> Iterator[None]:
+    """rich's own answer to a closed pipe (`Console.on_broken_pipe`) points stdout at
+    /dev/null and raises `SystemExit(1)`, which reads as a failure (`conductor runs show
+    X | head` under `set -o pipefail`). Recognised here by exactly that, and raised again
+    as the broken pipe it was, so every command ends 141 like `solve`. Recognised, not
+    patched: a command that prints without rich (piped `runs list`, JSON) never imports
+    it (25 ms or more of its start)."""
+    before = _stdout_file()
+    try:
+        yield
+    except SystemExit as exc:
+        null = _file_of(os.devnull)
+        if exc.code == 1 and before not in (None, null) and _stdout_file() == null:
+            raise BrokenPipeError(errno.EPIPE, "the reader closed the pipe") from None
+        raise
+
+
+def _file_of(path: str) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _stdout_file() -> tuple[int, int] | None:
+    """Which file stdout is now (device and inode)."""
+    try:
+        found = os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found.st_dev, found.st_ino

@@ -96,3 +96,40 @@ def writable_home() -> Path:
     if cause is not None:
         raise ConfigError(home_message(home, cause))
     return home
+
+
+# What a failed write's errno can say about the folder it went into.
+_UNWRITABLE = (
+    errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST, errno.ENOENT,
+)  # fmt: skip
+
+
+def failed_write_message(exc: OSError) -> str | None:
+    """The one line a command ends with after a write failed for want of room, or
+    because the data folder cannot be written (read-only, a pseudo file system, a file in
+    the way, no permission); None for any other failure, which stays a failure of its own."""
+    if exc.errno in FULL:
+        return disk_full_message(exc)
+    from record.home import home_path
+
+    if not exc.filename or exc.errno not in _UNWRITABLE:
+        return None
+    home = home_path().absolute()
+    where = Path(os.fsdecode(exc.filename)).absolute()
+    # In the home, or on the way to it (a parent made for it).
+    if where != home and home not in where.parents and where not in home.parents:
+        return None
+    # A file in the way is named itself; otherwise the folder the write went into.
+    folder = where if exc.errno in (errno.EEXIST, errno.ENOTDIR) else where.parent
+    cause = why_unwritable(folder, exc)
+    return None if cause is None else home_message(home, cause)
+
+
+def disk_full_message(exc: OSError) -> str:
+    """A full disk met on any write path, as what happened and what to do."""
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return (
+        f"the disk is full{where} ({exc.strerror}). What was written before is kept: "
+        "free some space and run the command again (a batch resumes where it stopped; "
+        "a run cut short is marked ended and indexed by the next command)."
+    )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import logging
 import os
 import sys
@@ -62,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with interrupts.installed(), contextlib.ExitStack() as stack:
             if not listing:
                 stack.enter_context(_visible_logging())
-                stack.enter_context(_pipes_close_alike())
+                stack.enter_context(interrupts.pipes_close_alike())
             return _main(args)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", None) or interrupts.last_signal() or "SIGINT"
@@ -74,41 +73,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         interrupts.silence_broken_stdout()  # the reader (`| head`) has what it wanted
         return interrupts.EXIT_CODES["SIGPIPE"]
-
-
-@contextlib.contextmanager
-def _pipes_close_alike() -> Iterator[None]:
-    """rich's own answer to a closed pipe (`Console.on_broken_pipe`) points stdout at
-    /dev/null and raises `SystemExit(1)`, which reads as a failure (`conductor runs show
-    X | head` under `set -o pipefail`). Recognised here by exactly that, and raised again
-    as the broken pipe it was, so every command ends 141 like `solve`. Recognised, not
-    patched: a command that prints without rich (piped `runs list`, JSON) never imports
-    it (25 ms or more of its start)."""
-    before = _stdout_file()
-    try:
-        yield
-    except SystemExit as exc:
-        null = _file_of(os.devnull)
-        if exc.code == 1 and before not in (None, null) and _stdout_file() == null:
-            raise BrokenPipeError(errno.EPIPE, "the reader closed the pipe") from None
-        raise
-
-
-def _file_of(path: str) -> tuple[int, int] | None:
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
-
-
-def _stdout_file() -> tuple[int, int] | None:
-    """Which file stdout is now (device and inode)."""
-    try:
-        found = os.fstat(sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        return None
-    return found.st_dev, found.st_ino
 
 
 @contextlib.contextmanager
@@ -138,8 +102,6 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     if args.home:
-        import os
-
         os.environ["CONDUCTOR_HOME"] = args.home
     handler = getattr(args, "handler", None)
     if handler is None:
@@ -149,12 +111,12 @@ def _main(argv: Sequence[str] | None) -> int:
         try:
             return int(handler(args) or 0)
         except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise UserFacingError(disk_full_message(exc)) from None
-            unusable = home_message(exc)
-            if unusable is None:
+            from record.writable import failed_write_message
+
+            told = failed_write_message(exc)
+            if told is None:
                 raise
-            raise UserFacingError(unusable) from None
+            raise UserFacingError(told) from None
     except UserFacingError as exc:
         from rich.console import Console
         from rich.text import Text
@@ -169,44 +131,6 @@ def _main(argv: Sequence[str] | None) -> int:
         except OSError:
             pass
         return 2
-
-
-def home_message(exc: OSError) -> str | None:
-    """A write into the data folder that failed because the folder cannot be written
-    (read-only, a pseudo file system, a file in the way, no permission), as one line
-    naming the cause; None for any other failure, which stays a failure of its own."""
-    from pathlib import Path
-
-    from record.home import home_path
-    from record.writable import home_message as say
-    from record.writable import why_unwritable
-
-    if not exc.filename or exc.errno not in _UNWRITABLE:
-        return None
-    home = home_path().absolute()
-    where = Path(os.fsdecode(exc.filename)).absolute()
-    # In the home, or on the way to it (a parent made for it).
-    if where != home and home not in where.parents and where not in home.parents:
-        return None
-    # A file in the way is named itself; otherwise the folder the write went into.
-    folder = where if exc.errno in (errno.EEXIST, errno.ENOTDIR) else where.parent
-    cause = why_unwritable(folder, exc)
-    return None if cause is None else say(home, cause)
-
-
-_UNWRITABLE = (
-    errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST, errno.ENOENT,
-)  # fmt: skip
-
-
-def disk_full_message(exc: OSError) -> str:
-    """A full disk met on any write path, as what happened and what to do."""
-    where = f" writing {exc.filename}" if exc.filename else ""
-    return (
-        f"the disk is full{where} ({exc.strerror}). What was written before is kept: "
-        "free some space and run the command again (a batch resumes where it stopped; "
-        "a run cut short is marked ended and indexed by the next command)."
-    )
 
 
 if __name__ == "__main__":

@@ -280,6 +280,41 @@ def test_the_cli_graph_sees_a_planted_circle(tmp_path: Path) -> None:
     assert {"conductor.cli.batch", "conductor.cli.compare"} <= set(cycle)
 
 
+# The front doors stay thin (issue 35): a command parses, calls one operation, prints.
+CLI_LINES_AT_MOST = 3000
+CLI_MODULE_LINES_AT_MOST = 400
+
+
+def thickness(folder: Path) -> list[str]:
+    """What makes the CLI in `folder` thicker than allowed (empty when it is thin)."""
+    sizes = {
+        path.name: len(path.read_text(encoding="utf-8").splitlines())
+        for path in sorted(folder.glob("*.py"))
+    }
+    assert "solve.py" in sizes and "runs.py" in sizes, sizes  # the folder was read
+    problems = [
+        f"{name} has {lines} lines" for name, lines in sizes.items()
+        if lines > CLI_MODULE_LINES_AT_MOST
+    ]  # fmt: skip
+    if sum(sizes.values()) > CLI_LINES_AT_MOST:
+        problems.append(f"the CLI has {sum(sizes.values())} lines")
+    return problems
+
+
+def test_the_cli_stays_thin() -> None:
+    assert thickness(REPO / "conductor" / "cli") == [], "logic belongs below the CLI"
+
+
+def test_the_size_check_sees_a_grown_command(tmp_path: Path) -> None:
+    folder = tmp_path / "cli"
+    shutil.copytree(REPO / "conductor" / "cli", folder, ignore=shutil.ignore_patterns("__py*"))
+    runs = folder / "runs.py"
+    runs.write_text(runs.read_text(encoding="utf-8") + "\n# grown\n" * 40, encoding="utf-8")
+    assert "runs.py has" in " ".join(thickness(folder))
+    (folder / "grown.py").write_text("x = 1\n" * 300, encoding="utf-8")
+    assert any(p.startswith("the CLI has") for p in thickness(folder))
+
+
 # --- dynamic imports ---------------------------------------------------------------
 
 
