@@ -84,10 +84,10 @@ def test_the_notebooks_budget_counts_with_the_same_tokenizer(text: str) -> None:
 
 def test_the_replay_model_and_the_published_conversion_count_with_the_same_tokenizer() -> None:
     import experts.replay
-    import record.published
+    import record.published.events
 
     assert experts.replay.estimate_tokens is tokens.estimate_tokens
-    assert record.published.estimate_tokens is tokens.estimate_tokens
+    assert record.published.events.estimate_tokens is tokens.estimate_tokens
 
 
 def test_a_tokenizer_that_is_still_loading_is_not_waited_for(

@@ -1,5 +1,5 @@
 """Learning from the paper's published records (needs ../shared; skips without it), read
-through the one reader and conversion of published records (record/published.py)."""
+through the one reader and conversion of published records (record/published/)."""
 
 from __future__ import annotations
 
