@@ -33,6 +33,7 @@ from typing import Any
 from conductor_kernel import pyparse
 from conductor_kernel.interfaces import TaskScoring
 from lessons.forms.problems import core_input
+from lessons.forms.question_form import FUNCTION_WORDS, form_of, shape_of
 
 ANCHOR_CHARS = 24
 MIN_TEXT = 3
@@ -359,99 +360,6 @@ def _runs_code_held_as_text(tree: ast.AST) -> bool:
     )
 
 
-# -- the form of a whole question ---------------------------------------------------------
-
-_TOKEN_RE = re.compile(r"\d+|[^\W\d_]+|[^\s\w]|_")
-# Words that say something about data rather than being in it ("... but give them in
-# reverse order"): a parameter read as words or text holding one is not plain data.
-_FUNCTION_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "but",
-        "or",
-        "then",
-        "than",
-        "them",
-        "they",
-        "it",
-        "its",
-        "in",
-        "on",
-        "of",
-        "to",
-        "by",
-        "for",
-        "with",
-        "without",
-        "from",
-        "into",
-        "is",
-        "are",
-        "be",
-        "give",
-        "show",
-        "write",
-        "answer",
-        "count",
-        "order",
-        "reverse",
-        "only",
-        "each",
-        "every",
-        "not",
-        "no",
-        "please",
-        "which",
-        "what",
-        "how",
-    ]
-)
-
-
-def slot(index: int) -> str:
-    return "{" + str(index) + "}"
-
-
-def form_of(question: str, spans: list[tuple[int, int]], kinds: list[str]) -> list[str]:
-    """The question outside the given spans as tokens (words folded to lower case,
-    numbers, single signs), each span replaced by its parameter's slot, in reading order.
-    A span of whole numbers keeps what stands between its numbers ("4, 5, 6 and 10"):
-    only the numbers are the parameter's."""
-    out: list[str] = []
-    at = 0
-    for start, end, index in sorted((s, e, i) for i, (s, e) in enumerate(spans)):
-        out += [t.lower() for t in _TOKEN_RE.findall(question[at:start])]
-        if kinds[index] == "ints":
-            inside = _TOKEN_RE.findall(question[max(at, start) : end])
-            out += [slot(index) if t.isdigit() else t.lower() for t in inside]
-        else:
-            out.append(slot(index))
-        at = max(at, end)
-    out += [t.lower() for t in _TOKEN_RE.findall(question[at:])]
-    return out
-
-
-_SIGN_RE = re.compile(r"\*\*|//|[^\w\s]|_")
-
-
-def shape_of(piece: str) -> str:
-    """The classes of character a value is written with, space-separated and sorted: d
-    digit, a lower-case letter, A capital, s space, and each sign as itself (`**` and
-    `//` as one: a power is not a product)."""
-    classes = set(_SIGN_RE.findall(piece))
-    for char in piece:
-        if char.isdigit():
-            classes.add("d")
-        elif char.isalpha():
-            classes.add("A" if char.isupper() else "a")
-        elif char.isspace():
-            classes.add("s")
-    return " ".join(sorted(classes))
-
-
 def render_form(tool: Tool) -> str:
     """The tool's first form in one line, each slot named by what it takes."""
     if not tool.forms:
@@ -494,7 +402,7 @@ def parses(tool: Tool, question: str, *, scoring: TaskScoring) -> bool:
             words = piece.split()
             if param.kind == "words" and len(words) < 2:
                 return False
-            if any(w.strip(".,;:!?-\"'").lower() in _FUNCTION_WORDS for w in words):
+            if any(w.strip(".,;:!?-\"'").lower() in FUNCTION_WORDS for w in words):
                 return False
     return True
 
