@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+import threading
 from collections.abc import Callable
 
 from conductor_kernel.interfaces import Sandbox, SandboxUnavailable
@@ -103,8 +104,22 @@ def open_sandbox(name: str = "auto", **options: object) -> Sandbox:
         if problem is not None:
             raise SandboxUnavailable(problem)
     if chosen == "subprocess":
-        log.warning("the subprocess sandbox isolates nothing: code runs as you, on this host")
+        _warn_once_unisolated()
     return backend_class(chosen)(**options)
+
+
+_warned: list[bool] = []  # the warning below, given in this process
+_warned_lock = threading.Lock()
+
+
+def _warn_once_unisolated() -> None:
+    """Said once a process: a batch opens a sandbox per item (and for its checks), and
+    the same line thrice is noise that hides the rest."""
+    with _warned_lock:
+        if _warned:
+            return
+        _warned.append(True)
+    log.warning("the subprocess sandbox isolates nothing: code runs as you, on this host")
 
 
 def leave_quickly() -> None:

@@ -11,13 +11,14 @@ import re
 _TOKEN_RE = re.compile(r"\d+|[^\W\d_]+|[^\s\w]|_")
 # Words that say something about data rather than being in it ("... but give them in
 # reverse order"): a parameter read as words or text holding one is not plain data.
-FUNCTION_WORDS = frozenset(
-    """
-    a an the and but or then than them they it its in on of to by for with without from
-    into is are be give show write answer count order reverse only each every not no
-    please which what how
-    """.split()
-)
+# fmt: off
+FUNCTION_WORDS = frozenset((
+    "a", "an", "the", "and", "but", "or", "then", "than", "them", "they", "it", "its", "in",
+    "on", "of", "to", "by", "for", "with", "without", "from", "into", "is", "are", "be",
+    "give", "show", "write", "answer", "count", "order", "reverse", "only", "each", "every",
+    "not", "no", "please", "which", "what", "how",
+))
+# fmt: on
 
 
 def slot(index: int) -> str:

@@ -112,3 +112,17 @@ def test_a_runs_verification_is_said_in_words() -> None:
     assert verification_words(None) == "not verified"
     assert verification_words("target") == "checked against the known answer"
     assert verification_words("new-level") == "new-level"  # a newer record, shown as it is
+
+
+@pytest.mark.slow
+def test_the_unisolated_sandbox_is_warned_of_once_a_batch(tmp_path: Path, shared_dir: Path) -> None:
+    """A comparison opens a sandbox per item and method (and for its checks): the
+    warning that the subprocess sandbox isolates nothing is one line, not one a sandbox."""
+    done = subprocess.run(
+        [CONDUCTOR, "batch", str(shared_dir / "tasks" / "word_sorting.jsonl"), "--limit", "2",
+         "--methods", "meta,standard", "--sandbox", "subprocess", "--model", "demo"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode in (0, 3), done.stderr  # 3: nothing scored right is no failure
+    assert "4/4 runs finished" in " ".join(done.stdout.split()), done.stdout  # all four ran
+    assert done.stderr.count("isolates nothing") == 1, done.stderr
