@@ -128,7 +128,9 @@ PYTHON_SYSTEM = (
     "that prints its results, whatever form of answer the instruction asks for: what "
     "the program prints is your answer. Put the program in a single ```python fenced block, and "
     'end your reply with the line "Please run this code!" so it is executed; its '
-    "output is returned to whoever asked. Only the standard library, numpy and sympy "
+    "output is returned to whoever asked. The program's standard input is your "
+    "instruction, word for word: read the data you need from it (sys.stdin.read()) "
+    "rather than typing it again. Only the standard library, numpy and sympy "
     "are available, there is no network, and a run is cut off after {timeout:g} seconds."
 )
 

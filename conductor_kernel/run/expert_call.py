@@ -159,7 +159,10 @@ def call_expert(
             )
             output = f"{output}\n\n{prompts.PYTHON_NO_CODE}"
         else:
-            result = _run(ctx, code, started.id, source="expert")
+            # The program reads its instruction on standard input: data taken from there
+            # is the data the meta model gave, not a copy the expert typed again (a small
+            # model's copy of a word list dropped and added words).
+            result = _run(ctx, code, started.id, source="expert", stdin=call.instruction)
             runs = 1
             output = f"{output}\n\n{_describe_run(result, ctx.config)}"
     _finish(
@@ -176,25 +179,27 @@ def call_expert(
     return ExpertOutcome(call.name, output, completion.usage, sandbox_runs=runs)
 
 
-def _run(ctx: ExpertContext, code: str, parent_id: str, *, source: str) -> ExecResult:
+def _run(
+    ctx: ExpertContext, code: str, parent_id: str, *, source: str, stdin: str = ""
+) -> ExecResult:
     if ctx.sandbox is None:
         result = ExecResult(infra_error="no sandbox is configured for this run", backend="none")
     else:
-        result = _run_stoppable(ctx, ctx.sandbox, code)
+        result = _run_stoppable(ctx, ctx.sandbox, code, stdin)
     ctx.emit(
         SandboxExec(parent_id=parent_id, run_id=ctx.run_id, code=code, result=result, source=source)
     )
     return result
 
 
-def _run_stoppable(ctx: ExpertContext, sandbox: Sandbox, code: str) -> ExecResult:
+def _run_stoppable(ctx: ExpertContext, sandbox: Sandbox, code: str, stdin: str) -> ExecResult:
     """Run the cell so that the run's cancel (or a limit that stops the run) kills it
     at once: the sandbox's `interrupt` is registered with the run's guard like a stream
     in flight, and `close_streams` calls it."""
     guard = ctx.guard
     interrupt = getattr(sandbox, "interrupt", None)
     if guard is None or not callable(interrupt):
-        return sandbox.run(code, timeout=ctx.config.python_timeout_s)
+        return sandbox.run(code, timeout=ctx.config.python_timeout_s, stdin=stdin)
     done = threading.Event()
 
     def stop() -> None:
@@ -214,7 +219,7 @@ def _run_stoppable(ctx: ExpertContext, sandbox: Sandbox, code: str) -> ExecResul
             return ExecResult(
                 backend=sandbox.name, cancelled=True, stderr="[not run: the run was stopped]"
             )
-        return sandbox.run(code, timeout=ctx.config.python_timeout_s)
+        return sandbox.run(code, timeout=ctx.config.python_timeout_s, stdin=stdin)
     finally:
         done.set()
         guard.register(key, None)
