@@ -18,7 +18,7 @@ counts cached by text); and a reader needs no secret to parse it. The price: a p
 holding one of those brackets is not shown exactly as it is, so the renderer never
 offers such a program to be run as it is (`shown_as_is`).
 
-Whatever acts on what the renderer says (experts/demo.py) reads `split(text)`: the
+Whatever acts on what the renderer says (experts/demo/) reads `split(text)`: the
 renderer's own text, each fenced block replaced by a placeholder, and the blocks apart.
 A mark is recognised only in the former.
 """

@@ -40,7 +40,7 @@ VERIFIED = {
     "agreement": "experts agreed (not independently checked)",
 }
 
-# Whose words each fence holds. experts/demo.py knows the two program labels (it may not
+# Whose words each fence holds. experts/demo/ knows the two program labels (it may not
 # import lessons): keep them in step.
 NOTE_WORDS = "an earlier run's words: its question, experts, answer"
 FOREIGN_WORDS = "another notebook's words: its questions, experts, answers"
