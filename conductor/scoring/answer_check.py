@@ -2,8 +2,10 @@
 
 A weak model passes on whatever a program printed (`-63` for a Game of 24) as its
 answer. Where the task's scorer can decide an answer without knowing the right one
-(Game of 24's arithmetic: the given numbers, each once, and 24), meta-prompting asks it
-before taking an answer, and an answer it rejects goes back to the model once, with the
+(Game of 24's arithmetic: the given numbers, each once, and 24), or where the task's
+rule can be checked on the answer itself (word_sorting: the list's words, each as often,
+in alphabetical order: a check of the answer, not the sorting done again), meta-prompting
+asks it before taking an answer, and an answer it rejects goes back to the model once, with the
 scorer's reason (conductor_kernel/run/meta.py). A check that would need the item's
 target never runs here: the run must not be told the answer it is graded against.
 
@@ -13,9 +15,12 @@ is (conductor/scoring/recognise.py); for anything else there is no check.
 
 from __future__ import annotations
 
+import itertools
 import logging
+from collections import Counter
 
 from conductor.scoring import score
+from conductor.scoring.exact import words
 from conductor.scoring.task_scoring import BuiltinTaskScoring
 from conductor.tasks.files import TaskItem
 
@@ -42,8 +47,13 @@ def _scorer_and_input(question: str, task: str) -> tuple[str, str] | None:
 def rejection(question: str, task: str, answer: str) -> str | None:
     """Why the task's own check rejects `answer` to `question`, in a few words; None
     when it accepts it or nothing here can decide."""
+    if not answer.strip():
+        return None
+    sorting = _sorting_input(question, task)
+    if sorting is not None:
+        return word_order_problem(sorting, answer)
     found = _scorer_and_input(question, task)
-    if found is None or not answer.strip():
+    if found is None:
         return None
     scorer, task_input = found
     try:
@@ -54,3 +64,52 @@ def rejection(question: str, task: str, answer: str) -> str | None:
     if not result.scored or result.correct:
         return None
     return result.detail or "it does not meet the task's rule"
+
+
+def _sorting_input(question: str, task: str) -> list[str] | None:
+    """The words a word_sorting question lists (the task the question surely is, else
+    the run's), or None for any other question."""
+    recognised = _SCORING.recognise(question)
+    if recognised is not None:
+        if recognised.judge.name != "word_sorting":
+            return None
+        return recognised.task_input.split()
+    if task != "word_sorting":
+        return None
+    judge = _SCORING.judge_for(task)
+    if judge is None:
+        return None
+    words = judge.task_input(question).split()
+    if words and words[0].lower() == "list:":
+        words = words[1:]
+    return words or None
+
+
+_SHOWN = 5  # words named at most in a reason
+
+
+def word_order_problem(listed: list[str], answer: str) -> str | None:
+    """What breaks word_sorting's rule in `answer`: a word the list does not hold, one
+    it leaves out, or two words out of alphabetical order; None when it keeps the rule.
+    Words are read as the exact scorer reads them (case and the marks around a word
+    aside)."""
+    given = words(answer)
+    wanted = Counter(words(" ".join(listed)))
+    extra = list((Counter(given) - wanted).elements())
+    missing = list((wanted - Counter(given)).elements())
+    parts = []
+    if missing:
+        parts.append(f"it leaves out {len(missing)} of the list's words: {_named(missing)}")
+    if extra:
+        plural = "words" if len(extra) != 1 else "word"
+        parts.append(f"it has {len(extra)} {plural} the list does not: {_named(extra)}")
+    if parts:
+        return "; ".join(parts)
+    for before, after in itertools.pairwise(given):
+        if before > after:
+            return f"it is not in alphabetical order: {after!r} comes before {before!r}"
+    return None
+
+
+def _named(found: list[str]) -> str:
+    return ", ".join(found[:_SHOWN]) + (", ..." if len(found) > _SHOWN else "")
