@@ -221,6 +221,10 @@ ANSWER_SEARCH_AGAIN = (
     "Find one that passes (a program can search and check candidates), then give the "
     "final answer again."
 )
+PRINTED_PASSES = (
+    "A program of this run printed this line, and the task's own check accepts it:\n\n"
+    "{answer}\n\nIf it answers the question, give it as the final answer."
+)
 ANSWER_FAILS_LAST = (
     "The final answer was taken in the last round, though the task's check rejects it ({why})."
 )

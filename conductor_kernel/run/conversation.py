@@ -72,6 +72,9 @@ class RunState:
     check_asked: bool = False
     # Answers the task's own check rejected and the model was told of (each only once).
     rejected_answers: set[str] = field(default_factory=set)
+    # What the run's programs printed, each run that ended well (meta.py reads it for
+    # a line the task's check accepts once the model's own answer failed it).
+    printed: list[str] = field(default_factory=list)
 
     @property
     def usage(self) -> Usage:

@@ -22,7 +22,7 @@ from conductor_kernel import prompts
 from conductor_kernel.carrier.choice import CARRIERS
 from conductor_kernel.carrier.grammar import grammar_for_round
 from conductor_kernel.carrier.tools import offered_tools
-from conductor_kernel.events import Event
+from conductor_kernel.events import Event, SandboxExec
 from conductor_kernel.interfaces import ToolSpec
 from conductor_kernel.protocol import ParsedTurn, parse_turn
 from conductor_kernel.run.conversation import (
@@ -166,11 +166,15 @@ def decide(
             run.state.rejected_answers.add(answer.strip())
             if turn.round < run.config.max_rounds:
                 told = prompts.ANSWER_FAILS_CHECK.format(answer=answer.strip()[:300], why=why)
-                told += (
-                    prompts.EXPERIENCE_REMINDER.format(answer=shown_answer(run.handed.answer))
-                    if run.handed is not None
-                    else prompts.ANSWER_SEARCH_AGAIN
-                )
+                printed = printed_that_passes(run)
+                if run.handed is not None:
+                    told += prompts.EXPERIENCE_REMINDER.format(
+                        answer=shown_answer(run.handed.answer)
+                    )
+                elif printed is not None:
+                    told += prompts.PRINTED_PASSES.format(answer=shown_answer(printed))
+                else:
+                    told += prompts.ANSWER_SEARCH_AGAIN
                 yield run.note(turn, "answer_fails_check", told)
                 return Decision(told, told, answer=prompts.ANSWER_NOT_YET)
             # No round is left to tell the model in: taken, and the record says so.
@@ -219,8 +223,14 @@ def _dispatch(
     def work(emit: Callable[[Event], None]) -> list[ExpertOutcome]:
         # Metered: each expert call's usage goes on the ledger the moment it returns.
         expert_model = state.ledger.metered(run.expert_model, "expert")
+
+        def seen(event: Event) -> None:
+            if isinstance(event, SandboxExec) and event.result.ok:
+                state.printed.append(event.result.stdout)  # for the answer's check
+            emit(event)
+
         ctx = ExpertContext(
-            expert_model, run.sandbox, run.config, emit, run.run_id, guard=run.guard
+            expert_model, run.sandbox, run.config, seen, run.run_id, guard=run.guard
         )
         jobs = [
             partial(call_expert, c, ctx, parent_id=turn.id, round=turn.round, index=i)
@@ -245,3 +255,21 @@ def _dispatch(
         empty.append(empty_message.format(name=call.name))
         results[id(call)] = empty[-1]
     return "\n\n".join(blocks + empty), results
+
+
+# How much of what the run's programs printed is read for a line the check accepts.
+PRINTED_OUTPUTS_READ = 8
+PRINTED_LINES_READ = 40
+
+
+def printed_that_passes(run: RunContext) -> str | None:
+    """A line a program of this run printed that the task's own check accepts (the
+    latest first), for a model whose answer the check rejected: a weak model passes on
+    its own guess beside a program that printed the right one. None when no line
+    passes, or when nothing can check the question."""
+    for stdout in reversed(run.state.printed[-PRINTED_OUTPUTS_READ:]):
+        lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+        for line in reversed(lines[-PRINTED_LINES_READ:]):
+            if len(line) <= 2000 and run.answer_rejection(line) is None:
+                return line
+    return None
