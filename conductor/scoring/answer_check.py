@@ -49,7 +49,7 @@ def rejection(question: str, task: str, answer: str) -> str | None:
     when it accepts it or nothing here can decide."""
     if not answer.strip():
         return None
-    sorting = _sorting_input(question, task)
+    sorting = _sorting_input(question)
     if sorting is not None:
         return word_order_problem(sorting, answer)
     found = _scorer_and_input(question, task)
@@ -66,23 +66,14 @@ def rejection(question: str, task: str, answer: str) -> str | None:
     return result.detail or "it does not meet the task's rule"
 
 
-def _sorting_input(question: str, task: str) -> list[str] | None:
-    """The words a word_sorting question lists (the task the question surely is, else
-    the run's), or None for any other question."""
+def _sorting_input(question: str) -> list[str] | None:
+    """The words of a question that is surely word_sorting (a task file's line after the
+    task's rules, or a plain request to sort listed words), or None: a question read
+    otherwise is no list to check against."""
     recognised = _SCORING.recognise(question)
-    if recognised is not None:
-        if recognised.judge.name != "word_sorting":
-            return None
-        return recognised.task_input.split()
-    if task != "word_sorting":
+    if recognised is None or recognised.judge.name != "word_sorting":
         return None
-    judge = _SCORING.judge_for(task)
-    if judge is None:
-        return None
-    words = judge.task_input(question).split()
-    if words and words[0].lower() == "list:":
-        words = words[1:]
-    return words or None
+    return recognised.task_input.split()
 
 
 _SHOWN = 5  # words named at most in a reason

@@ -24,8 +24,12 @@ SCRIPTS: list[tuple[tuple[str, ...], str | None]] = [
         ),
         "apple fig pear",
     ),
-    (  # nudged once, then answers wrong
-        ("Let me think about the order first.", '>> FINAL ANSWER:\n"""\npear fig apple\n"""'),
+    (  # nudged once, then answers wrong (told by the task's check, it says it again)
+        (
+            "Let me think about the order first.",
+            '>> FINAL ANSWER:\n"""\npear fig apple\n"""',
+            '>> FINAL ANSWER:\n"""\npear fig apple\n"""',
+        ),
         "apple fig pear",
     ),
     (  # confirmed by an expert; not scored (no target)
