@@ -225,6 +225,10 @@ PRINTED_PASSES = (
     "A program of this run printed this line, and the task's own check accepts it:\n\n"
     "{answer}\n\nIf it answers the question, give it as the final answer."
 )
+PRINTED_PASSES_TOOLS = (
+    "A program of this run printed this line, and the task's own check accepts it:\n\n"
+    "{answer}\n\nIf it answers the question, give it with answer_with_checked_result."
+)
 ANSWER_FAILS_LAST = (
     "The final answer was taken in the last round, though the task's check rejects it ({why})."
 )

@@ -23,8 +23,9 @@ from conductor_kernel.protocol import RUN_MARKER, ExpertCall, ParsedTurn, parse_
 CONSULT = "consult_expert"
 RUN_PYTHON = "run_python"
 FINAL = "final_answer"
-# Offered only when the notebook handed over a program checked on the question: its
-# answer, cited rather than copied (a 1.5B model copying `(1+11)*(13-11)` into a
+# Offered only when a checked result is at hand (the notebook handed over a program
+# checked on the question, or a line a program of the run printed passed the check once
+# the model's own answer failed it): its answer, cited rather than copied (a 1.5B model copying `(1+11)*(13-11)` into a
 # final_answer call dropped the opening parenthesis, in 4 of 14 puzzles).
 CITE = "answer_with_checked_result"
 TOOL_NAMES = (CONSULT, RUN_PYTHON, FINAL, CITE)
@@ -70,9 +71,9 @@ FINAL_SPEC = ToolSpec(
 
 CITE_SPEC = ToolSpec(
     CITE,
-    "Give, as the final answer, exactly the answer the notebook's checked program printed "
-    "for this question (the run_python result above, which the task's check accepts). "
-    "This ends the session.",
+    "Give, as the final answer, exactly the checked result above: what a program printed "
+    "for this question (the notebook's, or one of this session's) that the task's check "
+    "accepts. This ends the session.",
     {"type": "object", "properties": {}, "required": []},
 )
 

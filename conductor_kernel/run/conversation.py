@@ -75,6 +75,9 @@ class RunState:
     # What the run's programs printed, each run that ended well (meta.py reads it for
     # a line the task's check accepts once the model's own answer failed it).
     printed: list[str] = field(default_factory=list)
+    # The printed line the model was then told of: from there it may cite it
+    # (answer_with_checked_result, the tools carrier), as a handed checked result.
+    cited: str | None = None
 
     @property
     def usage(self) -> Usage:

@@ -95,7 +95,7 @@ class MetaPrompting:
             return self._act(run, turn)
 
         def tools_for(round_no: int) -> tuple[ToolSpec, ...]:
-            cite = handed is not None
+            cite = handed is not None or run.state.cited is not None
             return offered_tools(python=self.python, answer=not withheld(round_no), cite=cite)
 
         def grammar_for(round_no: int) -> str:
@@ -172,7 +172,9 @@ def decide(
                         answer=shown_answer(run.handed.answer)
                     )
                 elif printed is not None:
-                    told += prompts.PRINTED_PASSES.format(answer=shown_answer(printed))
+                    run.state.cited = printed
+                    template = prompts.PRINTED_PASSES_TOOLS if tools else prompts.PRINTED_PASSES
+                    told += template.format(answer=shown_answer(printed))
                 else:
                     told += prompts.ANSWER_SEARCH_AGAIN
                 yield run.note(turn, "answer_fails_check", told)

@@ -51,7 +51,7 @@ def act_on_calls(
     run: RunContext, turn: Turn, decide: Decide
 ) -> Generator[Event, None, str | NextMessage | None]:
     """Act on a turn's tool calls; what to send back, or None when the run is answered."""
-    cited = run.handed.answer if run.handed is not None else None
+    cited = run.handed.answer if run.handed is not None else run.state.cited
     read = read_tool_calls(turn.calls, turn.offered or (), cited=cited)
     if turn.recovered:
         yield run.note(turn, "calls_from_text", RECOVERED.format(count=len(turn.calls)))

@@ -11,16 +11,18 @@ and the one named always passes.
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conductor.scoring.answer_check import rejection
 from conductor_kernel import prompts
 from conductor_kernel.events import Event, MetaTurnStarted, Observation
-from conductor_kernel.interfaces import Message
+from conductor_kernel.interfaces import Completion, Message, ToolCall
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.run.loop import Conductor
-from experts.scripted import ScriptedModel
+from experts.scripted import ScriptedModel, ScriptedToolModel
 from record.fold import outline
 from sandbox.subprocess_backend import SubprocessSandbox
 
@@ -99,3 +101,34 @@ def test_nothing_is_named_where_nothing_can_check_the_question() -> None:
         sandbox.close()
     assert outline(events).answer == "41"  # no check: taken at once, nothing named
     assert not any(NAMED in e.user_message for e in events if isinstance(e, MetaTurnStarted))
+
+
+def test_with_tools_the_named_line_can_be_cited_and_is_taken_exactly() -> None:
+    """Once a printed line is named, answer_with_checked_result is offered and gives it
+    word for word (a small model copying a long list drops words); never before."""
+    words = ["pear", "apple", "fig", "kiwi"]
+    right = " ".join(sorted(words))
+
+    def call(name: str, arguments: str, call_id: str) -> Completion:
+        return Completion("", tool_calls=[ToolCall(name, arguments, call_id)])
+
+    ask = json.dumps({"name": "Expert Python", "instruction": f"Sort: {' '.join(words)}"})
+    model = ScriptedToolModel(
+        [
+            call("consult_expert", ask, "c1"),
+            call("final_answer", json.dumps({"answer": WRONG_GUESS}), "c2"),
+            call("answer_with_checked_result", "{}", "c3"),
+        ],
+        lambda _n, _t: f"```python\nprint({right!r})\n```\nPlease run this code!",
+    )
+    sandbox = SubprocessSandbox()
+    try:
+        config = RunConfig(max_rounds=4, consult_first=False, protocol="tools")
+        conductor = Conductor(model, model, sandbox, config, answer_check=rejection)
+        events = list(conductor.run(question_for(words)))
+    finally:
+        sandbox.close()
+    offered = [names or () for names in model.offered]
+    assert "answer_with_checked_result" not in offered[0] + offered[1]
+    assert "answer_with_checked_result" in offered[2]
+    assert outline(events).answer == right and outline(events).status == "answered"
