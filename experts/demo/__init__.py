@@ -102,6 +102,13 @@ _RECALLED = (
     "The notebook holds a program from an earlier run that can be run on this puzzle as it is"
 )
 
+# How the conductor's first message begins, in every carrier (conductor_kernel/prompts.py).
+_CONDUCTING = "You are the Conductor."
+BASELINES_NEED_A_MODEL = (
+    "the demo model conducts meta-prompting sessions only (the methods meta and "
+    "meta-no-python); this method's prompt needs a real model."
+)
+
 _WORDS_HEADER = "The words, one per line:\n"
 _ORDER_HEADER = "The proposed order, one per line:\n"
 _PYTHON_MARK = PYTHON_SECTION.strip()[:60]
@@ -190,6 +197,11 @@ def _meta(messages: list[Message]) -> str:
     question = _question(messages)
     if not question.strip():
         return _declined("the question is empty. Type a question and press Enter.")
+    own_words = split(messages[0].content if messages else "")[0]
+    if _CONDUCTING not in own_words:
+        # A baseline's prompt (standard, chain of thought, personas): the demo only
+        # conducts, so it says that, not a reason from a session it never held.
+        return _declined(BASELINES_NEED_A_MODEL)
     understood = understand(question)
     turn = sum(1 for m in messages if m.role == "user")
     # The conductor's own instructions say whether Python is on, never a quoted note.

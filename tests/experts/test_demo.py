@@ -194,3 +194,31 @@ def test_a_recalled_program_is_not_called_checked_before_this_run_checks_it() ->
     assert "[n1a2b]" in said and "earlier run" in said
     assert "checked" not in said.lower() and "exactly this" not in said
     assert "check what it prints in the same run" in said
+
+
+@pytest.mark.parametrize(
+    "method", ["standard", "zero-shot-cot", "expert-static", "expert-dynamic", "multipersona"]
+)
+def test_a_baseline_run_is_declined_for_what_the_demo_is_not(
+    method: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo conducts; asked as a baseline it says so, not a reason from a session it
+    never held ("the expert gave no expression" for a Standard prompt)."""
+    from conductor.cli import main
+    from experts.demo import BASELINES_NEED_A_MODEL
+
+    code = main(["solve", "Use 4 5 6 10 to make 24", "--method", method, "--json",
+                 "--model", "demo", "--sandbox", "subprocess"])  # fmt: skip
+    result = json.loads(capsys.readouterr().out)
+    assert code == 1 and result["status"] == "declined"
+    assert BASELINES_NEED_A_MODEL in result["reason"] and "expert gave" not in result["reason"]
+
+
+def test_meta_prompting_with_the_demo_still_answers(capsys: pytest.CaptureFixture[str]) -> None:
+    from conductor.cli import main
+
+    for method in ("meta", "meta-no-python"):
+        code = main(["solve", "Use 4 5 6 10 to make 24", "--method", method, "--json",
+                     "--model", "demo", "--sandbox", "subprocess"])  # fmt: skip
+        assert code == 0, method
+        assert json.loads(capsys.readouterr().out)["status"] == "answered"
