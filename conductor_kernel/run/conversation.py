@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -57,6 +58,9 @@ T = TypeVar("T")
 Emit = Callable[[Event], None]
 
 
+PRINTED_KEPT = 8  # programs' outputs a run keeps for its answer's check
+
+
 @dataclass
 class RunState:
     run_id: str
@@ -72,9 +76,9 @@ class RunState:
     check_asked: bool = False
     # Answers the task's own check rejected and the model was told of (each only once).
     rejected_answers: set[str] = field(default_factory=set)
-    # What the run's programs printed, each run that ended well (meta.py reads it for
-    # a line the task's check accepts once the model's own answer failed it).
-    printed: list[str] = field(default_factory=list)
+    # What the run's latest programs printed, each run that ended well (meta.py reads
+    # it for a line the task's check accepts once the model's own answer failed it).
+    printed: deque[str] = field(default_factory=lambda: deque(maxlen=PRINTED_KEPT))
     # The printed line the model was then told of: from there it may cite it
     # (answer_with_checked_result, the tools carrier), as a handed checked result.
     cited: str | None = None

@@ -259,8 +259,7 @@ def _dispatch(
     return "\n\n".join(blocks + empty), results
 
 
-# How much of what the run's programs printed is read for a line the check accepts.
-PRINTED_OUTPUTS_READ = 8
+# How many lines of each kept output are read for a line the check accepts.
 PRINTED_LINES_READ = 40
 
 
@@ -269,7 +268,7 @@ def printed_that_passes(run: RunContext) -> str | None:
     latest first), for a model whose answer the check rejected: a weak model passes on
     its own guess beside a program that printed the right one. None when no line
     passes, or when nothing can check the question."""
-    for stdout in reversed(run.state.printed[-PRINTED_OUTPUTS_READ:]):
+    for stdout in reversed(run.state.printed):
         lines = [line.strip() for line in stdout.splitlines() if line.strip()]
         for line in reversed(lines[-PRINTED_LINES_READ:]):
             if len(line) <= 2000 and run.answer_rejection(line) is None:
