@@ -438,6 +438,20 @@ class RecognisedTask:
     target: str | None
 
 
+@dataclass(frozen=True)
+class CheckVerdict:
+    """What the task's own check, run before the answer is taken, says of one answer:
+    accepted, or rejected and why (conductor/scoring/answer_check.py)."""
+
+    accepted: bool
+    why: str = ""
+
+
+# Called as check(question, task, answer); None when nothing here can decide the answer
+# (an unknown task, a scorer that needs the target): "cannot tell" is never "accepted".
+AnswerCheck = Callable[[str, str, str], CheckVerdict | None]
+
+
 class TaskScoring(Protocol):
     """What the notebook asks of the task scorers."""
 

@@ -138,6 +138,28 @@ PYTHON_RAN = (
     "The program above was run in the sandbox.\n{status}\nstdout:\n```\n{stdout}\n```{stderr_block}"
 )
 
+# A program's printed answer that the task's own check rejects goes back to the expert
+# (run_config.python_check_retries): the check needs no known answer, so nothing of the
+# item's answer is told. Qwen2.5-Coder-1.5B's Game of 24 programs printed a guess or a
+# partial search and passed it on (docs/methods.md).
+PROGRAM_FAILS_CHECK = (
+    "Your program ran. Its printed line\n\n{line}\n\nfails the task's own check: {why}. "
+    "Write the program again so that it finds an answer that passes: where the task asks "
+    "you to find something, make the program try every candidate, test each one against "
+    "the task's rule, and print one that passes. Reply with one ```python fenced block "
+    'and the line "Please run this code!".'
+)
+PROGRAM_TRIED_AGAIN = (
+    "(Expert Python's first program printed `{line}`, which fails the task's own check "
+    "({why}); it was asked to write the program again. Its second reply:)"
+)
+# A printed line the check accepts, said beside the program's output.
+PROGRAM_PASSES_CHECK = "The task's own check accepts this printed line: {line}"
+PROGRAM_PASSES_CHECK_TOOLS = (
+    "The task's own check accepts this printed line: {line}\nanswer_with_checked_result "
+    "gives it as the final answer exactly."
+)
+
 PYTHON_NO_CODE = (
     "(No program was run: the reply said to run code but held no ```python fenced "
     "block before the run marker. Ask Expert Python again and insist on one fenced block.)"

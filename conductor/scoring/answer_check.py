@@ -23,6 +23,7 @@ from conductor.scoring import score
 from conductor.scoring.exact import words
 from conductor.scoring.task_scoring import BuiltinTaskScoring
 from conductor.tasks.files import TaskItem
+from conductor_kernel.interfaces import CheckVerdict
 
 log = logging.getLogger("conductor.scoring")
 _SCORING = BuiltinTaskScoring()
@@ -44,14 +45,16 @@ def _scorer_and_input(question: str, task: str) -> tuple[str, str] | None:
     return judge.scorer, task_input
 
 
-def rejection(question: str, task: str, answer: str) -> str | None:
-    """Why the task's own check rejects `answer` to `question`, in a few words; None
-    when it accepts it or nothing here can decide."""
+def verdict(question: str, task: str, answer: str) -> CheckVerdict | None:
+    """What the task's own check says of `answer` to `question`: accepted, or rejected
+    with the reason in a few words; None when nothing here can decide (no check for the
+    question, an empty answer, or a scorer that could not read the answer)."""
     if not answer.strip():
         return None
     sorting = _sorting_input(question)
     if sorting is not None:
-        return word_order_problem(sorting, answer)
+        problem = word_order_problem(sorting, answer)
+        return CheckVerdict(accepted=problem is None, why=problem or "")
     found = _scorer_and_input(question, task)
     if found is None:
         return None
@@ -61,9 +64,18 @@ def rejection(question: str, task: str, answer: str) -> str | None:
     except Exception as exc:  # a scorer that fails decides nothing
         log.warning("the %s check of an answer failed: %s", scorer, exc)
         return None
-    if not result.scored or result.correct:
+    if not result.scored:
         return None
-    return result.detail or "it does not meet the task's rule"
+    if result.correct:
+        return CheckVerdict(accepted=True)
+    return CheckVerdict(accepted=False, why=result.detail or "it does not meet the task's rule")
+
+
+def rejection(question: str, task: str, answer: str) -> str | None:
+    """Why the task's own check rejects `answer`; None when it accepts it or cannot
+    decide."""
+    found = verdict(question, task, answer)
+    return None if found is None or found.accepted else found.why
 
 
 def _sorting_input(question: str) -> list[str] | None:

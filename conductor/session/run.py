@@ -32,7 +32,7 @@ from conductor_kernel.events import (
     RunScored,
     RunStarted,
 )
-from conductor_kernel.interfaces import ChatModel, EventSink, Method, Sandbox, Usage
+from conductor_kernel.interfaces import AnswerCheck, ChatModel, EventSink, Method, Sandbox, Usage
 from conductor_kernel.limits.ledger import UsageLedger
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.run.loop import Conductor
@@ -62,10 +62,10 @@ class RunResult:
     outline: RunOutline | None = None
 
 
-def _task_check() -> Callable[[str, str, str], str | None]:
-    from conductor.scoring.answer_check import rejection
+def _task_check() -> AnswerCheck:
+    from conductor.scoring.answer_check import verdict
 
-    return rejection
+    return verdict
 
 
 @dataclass
@@ -108,7 +108,7 @@ class Session:
     single_run: bool = False
     # Why the task's own check rejects a final answer (question, task, answer), asked
     # before a meta-prompting run takes it (conductor/scoring/answer_check.py).
-    answer_check: Callable[[str, str, str], str | None] | None = field(default_factory=_task_check)
+    answer_check: AnswerCheck | None = field(default_factory=_task_check)
     conductor: Conductor | None = None
     # "idle", "running", "learning": lets a signal handler choose how to stop.
     phase: str = "idle"

@@ -122,6 +122,12 @@ class RunConfig(BaseModel):
         "answer, e.g. Game of 24's arithmetic) goes back to the model once with the reason "
         "before it is taken (meta-prompting).",
     )  # fmt: skip
+    python_check_retries: int = setting(
+        1, ge=0, le=5, flag="--python-check-retries", metavar="N",
+        description="When no line an Expert Python program printed passes the task's own "
+        "check and one fails it, the expert is told why and writes the program again, up to "
+        "N times per call (0: never).",
+    )  # fmt: skip
     prompt_cache: bool = setting(
         True, flag="--prompt-cache",
         description="Ask the provider to cache the growing meta history.",

@@ -35,6 +35,7 @@ from conductor_kernel.events import (
 )
 from conductor_kernel.interfaces import (
     ChatModel,
+    CheckVerdict,
     Completion,
     Message,
     Sandbox,
@@ -169,8 +170,19 @@ class RunContext:
         # model as results it can cite, in the carrier's form (run/experience.py).
         self.checked: list[dict[str, Any]] = []
         self.handed: Handed | None = None  # the one handed to the model before round 1
-        # Why the task's own check rejects an answer, or None (no check: always None).
-        self.answer_rejection: Callable[[str], str | None] = lambda answer: None
+        # What the task's own check says of an answer; None: it cannot decide (no check).
+        self.answer_verdict: Callable[[str], CheckVerdict | None] = lambda answer: None
+
+    def answer_rejection(self, answer: str) -> str | None:
+        """Why the task's own check rejects `answer`; None when it accepts it or cannot
+        decide."""
+        found = self.answer_verdict(answer)
+        return None if found is None or found.accepted else found.why
+
+    def answer_accepted(self, answer: str) -> bool:
+        """Whether the task's own check decides `answer` and accepts it."""
+        found = self.answer_verdict(answer)
+        return found is not None and found.accepted
 
     @property
     def run_id(self) -> str:

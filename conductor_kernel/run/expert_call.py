@@ -24,6 +24,8 @@ from conductor_kernel.events import (
 )
 from conductor_kernel.interfaces import (
     ChatModel,
+    CheckVerdict,
+    Completion,
     ExecResult,
     Message,
     ModelError,
@@ -46,6 +48,7 @@ class ExpertOutcome:
     output: str  # what the meta model is shown
     usage: Usage = field(default_factory=Usage)
     sandbox_runs: int = 0
+    passed: str | None = None  # a line its program printed that the task's check accepts
 
 
 @dataclass
@@ -58,6 +61,9 @@ class ExpertContext:
     emit: Emit
     run_id: str
     guard: RunGuard | None = None  # cancel and limits, checked while the reply streams
+    # The task's own check of an answer to the run's question (RunContext.answer_verdict):
+    # what a program printed is held to it, and a rejected line goes back to the expert.
+    check: Callable[[str], CheckVerdict | None] | None = None
 
 
 def call_expert(
@@ -86,13 +92,109 @@ def call_expert(
     given_code = extract_code(call.instruction) if python else None
     if given_code is not None:
         # The meta model wrote the code itself: run it as given, no model call.
-        result = _run(ctx, given_code, started.id, source="instruction")
-        output = _describe_run(result, ctx.config)
+        ran = _run(ctx, given_code, started.id, source="instruction")
+        output = _describe_run(ran, ctx.config)
         _finish(ctx, started, text="", output=output, usage=Usage(), t0=t0, model="")
         return ExpertOutcome(call.name, output, Usage(), sandbox_runs=1)
 
+    history = [Message("user", call.instruction)]
+    try:
+        completion = _ask(ctx, system, history, started.id)
+    except ModelUnreachable:
+        raise  # the server is down: a system failure, not this expert's
+    except ModelError as exc:
+        return _failed(ctx, started, call, exc, t0)
+    reply = _Reply(completion, completion.text, completion.usage)
+    reply.output = _shown_reply(completion, ctx.config)
+    if not completion.stopped and python:  # stopped: cancelled or at a limit, run nothing
+        reply.output, reply.result = _run_reply(ctx, call, completion, reply.output, started.id)
+        reply.runs += reply.result is not None
+    if python:
+        _again_while_it_fails(ctx, call, system, history, reply, started.id)
+    last = reply.completion
+    _finish(
+        ctx,
+        started,
+        text=reply.text,
+        output=reply.output,
+        usage=reply.usage,
+        t0=t0,
+        model=last.model,
+        stop_reason=last.stop_reason,
+        truncated=last.truncated,
+    )
+    held = _held(reply.result, ctx.check)
+    passed = held[0] if held is not None and held[1].accepted else None
+    return ExpertOutcome(
+        call.name, reply.output, reply.usage, sandbox_runs=reply.runs, passed=passed
+    )
+
+
+@dataclass
+class _Reply:
+    """An expert's reply so far: its latest completion, all its text and usage, what the
+    meta model is shown, and its latest program's result."""
+
+    completion: Completion
+    text: str
+    usage: Usage
+    output: str = ""
+    result: ExecResult | None = None
+    runs: int = 0
+
+
+def _again_while_it_fails(
+    ctx: ExpertContext,
+    call: ExpertCall,
+    system: str,
+    history: list[Message],
+    reply: _Reply,
+    parent_id: str,
+) -> None:
+    """While the task's own check rejects what the program printed (and accepts no
+    line of it), tell the expert why and run its next program, up to the configured
+    number of times; the meta model is shown the last attempt."""
+    for _ in range(ctx.config.python_check_retries):
+        held = _held(reply.result, ctx.check)
+        if held is None or held[1].accepted:
+            return
+        line, why = held[0][:300], held[1].why
+        told = prompts.PROGRAM_FAILS_CHECK.format(line=line, why=why)
+        ctx.emit(
+            Observation(
+                parent_id=parent_id, run_id=ctx.run_id, reason="program_fails_check", message=told
+            )
+        )
+        history += [Message("assistant", reply.completion.text), Message("user", told)]
+        try:
+            completion = _ask(ctx, system, history, parent_id)
+        except ModelUnreachable:
+            raise  # the server is down: a system failure, not this expert's
+        except ModelError:
+            return  # the program before stands
+        reply.completion = completion
+        reply.text = f"{reply.text}\n\n{completion.text}"
+        reply.usage = reply.usage + completion.usage
+        earlier = prompts.PROGRAM_TRIED_AGAIN.format(line=line, why=why)
+        reply.output = f"{earlier}\n\n{_shown_reply(completion, ctx.config)}"
+        reply.result = None
+        if completion.stopped:
+            return
+        reply.output, reply.result = _run_reply(ctx, call, completion, reply.output, parent_id)
+        reply.runs += reply.result is not None
+
+
+def _held(
+    result: ExecResult | None, check: Callable[[str], CheckVerdict | None] | None
+) -> tuple[str, CheckVerdict] | None:
+    return None if result is None or not result.ok else held_to_check(result.stdout, check)
+
+
+def _ask(ctx: ExpertContext, system: str, history: list[Message], parent_id: str) -> Completion:
+    """One reply of the expert to its conversation, streamed and held to the run's limits."""
+
     def on_text(chunk: str) -> None:
-        ctx.emit(TextDelta(parent_id=started.id, run_id=ctx.run_id, text=chunk))
+        ctx.emit(TextDelta(parent_id=parent_id, run_id=ctx.run_id, text=chunk))
 
     watch: Callable[[str], None] = on_text
     if ctx.guard is not None:
@@ -100,83 +202,106 @@ def call_expert(
             ctx.guard,
             ctx.emit,
             run_id=ctx.run_id,
-            parent_id=started.id,
+            parent_id=parent_id,
             model=ctx.model,
-            prompt=lambda: f"{system}\n{call.instruction}",
+            prompt=lambda: system + "\n" + "\n".join(m.content for m in history),
         )
         guarded.check_before()
         watch = guarded
-    try:
-        completion = ctx.model.complete(
-            [Message("user", call.instruction)],
-            system=system,
-            on_text=watch,
-            role="expert",
-            max_tokens=ctx.config.expert_max_tokens,
-        )
-    except ModelUnreachable:
-        raise  # the server is down: a system failure, not this expert's
-    except ModelError as exc:
-        # One failing expert is an observation for the meta model; the run goes on and
-        # the usage of its siblings is kept.
-        output = prompts.EXPERT_FAILED.format(error=exc)
-        ctx.emit(
-            Observation(
-                parent_id=started.id, run_id=ctx.run_id, reason="expert_failed", message=output
-            )
-        )
-        _finish(
-            ctx,
-            started,
-            text="",
-            output=output,
-            usage=Usage(),
-            t0=t0,
-            model="",
-            error=str(exc),
-            server_failed=exc.server_failed,
-        )
-        return ExpertOutcome(call.name, output, Usage())
-    reply = completion.text
-    output = cap_text(reply, ctx.config.expert_reply_cap_chars)
-    if completion.truncated:
-        output = f"{output}\n\n" + prompts.EXPERT_TRUNCATED.format(
-            cause=cut_cause(completion.stop_reason, ctx.config.expert_max_tokens)
-        )
-    runs = 0
-    if completion.stopped:
-        pass  # cancelled or at a limit: show what came, run nothing
-    elif python and RUN_MARKER.lower() in reply.lower():
-        code = extract_code(reply)
-        if code is None:
-            ctx.emit(
-                Observation(
-                    parent_id=started.id,
-                    run_id=ctx.run_id,
-                    reason="no_code",
-                    message="Expert Python asked to run code but gave no fenced block.",
-                )
-            )
-            output = f"{output}\n\n{prompts.PYTHON_NO_CODE}"
-        else:
-            # The program reads its instruction on standard input: data taken from there
-            # is the data the meta model gave, not a copy the expert typed again (a small
-            # model's copy of a word list dropped and added words).
-            result = _run(ctx, code, started.id, source="expert", stdin=call.instruction)
-            runs = 1
-            output = f"{output}\n\n{_describe_run(result, ctx.config)}"
+    return ctx.model.complete(
+        history,
+        system=system,
+        on_text=watch,
+        role="expert",
+        max_tokens=ctx.config.expert_max_tokens,
+    )
+
+
+def _failed(
+    ctx: ExpertContext,
+    started: ExpertCallStarted,
+    call: ExpertCall,
+    exc: ModelError,
+    t0: float,
+) -> ExpertOutcome:
+    """One failing expert is an observation for the meta model; the run goes on and the
+    usage of its siblings is kept."""
+    output = prompts.EXPERT_FAILED.format(error=exc)
+    ctx.emit(
+        Observation(parent_id=started.id, run_id=ctx.run_id, reason="expert_failed", message=output)
+    )
     _finish(
         ctx,
         started,
-        text=reply,
+        text="",
         output=output,
-        usage=completion.usage,
+        usage=Usage(),
         t0=t0,
-        model=completion.model,
-        stop_reason=completion.stop_reason,
-        truncated=completion.truncated,
+        model="",
+        error=str(exc),
+        server_failed=exc.server_failed,
     )
-    return ExpertOutcome(call.name, output, completion.usage, sandbox_runs=runs)
+    return ExpertOutcome(call.name, output, Usage())
+
+
+def _shown_reply(completion: Completion, config: RunConfig) -> str:
+    output = cap_text(completion.text, config.expert_reply_cap_chars)
+    if completion.truncated:
+        output = f"{output}\n\n" + prompts.EXPERT_TRUNCATED.format(
+            cause=cut_cause(completion.stop_reason, config.expert_max_tokens)
+        )
+    return output
+
+
+def _run_reply(
+    ctx: ExpertContext, call: ExpertCall, completion: Completion, output: str, parent_id: str
+) -> tuple[str, ExecResult | None]:
+    """Run the program of an Expert Python reply that asks for it: what the meta model is
+    then shown, and the program's result (None: nothing ran)."""
+    reply = completion.text
+    if RUN_MARKER.lower() not in reply.lower():
+        return output, None
+    code = extract_code(reply)
+    if code is None:
+        ctx.emit(
+            Observation(
+                parent_id=parent_id,
+                run_id=ctx.run_id,
+                reason="no_code",
+                message="Expert Python asked to run code but gave no fenced block.",
+            )
+        )
+        return f"{output}\n\n{prompts.PYTHON_NO_CODE}", None
+    # The program reads its instruction on standard input: data taken from there is the
+    # data the meta model gave, not a copy the expert typed again (a small model's copy
+    # of a word list dropped and added words).
+    result = _run(ctx, code, parent_id, source="expert", stdin=call.instruction)
+    return f"{output}\n\n{_describe_run(result, ctx.config)}", result
+
+
+# How many of a program's last printed lines are held to the task's check.
+CHECKED_LINES = 40
+
+
+def held_to_check(
+    stdout: str, check: Callable[[str], CheckVerdict | None] | None
+) -> tuple[str, CheckVerdict] | None:
+    """What the task's own check says of a program's printed lines: the latest line it
+    accepts, else the latest it rejects, with its verdict; None when it decides no line
+    (the program may answer a part of the task) or there is no check."""
+    if check is None:
+        return None
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    rejected: tuple[str, CheckVerdict] | None = None
+    for line in reversed(lines[-CHECKED_LINES:]):
+        if len(line) > 2000:
+            continue
+        verdict = check(line)
+        if verdict is not None and verdict.accepted:
+            return line, verdict
+        if verdict is not None and rejected is None:
+            rejected = (line, verdict)
+    return rejected
 
 
 def _run(

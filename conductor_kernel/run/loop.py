@@ -30,7 +30,7 @@ from conductor_kernel.events import (
     SandboxExec,
     new_id,
 )
-from conductor_kernel.interfaces import CarrierAware, ChatModel, Method, Sandbox
+from conductor_kernel.interfaces import AnswerCheck, CarrierAware, ChatModel, Method, Sandbox
 from conductor_kernel.limits.ledger import UsageLedger
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.limits.streaming import RunCancelled, RunGuard, StreamLimit
@@ -54,9 +54,8 @@ class Conductor:
         # Called as recall(question, ledger=...): its model calls go on the run's ledger.
         recall: Callable[..., Recall | None] | None = None,
         method: Method | None = None,
-        # Called as answer_check(question, task, answer): why the task's own check
-        # rejects the answer, or None (conductor/scoring/answer_check.py).
-        answer_check: Callable[[str, str, str], str | None] | None = None,
+        # The task's own check of an answer before it is taken (interfaces.AnswerCheck).
+        answer_check: AnswerCheck | None = None,
     ) -> None:
         self.meta_model = meta_model
         self.expert_model = expert_model or meta_model
@@ -133,7 +132,7 @@ class Conductor:
         )
         if self.answer_check is not None and cfg.answer_check:
             check = self.answer_check
-            run.answer_rejection = lambda answer: check(question, task, answer)
+            run.answer_verdict = lambda answer: check(question, task, answer)
         status = "no_answer"
         error: Exception | None = None
         failures: list[SystemFailure] = []

@@ -35,7 +35,12 @@ from conductor_kernel.run.conversation import (
     converse,
 )
 from conductor_kernel.run.experience import checked_exchange, shown_answer
-from conductor_kernel.run.expert_call import ExpertContext, ExpertOutcome, call_expert
+from conductor_kernel.run.expert_call import (
+    ExpertContext,
+    ExpertOutcome,
+    call_expert,
+    held_to_check,
+)
 from conductor_kernel.run.threads import run_concurrently
 from conductor_kernel.run.tool_turns import act_on_calls, answer_withheld
 from conductor_kernel.turn_diagnosis import nudge_with_reasons
@@ -221,6 +226,7 @@ def _dispatch(
         yield run.note(turn, "empty_instruction", empty_message.format(name=call.name))
     calls = parsed.dispatchable
     state = run.state
+    tools = run.carrier == "tools"
 
     def work(emit: Callable[[Event], None]) -> list[ExpertOutcome]:
         # Metered: each expert call's usage goes on the ledger the moment it returns.
@@ -232,7 +238,13 @@ def _dispatch(
             emit(event)
 
         ctx = ExpertContext(
-            expert_model, run.sandbox, run.config, seen, run.run_id, guard=run.guard
+            expert_model,
+            run.sandbox,
+            run.config,
+            seen,
+            run.run_id,
+            guard=run.guard,
+            check=run.answer_verdict,
         )
         jobs = [
             partial(call_expert, c, ctx, parent_id=turn.id, round=turn.round, index=i)
@@ -250,17 +262,20 @@ def _dispatch(
     for call, outcome in zip(calls, outcomes, strict=True):
         state.expert_calls += 1
         state.sandbox_runs += outcome.sandbox_runs
-        blocks.append(prompts.EXPERT_OUTPUT.format(name=outcome.name, output=outcome.output))
-        results[id(call)] = outcome.output
+        output = outcome.output
+        if outcome.passed is not None:
+            # Said where the model reads the output, and offered as an answer to cite: a
+            # weak model passes on its own guess beside a program that printed the answer.
+            run.state.cited = outcome.passed
+            said = prompts.PROGRAM_PASSES_CHECK_TOOLS if tools else prompts.PROGRAM_PASSES_CHECK
+            output += "\n\n" + said.format(line=shown_answer(outcome.passed))
+        blocks.append(prompts.EXPERT_OUTPUT.format(name=outcome.name, output=output))
+        results[id(call)] = output
     empty: list[str] = []
     for call in empties:
         empty.append(empty_message.format(name=call.name))
         results[id(call)] = empty[-1]
     return "\n\n".join(blocks + empty), results
-
-
-# How many lines of each kept output are read for a line the check accepts.
-PRINTED_LINES_READ = 40
 
 
 def printed_that_passes(run: RunContext) -> str | None:
@@ -269,8 +284,7 @@ def printed_that_passes(run: RunContext) -> str | None:
     its own guess beside a program that printed the right one. None when no line
     passes, or when nothing can check the question."""
     for stdout in reversed(run.state.printed):
-        lines = [line.strip() for line in stdout.splitlines() if line.strip()]
-        for line in reversed(lines[-PRINTED_LINES_READ:]):
-            if len(line) <= 2000 and run.answer_rejection(line) is None:
-                return line
+        held = held_to_check(stdout, run.answer_verdict)
+        if held is not None and held[1].accepted:
+            return held[0]
     return None

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from conductor_kernel import prompts
 from conductor_kernel.carrier.grammar import PROTOCOL_CALLS_GBNF, PROTOCOL_GBNF
 from conductor_kernel.events import Event, MetaTurnFinished, MetaTurnStarted, Observation
-from conductor_kernel.interfaces import Completion, ToolCall
+from conductor_kernel.interfaces import CheckVerdict, Completion, ToolCall
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.limits.streaming import ANSWER_TAIL_CHARS
 from conductor_kernel.protocol import RUN_MARKER, extract_code
@@ -22,8 +22,8 @@ from record.fold import outline
 RIGHT = "(4+6)*(3-1)"
 
 
-def only_right(question: str, task: str, answer: str) -> str | None:
-    return None if answer.replace(" ", "") == RIGHT else "equals something else"
+def only_right(question: str, task: str, answer: str) -> CheckVerdict:
+    return CheckVerdict(answer.replace(" ", "") == RIGHT, "equals something else")
 
 
 def text_answer(answer: str) -> str:

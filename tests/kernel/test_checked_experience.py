@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from conductor_kernel.carrier.tools import CITE, RUN_PYTHON
 from conductor_kernel.events import Event, MetaTurnStarted, Recall
-from conductor_kernel.interfaces import Completion, ToolCall
+from conductor_kernel.interfaces import CheckVerdict, Completion, ToolCall
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.run.experience import CALL_ID, checked_exchange, shown_answer
 from conductor_kernel.run.loop import Conductor
@@ -71,7 +71,7 @@ def test_a_rejected_answer_beside_a_handed_one_is_reminded_of_it() -> None:
         model,
         config=cfg,
         recall=recall_of([CHECKED]),  # type: ignore[arg-type]
-        answer_check=lambda q, t, a: None if a == "(4+6)*(3-1)" else "equals 21, not 24",
+        answer_check=lambda q, t, a: CheckVerdict(a == "(4+6)*(3-1)", "equals 21, not 24"),
     )
     events = list(conductor.run("Use 4 6 3 1 to make 24."))
     second = [e for e in events if isinstance(e, MetaTurnStarted)][1]

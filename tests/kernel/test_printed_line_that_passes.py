@@ -16,7 +16,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conductor.scoring.answer_check import rejection
+from conductor.scoring.answer_check import rejection, verdict
 from conductor_kernel import prompts
 from conductor_kernel.events import Event, MetaTurnStarted, Observation
 from conductor_kernel.interfaces import Completion, Message, ToolCall
@@ -53,7 +53,7 @@ def solve(words: list[str], printed: list[str]) -> list[Event]:
     config = RunConfig(max_rounds=4, consult_first=False)
     sandbox = SubprocessSandbox()
     try:
-        conductor = Conductor(model, model, sandbox, config, answer_check=rejection)
+        conductor = Conductor(model, model, sandbox, config, answer_check=verdict)
         return list(conductor.run(question_for(words)))
     finally:
         sandbox.close()
@@ -95,7 +95,7 @@ def test_nothing_is_named_where_nothing_can_check_the_question() -> None:
     try:
         config = RunConfig(max_rounds=4, consult_first=False)
         events = list(
-            Conductor(model, model, sandbox, config, answer_check=rejection).run("What is 6*7?")
+            Conductor(model, model, sandbox, config, answer_check=verdict).run("What is 6*7?")
         )
     finally:
         sandbox.close()
@@ -104,8 +104,9 @@ def test_nothing_is_named_where_nothing_can_check_the_question() -> None:
 
 
 def test_with_tools_the_named_line_can_be_cited_and_is_taken_exactly() -> None:
-    """Once a printed line is named, answer_with_checked_result is offered and gives it
-    word for word (a small model copying a long list drops words); never before."""
+    """Once a program has printed a line that passes, answer_with_checked_result is
+    offered and gives it word for word (a small model copying a long list drops words);
+    never before."""
     words = ["pear", "apple", "fig", "kiwi"]
     right = " ".join(sorted(words))
 
@@ -124,11 +125,11 @@ def test_with_tools_the_named_line_can_be_cited_and_is_taken_exactly() -> None:
     sandbox = SubprocessSandbox()
     try:
         config = RunConfig(max_rounds=4, consult_first=False, protocol="tools")
-        conductor = Conductor(model, model, sandbox, config, answer_check=rejection)
+        conductor = Conductor(model, model, sandbox, config, answer_check=verdict)
         events = list(conductor.run(question_for(words)))
     finally:
         sandbox.close()
     offered = [names or () for names in model.offered]
-    assert "answer_with_checked_result" not in offered[0] + offered[1]
-    assert "answer_with_checked_result" in offered[2]
+    assert "answer_with_checked_result" not in offered[0]
+    assert "answer_with_checked_result" in offered[1] and "answer_with_checked_result" in offered[2]
     assert outline(events).answer == right and outline(events).status == "answered"

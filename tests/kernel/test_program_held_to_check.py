@@ -1,0 +1,152 @@
+"""What an Expert Python program prints is held to the task's own check at once.
+
+Qwen2.5-Coder-1.5B's Game of 24 programs printed a guess or a partial search, and the
+model passed it on (docs/methods.md). Now, when no printed line passes the task's check
+(one that needs no known answer) and one fails it, the expert is told why and writes
+the program again (`python_check_retries` times at most); a line that passes is said
+beside the output and, with tools, can be cited. Through a real `Conductor`, the real
+subprocess sandbox and the real check of word_sorting, over generated word lists and
+generated sequences of programs.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conductor.scoring.answer_check import verdict
+from conductor_kernel import prompts
+from conductor_kernel.events import (
+    Event,
+    ExpertCallFinished,
+    MetaTurnStarted,
+    Observation,
+    SandboxExec,
+)
+from conductor_kernel.interfaces import Completion, Message, ToolCall
+from conductor_kernel.limits.run_config import RunConfig
+from conductor_kernel.run.loop import Conductor
+from experts.scripted import ScriptedModel, ScriptedToolModel
+from record.fold import outline
+from sandbox.subprocess_backend import SubprocessSandbox
+
+TOLD = prompts.PROGRAM_FAILS_CHECK.split("{line}")[0]
+PASSES = prompts.PROGRAM_PASSES_CHECK.split("{line}")[0]
+WORDS = st.lists(st.text(alphabet="abcdefgh", min_size=2, max_size=6), min_size=2, max_size=6)
+
+
+def question_for(words: list[str]) -> str:
+    return f"Sort the following words alphabetically: List: {' '.join(words)}"
+
+
+def program(lines: list[str]) -> str:
+    body = "\n".join(f"print({line!r})" for line in lines) or "pass"
+    return f"```python\n{body}\n```\nPlease run this code!"
+
+
+def solve(words: list[str], attempts: list[list[str]], retries: int) -> list[Event]:
+    """Round 1 asks Expert Python, whose n-th reply prints `attempts[n]`; round 2 answers
+    with the line said to pass, if any, else gives up with a word."""
+    replies = iter(attempts)
+
+    def meta(history: list[Message]) -> str:
+        last = history[-1].content
+        if last.startswith("ROUND 1"):
+            return f'Expert Python:\n"""\nSort these words: {" ".join(words)}\n"""'
+        named = last.split(PASSES, 1)[1].split("\n", 1)[0].strip() if PASSES in last else "x"
+        return f'>> FINAL ANSWER:\n"""\n{named}\n"""'
+
+    model = ScriptedModel(meta, lambda _name, _text: program(next(replies)))
+    config = RunConfig(max_rounds=2, consult_first=False, python_check_retries=retries)
+    sandbox = SubprocessSandbox()
+    try:
+        return list(
+            Conductor(model, model, sandbox, config, answer_check=verdict).run(question_for(words))
+        )
+    finally:
+        sandbox.close()
+
+
+@given(WORDS, st.data(), st.integers(min_value=0, max_value=2))
+@settings(max_examples=25, deadline=None)
+def test_a_failing_program_goes_back_until_one_passes_or_the_retries_run_out(
+    words: list[str], data: st.DataObject, retries: int
+) -> None:
+    right = " ".join(sorted(words))
+    wrong = " ".join(sorted(words, reverse=True)) if len(set(words)) > 1 else words[0] + " zz"
+    kinds = {"right": ["working", right], "wrong": [wrong], "undecided": [], "both": [wrong, right]}
+    chosen = data.draw(st.lists(st.sampled_from(sorted(kinds)), min_size=3, max_size=3))
+    events = solve(words, [kinds[k] for k in chosen], retries)
+
+    # How many programs should run: the first, then one more per failure, while retries
+    # last; a program that printed a passing line, or none the check decides, ends it.
+    expected = 1
+    for kind in chosen[:retries]:
+        if kind != "wrong":
+            break
+        expected += 1
+    ran = [e for e in events if isinstance(e, SandboxExec)]
+    told = [e for e in events if isinstance(e, Observation) and e.reason == "program_fails_check"]
+    assert len(ran) == expected and len(told) == expected - 1
+    for note in told:  # the expert is told the line and the check's reason
+        assert TOLD in note.message and wrong in note.message
+    # One expert call, however many programs it took; the meta model reads its output.
+    assert len([e for e in events if isinstance(e, ExpertCallFinished)]) == 1
+    shown = [e for e in events if isinstance(e, MetaTurnStarted)][1].user_message
+    last = chosen[expected - 1]
+    run = outline(events)
+    if last in ("right", "both"):
+        assert PASSES + right in shown
+        assert run.answer == right
+    else:
+        assert PASSES not in shown and run.answer != right
+
+
+def test_nothing_goes_back_where_nothing_can_check_the_question() -> None:
+    def meta(history: list[Message]) -> str:
+        if history[-1].content.startswith("ROUND 1"):
+            return 'Expert Python:\n"""\nWhat is 6 times 7?\n"""'
+        return '>> FINAL ANSWER:\n"""\n41\n"""'
+
+    model = ScriptedModel(meta, lambda _n, _t: program(["41"]))
+    sandbox = SubprocessSandbox()
+    try:
+        config = RunConfig(max_rounds=3, consult_first=False)
+        events = list(
+            Conductor(model, model, sandbox, config, answer_check=verdict).run("What is 6*7?")
+        )
+    finally:
+        sandbox.close()
+    assert len([e for e in events if isinstance(e, SandboxExec)]) == 1
+    assert not [
+        e for e in events if isinstance(e, Observation) and e.reason == "program_fails_check"
+    ]
+
+
+def test_with_tools_a_passing_line_can_be_cited_in_the_next_round() -> None:
+    """The round after a program printed a line that passes offers
+    answer_with_checked_result, which gives the line word for word; never before."""
+    words = ["pear", "apple", "fig", "kiwi"]
+    right = " ".join(sorted(words))
+    ask = json.dumps({"name": "Expert Python", "instruction": f"Sort: {' '.join(words)}"})
+    model = ScriptedToolModel(
+        [
+            Completion("", tool_calls=[ToolCall("consult_expert", ask, "c1")]),
+            Completion("", tool_calls=[ToolCall("answer_with_checked_result", "{}", "c2")]),
+        ],
+        lambda _n, _t: program(["sorting...", right]),
+    )
+    sandbox = SubprocessSandbox()
+    try:
+        config = RunConfig(max_rounds=3, consult_first=False, protocol="tools")
+        events = list(
+            Conductor(model, model, sandbox, config, answer_check=verdict).run(question_for(words))
+        )
+    finally:
+        sandbox.close()
+    offered = [names or () for names in model.offered]
+    assert "answer_with_checked_result" not in offered[0]
+    assert "answer_with_checked_result" in offered[1]
+    assert outline(events).answer == right and outline(events).status == "answered"
