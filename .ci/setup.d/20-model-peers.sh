@@ -15,7 +15,10 @@ mkdir -p "$peers_cache"
 llama_version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 
 # --- llama-server ----------------------------------------------------------------
-llama_bin="$peers_cache/llama-cpp-python-$llama_version/llama-server"
+# Built for a portable x86-64 (AVX2, FMA, F16C), not -march=native: on a CPU that reports
+# AMX, the native build's AMX kernels fault when the hypervisor does not grant the tile
+# state (SIGSEGV on `ldtilecfg` at the first decode, SmolLM2 and Qwen alike).
+llama_bin="$peers_cache/llama-cpp-python-$llama_version-portable/llama-server"
 if [ ! -x "$llama_bin" ]; then
   if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null; then
     apt-get ${APT_CONFIG_LOCK_WAIT:-} install -y -q --no-install-recommends cmake g++ make >/dev/null
@@ -29,7 +32,9 @@ if [ ! -x "$llama_bin" ]; then
       tar -xzf llama_cpp_python-*.tar.gz &&
       cmake -S llama_cpp_python-*/vendor/llama.cpp -B build -DCMAKE_BUILD_TYPE=Release \
         -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
-        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >cmake.log 2>&1 &&
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
+        -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+        >cmake.log 2>&1 &&
       cmake --build build --target llama-server -j2 >build.log 2>&1 &&
       mkdir -p "$(dirname "$llama_bin")" &&
       cp build/bin/llama-server "$llama_bin.tmp" &&

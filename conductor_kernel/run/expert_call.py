@@ -36,6 +36,7 @@ from conductor_kernel.interfaces import (
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.limits.streaming import RunGuard, StreamWatch
 from conductor_kernel.protocol import RUN_MARKER, ExpertCall, extract_code
+from conductor_kernel.run.printed_check import held_by_result
 from conductor_kernel.text.display import visible
 from conductor_kernel.text.output import cap_text
 
@@ -123,7 +124,7 @@ def call_expert(
         stop_reason=last.stop_reason,
         truncated=last.truncated,
     )
-    held = _held(reply.result, ctx.check)
+    held = held_by_result(reply.result, ctx.check)
     passed = held[0] if held is not None and held[1].accepted else None
     return ExpertOutcome(
         call.name, reply.output, reply.usage, sandbox_runs=reply.runs, passed=passed
@@ -155,7 +156,7 @@ def _again_while_it_fails(
     line of it), tell the expert why and run its next program, up to the configured
     number of times; the meta model is shown the last attempt."""
     for _ in range(ctx.config.python_check_retries):
-        held = _held(reply.result, ctx.check)
+        held = held_by_result(reply.result, ctx.check)
         if held is None or held[1].accepted:
             return
         line, why = held[0][:300], held[1].why
@@ -182,12 +183,6 @@ def _again_while_it_fails(
             return
         reply.output, reply.result = _run_reply(ctx, call, completion, reply.output, parent_id)
         reply.runs += reply.result is not None
-
-
-def _held(
-    result: ExecResult | None, check: Callable[[str], CheckVerdict | None] | None
-) -> tuple[str, CheckVerdict] | None:
-    return None if result is None or not result.ok else held_to_check(result.stdout, check)
 
 
 def _ask(ctx: ExpertContext, system: str, history: list[Message], parent_id: str) -> Completion:
@@ -277,31 +272,6 @@ def _run_reply(
     # of a word list dropped and added words).
     result = _run(ctx, code, parent_id, source="expert", stdin=call.instruction)
     return f"{output}\n\n{_describe_run(result, ctx.config)}", result
-
-
-# How many of a program's last printed lines are held to the task's check.
-CHECKED_LINES = 40
-
-
-def held_to_check(
-    stdout: str, check: Callable[[str], CheckVerdict | None] | None
-) -> tuple[str, CheckVerdict] | None:
-    """What the task's own check says of a program's printed lines: the latest line it
-    accepts, else the latest it rejects, with its verdict; None when it decides no line
-    (the program may answer a part of the task) or there is no check."""
-    if check is None:
-        return None
-    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
-    rejected: tuple[str, CheckVerdict] | None = None
-    for line in reversed(lines[-CHECKED_LINES:]):
-        if len(line) > 2000:
-            continue
-        verdict = check(line)
-        if verdict is not None and verdict.accepted:
-            return line, verdict
-        if verdict is not None and rejected is None:
-            rejected = (line, verdict)
-    return rejected
 
 
 def _run(

@@ -39,8 +39,8 @@ from conductor_kernel.run.expert_call import (
     ExpertContext,
     ExpertOutcome,
     call_expert,
-    held_to_check,
 )
+from conductor_kernel.run.printed_check import held_to_check
 from conductor_kernel.run.threads import run_concurrently
 from conductor_kernel.run.tool_turns import act_on_calls, answer_withheld
 from conductor_kernel.turn_diagnosis import nudge_with_reasons
