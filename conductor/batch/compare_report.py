@@ -19,7 +19,8 @@ from typing import Any
 
 from conductor.batch.ablation import paired_change
 from conductor.batch.compare import Comparison, pair_id
-from conductor.batch.report import ItemRecord, diagnose, is_scored, summarize
+from conductor.batch.records import ItemRecord, is_scored
+from conductor.batch.report import diagnose, summarize
 from conductor.methods import label
 from conductor_kernel.stats import mcnemar_exact, wilson_interval
 from conductor_kernel.text.display import visible_line

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from conductor.batch.report import ItemRecord, is_scored
+from conductor.batch.records import ItemRecord, is_scored
 from conductor.methods import label
 from conductor_kernel.text.display import visible_line
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from conductor.batch import session as batch_session
-from conductor.batch.report import ItemRecord, Tally
+from conductor.batch.records import ItemRecord, Tally
 from conductor.batch.runner import BatchPlan, BatchRunner, SessionOutcome
 from conductor.batch.setup import BatchSetup, IndexSink, make_scorer
 from conductor.batch.store import BatchFolder

@@ -30,31 +30,24 @@ from pathlib import Path
 from typing import Any
 
 from conductor import interrupts
-from conductor.batch.cells import CellPool, CellsClosed, CellStartError
-from conductor.batch.report import ItemRecord, Tally
-from conductor.batch.store import FORMAT_VERSION, RESULTS_FILE, ResultsLog, is_finished, safe_name
+from conductor.batch.cells import CellPool
+from conductor.batch.outcomes import base_record, complete, error_of, note_event
+from conductor.batch.records import ItemRecord, Tally
+from conductor.batch.store import RESULTS_FILE, ResultsLog, is_finished, safe_name
 from conductor.scoring.base import paper_turn
 from conductor.session import Session
 from conductor.tasks.files import TaskItem
 from conductor_kernel.errors import (
     ConfigError,
-    ModelUnreachable,
     UnknownModelError,
     UserFacingError,
 )
 from conductor_kernel.events import (
-    ErrorEvent,
-    Event,
     MetaTurnFinished,
-    NotesWritten,
-    Recall,
     RunFinished,
-    RunStarted,
     new_id,
 )
-from conductor_kernel.interfaces import ModelError, SandboxUnavailable, Usage
-from record.ending import ending
-from record.migrations import DatabaseError
+from conductor_kernel.interfaces import SandboxUnavailable
 
 log = logging.getLogger("conductor.batch")
 
@@ -319,7 +312,7 @@ class BatchRunner:
             for event in events:
                 if self._stop.is_set():
                     session.cancel()  # a run that started after stop() was called
-                _note(event, record)
+                note_event(event, record)
                 if isinstance(event, MetaTurnFinished):
                     last_turn = paper_turn(event)
                 elif isinstance(event, RunFinished):
@@ -329,29 +322,8 @@ class BatchRunner:
             if fails_every_item(exc):
                 self.stop(f"item {item.id} (line {item.line}) failed: {exc}")
         try:
-            if finished is not None:
-                record.update(_from_finished(finished))
-                # The item's cost is the run's and its learning's (reported apart too).
-                learning = Usage.from_dict(record.get("learning_usage"))
-                record["usage"] = (finished.usage + learning).to_dict()
-                record.pop("reason", None)
-                run = session.last.outline if session is not None else None
-                if record["status"] in ("declined", "no_answer") and run is not None:
-                    # The same account of the run's end every way in gives.
-                    record["reason"] = ending(run).why
-            stored = session.storage_failures if session is not None else []
-            if failure is None and stored and record["status"] != "interrupted":
-                # The run's record is incomplete: not a grade of the model either.
-                record["status"] = "error"
-                record["error"] = {"kind": "StorageError", "cause": "storage", "message": stored[0]}
-            if isinstance(failure, CellsClosed):  # stopped before it began: runs again
-                record["status"] = "interrupted"
-                record["run_id"] = record["transcript"] = None  # no run, no transcript
-            elif failure is not None:
-                record.update({"status": "error", "error": error_of(failure)})
-            record["final"] = record["status"] != "interrupted" and not (
-                failure is not None and fails_every_item(failure)
-            )
+            fatal = failure is not None and fails_every_item(failure)
+            complete(record, finished, session, failure, fatal=fatal)
             if record["final"] and record["status"] != "error" and self.plan.score:
                 # Never the run's own sandbox: what its cells left there must not shape
                 # the verdict. A scorer that runs code opens one of its own (make_scorer).
@@ -376,33 +348,8 @@ class BatchRunner:
             return {"error": f"{type(exc).__name__}: {exc}", "scored": False}
 
     def _base_record(self, item: TaskItem, run_id: str | None, started: float) -> ItemRecord:
-        transcript = f"runs/{run_id}.jsonl" if run_id else None
-        record = ItemRecord(
-            v=FORMAT_VERSION,
-            item_id=item.id,
-            line=item.line,
-            label=item.label,
-            final=False,
-            run_id=run_id,
-            transcript=transcript,
-            status="error",
-            answer=None,
-            target=item.target,
-            score=None,
-            rounds=0,
-            usage={},
-            expert_calls=0,
-            sandbox_runs=0,
-            duration_s=0.0,
-            error=None,
-            recalled=0,
-            notes_written=0,
-            finished_at=started,
-            session=self.session_no,
-        )
-        if self.plan.describe is not None:
-            record.update(self.plan.describe(item))  # type: ignore[typeddict-item]
-        return record
+        described = self.plan.describe(item) if self.plan.describe else {}
+        return base_record(item, run_id, started, self.session_no, described)
 
     def _finish(self, record: ItemRecord) -> None:
         with self._lock:
@@ -435,55 +382,3 @@ class BatchRunner:
             self.stop(f"the last {streak} items all failed; the latest: {message}")
         if self.on_record is not None:
             self.on_record(record, self.tally)
-
-
-def _note(event: Event, record: ItemRecord) -> None:
-    """Fill in what the notebook did for this run, as its events pass."""
-    if isinstance(event, Recall):
-        record["recalled"] = len(event.notes)
-    elif isinstance(event, NotesWritten):
-        record["notes_written"] = record.get("notes_written", 0) + len(event.note_ids)
-        spent = Usage.from_dict(record.get("learning_usage")) + event.usage
-        record["learning_usage"] = spent.to_dict()
-    elif isinstance(event, RunStarted):
-        record["run_id"] = event.run_id
-    elif isinstance(event, ErrorEvent) and event.where in SYSTEM_CAUSES:
-        # A system failure the loop saw during the run (conductor_kernel/run/loop.py).
-        kind = f"{event.where.capitalize()}Failure"
-        record["error"] = {"kind": kind, "cause": event.where, "message": event.message}
-
-
-# The causes of a run's system failure, as the batch report lists them.
-SYSTEM_CAUSES = ("sandbox", "model", "storage")
-
-
-def cause_of(exc: BaseException) -> str:
-    """Which part of the system an exception that ended a run comes from."""
-    if isinstance(exc, ModelError | ModelUnreachable | UnknownModelError):
-        return "model"
-    if isinstance(exc, SandboxUnavailable | CellStartError):
-        return "sandbox"
-    if isinstance(exc, DatabaseError | OSError):
-        return "storage"
-    if isinstance(exc, ConfigError):
-        return "config"
-    return "runner"
-
-
-def _from_finished(event: RunFinished) -> ItemRecord:
-    return {
-        "status": event.status,
-        "answer": event.final_answer,
-        "rounds": event.rounds,
-        "usage": event.usage.to_dict(),
-        "expert_calls": event.expert_calls,
-        "sandbox_runs": event.sandbox_runs,
-    }
-
-
-def error_of(exc: BaseException) -> dict[str, str]:
-    return {
-        "kind": type(exc).__name__,
-        "cause": cause_of(exc),
-        "message": str(exc) or type(exc).__name__,
-    }

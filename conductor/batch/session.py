@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conductor.batch.report import ItemRecord, notebook_state, peak_rss_mb, summarize
+from conductor.batch.records import ItemRecord
+from conductor.batch.report import notebook_state, peak_rss_mb, summarize
 from conductor.batch.runner import BatchStopped, SessionOutcome
 from conductor.batch.setup import BatchSetup
 from conductor.batch.store import BatchFolder, ResultsLog

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conductor.batch.report import ItemRecord
+from conductor.batch.records import ItemRecord
 from conductor_kernel.bounded import loads_json
 from conductor_kernel.errors import UserFacingError
 from record.home import home_dir

@@ -24,7 +24,8 @@ from conductor.batch.compare import (
 from conductor.batch.compare_report import comparison_report, render_comparison
 from conductor.batch.compare_text import MethodTally, terminal_text
 from conductor.batch.drive import drive
-from conductor.batch.report import ItemRecord, write_report
+from conductor.batch.records import ItemRecord
+from conductor.batch.report import write_report
 from conductor.batch.runner import BatchRunner
 from conductor.batch.setup import BatchSetup
 from conductor.batch.store import BatchFolder, batch_id

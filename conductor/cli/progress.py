@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # rich and the batch's records are imported when a batch shows them
     from collections.abc import Callable
 
-    from conductor.batch.report import ItemRecord, Tally
+    from conductor.batch.records import ItemRecord, Tally
 
 
 class Progress:
@@ -98,7 +98,7 @@ class Progress:
 
 def item_line(record: ItemRecord) -> str:
     """How one item ended, on one line: id, status, verdict or cause, seconds."""
-    from conductor.batch.report import is_scored
+    from conductor.batch.records import is_scored
 
     status = str(record.get("status"))
     if not record.get("final"):

@@ -25,7 +25,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
-from conductor.batch.report import ItemRecord, Tally
+from conductor.batch.records import ItemRecord, Tally
 from conductor.batch.store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
 from conductor.export.wording import plural
 from conductor.methods import METHODS, label

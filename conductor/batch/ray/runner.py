@@ -25,7 +25,7 @@ from typing import Any
 from conductor import interrupts
 from conductor.batch.ray.learning import ClusterLearning
 from conductor.batch.ray.pool import Worker, WorkerPool
-from conductor.batch.report import ItemRecord
+from conductor.batch.records import ItemRecord
 from conductor.batch.runner import BatchPlan, BatchRunner, SessionOutcome, error_of
 from conductor.tasks.files import TaskItem
 from conductor_kernel.events import Event, RunFinished, RunStarted

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from conductor.batch.compare_report import comparison_rows
-from conductor.batch.report import ItemRecord
+from conductor.batch.records import ItemRecord
 from conductor.batch.store import (
     MANIFEST_FILE,
     RESULTS_FILE,

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from batch_support import batch_folder, real_sandbox, results
 
-from conductor.batch.runner import SYSTEM_CAUSES
+from conductor.batch.outcomes import SYSTEM_CAUSES
 from conductor.cli import main
 
 ITEMS = 20

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from conductor.batch.compare import Comparison, pair_id
 from conductor.batch.compare_report import comparison_report
 from conductor.batch.compare_text import MethodTally, terminal_text
-from conductor.batch.report import ItemRecord, Tally
+from conductor.batch.records import ItemRecord, Tally
 from conductor.batch.session import NOTHING_SCORED
 from conductor.cli import main
 from conductor.cli.progress import Progress

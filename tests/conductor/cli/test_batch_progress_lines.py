@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from conductor.batch.report import Tally
+from conductor.batch.records import Tally
 from conductor.cli.progress import Progress
 
 records = st.fixed_dictionaries(
