@@ -447,9 +447,17 @@ class CheckVerdict:
     why: str = ""
 
 
-# Called as check(question, task, answer); None when nothing here can decide the answer
-# (an unknown task, a scorer that needs the target): "cannot tell" is never "accepted".
-AnswerCheck = Callable[[str, str, str], CheckVerdict | None]
+class AnswerCheck(Protocol):
+    """The task's own check of answers to a question, one that needs no known answer."""
+
+    def applies(self, question: str, task: str) -> bool:
+        """Whether the check decides answers to this question at all."""
+        ...
+
+    def __call__(self, question: str, task: str, answer: str) -> CheckVerdict | None:
+        """The verdict on one answer; None when it cannot decide this one (an empty
+        answer, one its scorer cannot read): "cannot tell" is never "accepted"."""
+        ...
 
 
 class TaskScoring(Protocol):

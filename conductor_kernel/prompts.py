@@ -153,6 +153,17 @@ PROGRAM_TRIED_AGAIN = (
     "(Expert Python's first program printed `{line}`, which fails the task's own check "
     "({why}); it was asked to write the program again. Its second reply:)"
 )
+PROGRAM_FAILED = (
+    "Your program failed. {status} The end of its error output:\n```\n{stderr}\n```\n"
+    "Write the program again so that it runs and finds an answer that passes the task's "
+    "rule: where the task asks you to find something, make it try every candidate and "
+    "print one that passes. Reply with one ```python fenced block and the line "
+    '"Please run this code!".'
+)
+PROGRAM_FAILED_BEFORE = (
+    "(Expert Python's first program failed ({status}); it was asked to write "
+    "the program again. Its second reply:)"
+)
 # A printed line the check accepts, said beside the program's output.
 PROGRAM_PASSES_CHECK = "The task's own check accepts this printed line: {line}"
 PROGRAM_PASSES_CHECK_TOOLS = (

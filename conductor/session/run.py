@@ -63,9 +63,9 @@ class RunResult:
 
 
 def _task_check() -> AnswerCheck:
-    from conductor.scoring.answer_check import verdict
+    from conductor.scoring.answer_check import TaskAnswerCheck
 
-    return verdict
+    return TaskAnswerCheck()
 
 
 @dataclass

@@ -124,9 +124,10 @@ class RunConfig(BaseModel):
     )  # fmt: skip
     python_check_retries: int = setting(
         1, ge=0, le=5, flag="--python-check-retries", metavar="N",
-        description="When no line an Expert Python program printed passes the task's own "
-        "check and one fails it, the expert is told why and writes the program again, up to "
-        "N times per call (0: never).",
+        description="Where the task's own check applies, an Expert Python program that "
+        "fails, or whose printed lines include one the check rejects and none it accepts, "
+        "goes back to the expert with the reason, and it writes the program again, up to N "
+        "times per call (0: never).",
     )  # fmt: skip
     prompt_cache: bool = setting(
         True, flag="--prompt-cache",

@@ -172,6 +172,7 @@ class RunContext:
         self.handed: Handed | None = None  # the one handed to the model before round 1
         # What the task's own check says of an answer; None: it cannot decide (no check).
         self.answer_verdict: Callable[[str], CheckVerdict | None] = lambda answer: None
+        self.checked_question = False  # whether the task's own check applies to the question
 
     def answer_rejection(self, answer: str) -> str | None:
         """Why the task's own check rejects `answer`; None when it accepts it or cannot

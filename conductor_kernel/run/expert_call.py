@@ -36,7 +36,7 @@ from conductor_kernel.interfaces import (
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.limits.streaming import RunGuard, StreamWatch
 from conductor_kernel.protocol import RUN_MARKER, ExpertCall, extract_code
-from conductor_kernel.run.printed_check import held_by_result
+from conductor_kernel.run.printed_check import held_by_result, held_to_check
 from conductor_kernel.text.display import visible
 from conductor_kernel.text.output import cap_text
 
@@ -156,11 +156,10 @@ def _again_while_it_fails(
     line of it), tell the expert why and run its next program, up to the configured
     number of times; the meta model is shown the last attempt."""
     for _ in range(ctx.config.python_check_retries):
-        held = held_by_result(reply.result, ctx.check)
-        if held is None or held[1].accepted:
+        why_again = _why_again(reply.result, ctx)
+        if why_again is None:
             return
-        line, why = held[0][:300], held[1].why
-        told = prompts.PROGRAM_FAILS_CHECK.format(line=line, why=why)
+        told, earlier = why_again
         ctx.emit(
             Observation(
                 parent_id=parent_id, run_id=ctx.run_id, reason="program_fails_check", message=told
@@ -176,13 +175,41 @@ def _again_while_it_fails(
         reply.completion = completion
         reply.text = f"{reply.text}\n\n{completion.text}"
         reply.usage = reply.usage + completion.usage
-        earlier = prompts.PROGRAM_TRIED_AGAIN.format(line=line, why=why)
         reply.output = f"{earlier}\n\n{_shown_reply(completion, ctx.config)}"
         reply.result = None
         if completion.stopped:
             return
         reply.output, reply.result = _run_reply(ctx, call, completion, reply.output, parent_id)
         reply.runs += reply.result is not None
+
+
+def _why_again(result: ExecResult | None, ctx: ExpertContext) -> tuple[str, str] | None:
+    """Why a program goes back to its expert, where the task's own check applies: what
+    the expert is told, and the line the meta model reads before the next attempt. None
+    when a printed line passes, when the check decides no line, or when the sandbox,
+    not the program, failed."""
+    if result is None or ctx.check is None:
+        return None
+    if result.cancelled or result.infra_error or result.sandbox_error:
+        return None
+    held = held_to_check(result.stdout, ctx.check)
+    if held is not None and held[1].accepted:
+        return None
+    if not result.ok:  # it raised, timed out, was killed: nothing it printed is an answer
+        status = run_status(result, ctx.config)
+        stderr = visible(result.stderr.strip()[-PROGRAM_ERROR_TAIL:]) or "(nothing)"
+        told = prompts.PROGRAM_FAILED.format(status=status, stderr=stderr)
+        return told, prompts.PROGRAM_FAILED_BEFORE.format(status=status)
+    if held is None:
+        return None
+    line, why = held[0][:300], held[1].why
+    told = prompts.PROGRAM_FAILS_CHECK.format(line=line, why=why)
+    return told, prompts.PROGRAM_TRIED_AGAIN.format(line=line, why=why)
+
+
+# Characters of a failed program's error output the expert is shown again (the end of a
+# traceback says what broke).
+PROGRAM_ERROR_TAIL = 1500
 
 
 def _ask(ctx: ExpertContext, system: str, history: list[Message], parent_id: str) -> Completion:
@@ -322,6 +349,19 @@ def _run_stoppable(ctx: ExpertContext, sandbox: Sandbox, code: str, stdin: str) 
 
 def _describe_run(result: ExecResult, config: RunConfig) -> str:
     """The program's outcome as the meta model reads it: status, stdout, stderr, capped."""
+    status = run_status(result, config)
+    # What the program printed reaches the meta model with every control and invisible
+    # character shown as an escape, as on screen: nothing hidden in it is read unseen.
+    stdout = visible(cap_text(result.stdout, config.output_cap_chars)) or "(nothing)"
+    stderr = visible(cap_text(result.stderr, config.output_cap_chars))
+    stderr_block = f"\nstderr:\n```\n{stderr}\n```" if stderr.strip() else ""
+    return prompts.PYTHON_RAN.format(
+        status=status, stdout=stdout.rstrip("\n"), stderr_block=stderr_block
+    )
+
+
+def run_status(result: ExecResult, config: RunConfig) -> str:
+    """How the program ended, in a sentence."""
     if result.cancelled:
         status = "It was stopped before it finished: the run was cancelled."
     elif result.infra_error:
@@ -338,14 +378,7 @@ def _describe_run(result: ExecResult, config: RunConfig) -> str:
         status = f"Exit code: {result.exit_code}."
     if result.output_limit_hit:
         status += " It printed too much and was stopped."
-    # What the program printed reaches the meta model with every control and invisible
-    # character shown as an escape, as on screen: nothing hidden in it is read unseen.
-    stdout = visible(cap_text(result.stdout, config.output_cap_chars)) or "(nothing)"
-    stderr = visible(cap_text(result.stderr, config.output_cap_chars))
-    stderr_block = f"\nstderr:\n```\n{stderr}\n```" if stderr.strip() else ""
-    return prompts.PYTHON_RAN.format(
-        status=status, stdout=stdout.rstrip("\n"), stderr_block=stderr_block
-    )
+    return status
 
 
 def _finish(

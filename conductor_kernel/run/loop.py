@@ -130,9 +130,10 @@ class Conductor:
             question=question,
             carrier=carrier.carrier,
         )
-        if self.answer_check is not None and cfg.answer_check:
-            check = self.answer_check
+        check = self.answer_check
+        if check is not None and cfg.answer_check and check.applies(question, task):
             run.answer_verdict = lambda answer: check(question, task, answer)
+            run.checked_question = True
         status = "no_answer"
         error: Exception | None = None
         failures: list[SystemFailure] = []

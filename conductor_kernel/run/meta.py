@@ -244,7 +244,7 @@ def _dispatch(
             seen,
             run.run_id,
             guard=run.guard,
-            check=run.answer_verdict,
+            check=run.answer_verdict if run.checked_question else None,
         )
         jobs = [
             partial(call_expert, c, ctx, parent_id=turn.id, round=turn.round, index=i)

@@ -22,8 +22,17 @@ from record.fold import outline
 RIGHT = "(4+6)*(3-1)"
 
 
-def only_right(question: str, task: str, answer: str) -> CheckVerdict:
-    return CheckVerdict(answer.replace(" ", "") == RIGHT, "equals something else")
+class OnlyRight:
+    """A check that applies to every question and accepts only RIGHT."""
+
+    def applies(self, question: str, task: str) -> bool:
+        return True
+
+    def __call__(self, question: str, task: str, answer: str) -> CheckVerdict:
+        return CheckVerdict(answer.replace(" ", "") == RIGHT, "equals something else")
+
+
+only_right = OnlyRight()
 
 
 def text_answer(answer: str) -> str:

@@ -63,6 +63,19 @@ def test_a_checked_program_is_handed_over_as_a_call_and_its_result() -> None:
     assert outline(events).answer == "(4+6)*(3-1)"
 
 
+class OnlyThis:
+    """A check that applies to every question and accepts one answer only."""
+
+    def __init__(self, right: str, why: str) -> None:
+        self.right, self.why = right, why
+
+    def applies(self, question: str, task: str) -> bool:
+        return True
+
+    def __call__(self, question: str, task: str, answer: str) -> CheckVerdict:
+        return CheckVerdict(answer == self.right, self.why)
+
+
 def test_a_rejected_answer_beside_a_handed_one_is_reminded_of_it() -> None:
     wrong = Completion("", tool_calls=[ToolCall("final_answer", '{"answer": "4+6*3-1"}', "w")])
     model = ScriptedToolModel([wrong, ANSWER], lambda n, i: "")
@@ -71,7 +84,7 @@ def test_a_rejected_answer_beside_a_handed_one_is_reminded_of_it() -> None:
         model,
         config=cfg,
         recall=recall_of([CHECKED]),  # type: ignore[arg-type]
-        answer_check=lambda q, t, a: CheckVerdict(a == "(4+6)*(3-1)", "equals 21, not 24"),
+        answer_check=OnlyThis("(4+6)*(3-1)", "equals 21, not 24"),
     )
     events = list(conductor.run("Use 4 6 3 1 to make 24."))
     second = [e for e in events if isinstance(e, MetaTurnStarted)][1]

@@ -16,7 +16,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conductor.scoring.answer_check import rejection, verdict
+from conductor.scoring.answer_check import TaskAnswerCheck, rejection
 from conductor_kernel import prompts
 from conductor_kernel.events import Event, MetaTurnStarted, Observation
 from conductor_kernel.interfaces import Completion, Message, ToolCall
@@ -53,7 +53,7 @@ def solve(words: list[str], printed: list[str]) -> list[Event]:
     config = RunConfig(max_rounds=4, consult_first=False)
     sandbox = SubprocessSandbox()
     try:
-        conductor = Conductor(model, model, sandbox, config, answer_check=verdict)
+        conductor = Conductor(model, model, sandbox, config, answer_check=TaskAnswerCheck())
         return list(conductor.run(question_for(words)))
     finally:
         sandbox.close()
@@ -95,7 +95,9 @@ def test_nothing_is_named_where_nothing_can_check_the_question() -> None:
     try:
         config = RunConfig(max_rounds=4, consult_first=False)
         events = list(
-            Conductor(model, model, sandbox, config, answer_check=verdict).run("What is 6*7?")
+            Conductor(model, model, sandbox, config, answer_check=TaskAnswerCheck()).run(
+                "What is 6*7?"
+            )
         )
     finally:
         sandbox.close()
@@ -125,7 +127,7 @@ def test_with_tools_the_named_line_can_be_cited_and_is_taken_exactly() -> None:
     sandbox = SubprocessSandbox()
     try:
         config = RunConfig(max_rounds=4, consult_first=False, protocol="tools")
-        conductor = Conductor(model, model, sandbox, config, answer_check=verdict)
+        conductor = Conductor(model, model, sandbox, config, answer_check=TaskAnswerCheck())
         events = list(conductor.run(question_for(words)))
     finally:
         sandbox.close()

@@ -16,7 +16,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conductor.scoring.answer_check import verdict
+from conductor.scoring.answer_check import TaskAnswerCheck
 from conductor_kernel import prompts
 from conductor_kernel.events import (
     Event,
@@ -34,6 +34,7 @@ from sandbox.subprocess_backend import SubprocessSandbox
 
 TOLD = prompts.PROGRAM_FAILS_CHECK.split("{line}")[0]
 PASSES = prompts.PROGRAM_PASSES_CHECK.split("{line}")[0]
+FAILED = prompts.PROGRAM_FAILED.split("{status}")[0]
 WORDS = st.lists(st.text(alphabet="abcdefgh", min_size=2, max_size=6), min_size=2, max_size=6)
 
 
@@ -41,9 +42,15 @@ def question_for(words: list[str]) -> str:
     return f"Sort the following words alphabetically: List: {' '.join(words)}"
 
 
+CRASH = "<raise>"  # a program line that raises
+
+
 def program(lines: list[str]) -> str:
-    body = "\n".join(f"print({line!r})" for line in lines) or "pass"
-    return f"```python\n{body}\n```\nPlease run this code!"
+    body = "\n".join(
+        "raise ValueError('no candidate left')" if line == CRASH else f"print({line!r})"
+        for line in lines
+    )
+    return f"```python\n{body or 'pass'}\n```\nPlease run this code!"
 
 
 def solve(words: list[str], attempts: list[list[str]], retries: int) -> list[Event]:
@@ -63,7 +70,9 @@ def solve(words: list[str], attempts: list[list[str]], retries: int) -> list[Eve
     sandbox = SubprocessSandbox()
     try:
         return list(
-            Conductor(model, model, sandbox, config, answer_check=verdict).run(question_for(words))
+            Conductor(model, model, sandbox, config, answer_check=TaskAnswerCheck()).run(
+                question_for(words)
+            )
         )
     finally:
         sandbox.close()
@@ -76,22 +85,32 @@ def test_a_failing_program_goes_back_until_one_passes_or_the_retries_run_out(
 ) -> None:
     right = " ".join(sorted(words))
     wrong = " ".join(sorted(words, reverse=True)) if len(set(words)) > 1 else words[0] + " zz"
-    kinds = {"right": ["working", right], "wrong": [wrong], "undecided": [], "both": [wrong, right]}
+    kinds = {
+        "right": ["working", right],
+        "wrong": [wrong],
+        "undecided": [],
+        "both": [wrong, right],
+        "crash": ["working", CRASH],
+    }
     chosen = data.draw(st.lists(st.sampled_from(sorted(kinds)), min_size=3, max_size=3))
     events = solve(words, [kinds[k] for k in chosen], retries)
 
-    # How many programs should run: the first, then one more per failure, while retries
-    # last; a program that printed a passing line, or none the check decides, ends it.
+    # How many programs should run: the first, then one more per failure (a printed
+    # line the check rejects, or a program that raised), while retries last; a program
+    # that printed a passing line, or none the check decides, ends it.
     expected = 1
     for kind in chosen[:retries]:
-        if kind != "wrong":
+        if kind not in ("wrong", "crash"):
             break
         expected += 1
     ran = [e for e in events if isinstance(e, SandboxExec)]
     told = [e for e in events if isinstance(e, Observation) and e.reason == "program_fails_check"]
     assert len(ran) == expected and len(told) == expected - 1
-    for note in told:  # the expert is told the line and the check's reason
-        assert TOLD in note.message and wrong in note.message
+    for kind, note in zip(chosen, told, strict=False):
+        if kind == "wrong":  # the expert is told the line and the check's reason
+            assert TOLD in note.message and wrong in note.message
+        else:  # or that its program failed, and the end of its traceback
+            assert FAILED in note.message and "no candidate left" in note.message
     # One expert call, however many programs it took; the meta model reads its output.
     assert len([e for e in events if isinstance(e, ExpertCallFinished)]) == 1
     shown = [e for e in events if isinstance(e, MetaTurnStarted)][1].user_message
@@ -105,17 +124,21 @@ def test_a_failing_program_goes_back_until_one_passes_or_the_retries_run_out(
 
 
 def test_nothing_goes_back_where_nothing_can_check_the_question() -> None:
+    """Not a failing line, not a program that raised: the meta model decides there."""
+
     def meta(history: list[Message]) -> str:
         if history[-1].content.startswith("ROUND 1"):
             return 'Expert Python:\n"""\nWhat is 6 times 7?\n"""'
         return '>> FINAL ANSWER:\n"""\n41\n"""'
 
-    model = ScriptedModel(meta, lambda _n, _t: program(["41"]))
+    model = ScriptedModel(meta, lambda _n, _t: program(["41", CRASH]))
     sandbox = SubprocessSandbox()
     try:
         config = RunConfig(max_rounds=3, consult_first=False)
         events = list(
-            Conductor(model, model, sandbox, config, answer_check=verdict).run("What is 6*7?")
+            Conductor(model, model, sandbox, config, answer_check=TaskAnswerCheck()).run(
+                "What is 6*7?"
+            )
         )
     finally:
         sandbox.close()
@@ -142,7 +165,9 @@ def test_with_tools_a_passing_line_can_be_cited_in_the_next_round() -> None:
     try:
         config = RunConfig(max_rounds=3, consult_first=False, protocol="tools")
         events = list(
-            Conductor(model, model, sandbox, config, answer_check=verdict).run(question_for(words))
+            Conductor(model, model, sandbox, config, answer_check=TaskAnswerCheck()).run(
+                question_for(words)
+            )
         )
     finally:
         sandbox.close()
