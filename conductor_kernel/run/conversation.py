@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -42,10 +41,8 @@ from conductor_kernel.interfaces import (
     ToolCall,
     ToolResult,
     ToolSpec,
-    Usage,
     cut_cause,
 )
-from conductor_kernel.limits.ledger import UsageLedger
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.limits.streaming import (
     RunCancelled,
@@ -54,44 +51,10 @@ from conductor_kernel.limits.streaming import (
     StreamWatch,
     in_worker,
 )
+from conductor_kernel.run.state import Handed, RunState
 
 T = TypeVar("T")
 Emit = Callable[[Event], None]
-
-
-PRINTED_KEPT = 8  # programs' outputs a run keeps for its answer's check
-
-
-@dataclass
-class RunState:
-    run_id: str
-    started: float = field(default_factory=time.monotonic)
-    # Every model call of the run records its usage here as it returns (ledger.py).
-    ledger: UsageLedger = field(default_factory=UsageLedger)
-    guard: RunGuard | None = None
-    rounds: int = 0
-    expert_calls: int = 0
-    sandbox_runs: int = 0
-    answer: str | None = None
-    # The run's answer was sent back once for a check (RunConfig.check_before_answer).
-    check_asked: bool = False
-    # Answers the task's own check rejected and the model was told of (each only once).
-    rejected_answers: set[str] = field(default_factory=set)
-    # What the run's latest programs printed, each run that ended well (meta.py reads
-    # it for a line the task's check accepts once the model's own answer failed it).
-    printed: deque[str] = field(default_factory=lambda: deque(maxlen=PRINTED_KEPT))
-    # The printed line the model was then told of: from there it may cite it
-    # (answer_with_checked_result, the tools carrier), as a handed checked result.
-    cited: str | None = None
-
-    @property
-    def usage(self) -> Usage:
-        """What the run has spent so far (learning comes later and is reported apart)."""
-        return self.ledger.run_total()
-
-    @property
-    def meta_usage(self) -> Usage:
-        return self.ledger.total("meta")
 
 
 @dataclass(frozen=True)
@@ -325,16 +288,6 @@ Act = Callable[[Turn], Generator[Event, None, str | NextMessage | None]]
 ToolsFor = Callable[[int], Sequence[ToolSpec] | None]
 # The grammar a round's turn is held to (None: none), given its round number.
 GrammarFor = Callable[[int], str | None]
-
-
-@dataclass(frozen=True)
-class Handed:
-    """A call made for the model (an assistant message with its tool calls) and their
-    results, sent after round 1's message (run/experience.py)."""
-
-    call: Message
-    results: tuple[ToolResult, ...]
-    answer: str  # what the handed program printed, as the check accepted it
 
 
 # What stands in the history for a turn with no text whose calls were not acted on (a

@@ -27,7 +27,7 @@ from typing import Any
 from conductor_kernel import prompts
 from conductor_kernel.carrier.tools import RUN_PYTHON
 from conductor_kernel.interfaces import Message, ToolCall, ToolResult
-from conductor_kernel.run.conversation import Handed
+from conductor_kernel.run.state import Handed
 from conductor_kernel.text.quoted import inline
 
 CALL_ID = "notebook-checked-1"
