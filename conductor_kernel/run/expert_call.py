@@ -90,28 +90,37 @@ def call_expert(
     ctx.emit(started)
     t0 = time.monotonic()
 
+    history = [Message("user", call.instruction)]
+    retries = ctx.config.python_check_retries if python else 0
     given_code = extract_code(call.instruction) if python else None
+    before = ""  # a line for the meta model about an earlier attempt
     if given_code is not None:
-        # The meta model wrote the code itself: run it as given, no model call.
+        # The meta model wrote the code itself: run it as given, no model call, unless
+        # it fails where the task's check applies; then Expert Python writes it again.
         ran = _run(ctx, given_code, started.id, source="instruction")
         output = _describe_run(ran, ctx.config)
-        _finish(ctx, started, text="", output=output, usage=Usage(), t0=t0, model="")
-        return ExpertOutcome(call.name, output, Usage(), sandbox_runs=1)
-
-    history = [Message("user", call.instruction)]
+        why_again = _why_again(ran, ctx) if retries else None
+        if why_again is None:
+            _finish(ctx, started, text="", output=output, usage=Usage(), t0=t0, model="")
+            return ExpertOutcome(call.name, output, sandbox_runs=1, passed=_passed(ran, ctx))
+        told, before = why_again
+        _tell(ctx, told, started.id)
+        history = [Message("user", f"{call.instruction}\n\n{told}")]
+        retries -= 1
     try:
         completion = _ask(ctx, system, history, started.id)
     except ModelUnreachable:
         raise  # the server is down: a system failure, not this expert's
     except ModelError as exc:
         return _failed(ctx, started, call, exc, t0)
-    reply = _Reply(completion, completion.text, completion.usage)
+    reply = _Reply(completion, completion.text, completion.usage, runs=int(bool(before)))
     reply.output = _shown_reply(completion, ctx.config)
     if not completion.stopped and python:  # stopped: cancelled or at a limit, run nothing
         reply.output, reply.result = _run_reply(ctx, call, completion, reply.output, started.id)
         reply.runs += reply.result is not None
-    if python:
-        _again_while_it_fails(ctx, call, system, history, reply, started.id)
+    if before:
+        reply.output = f"{before}\n\n{reply.output}"
+    _again_while_it_fails(ctx, call, system, history, reply, started.id, retries)
     last = reply.completion
     _finish(
         ctx,
@@ -124,10 +133,26 @@ def call_expert(
         stop_reason=last.stop_reason,
         truncated=last.truncated,
     )
-    held = held_by_result(reply.result, ctx.check)
-    passed = held[0] if held is not None and held[1].accepted else None
     return ExpertOutcome(
-        call.name, reply.output, reply.usage, sandbox_runs=reply.runs, passed=passed
+        call.name,
+        reply.output,
+        reply.usage,
+        sandbox_runs=reply.runs,
+        passed=_passed(reply.result, ctx),
+    )
+
+
+def _passed(result: ExecResult | None, ctx: ExpertContext) -> str | None:
+    """The line a program printed that the task's own check accepts, if any."""
+    held = held_by_result(result, ctx.check)
+    return held[0] if held is not None and held[1].accepted else None
+
+
+def _tell(ctx: ExpertContext, told: str, parent_id: str) -> None:
+    ctx.emit(
+        Observation(
+            parent_id=parent_id, run_id=ctx.run_id, reason="program_fails_check", message=told
+        )
     )
 
 
@@ -151,20 +176,17 @@ def _again_while_it_fails(
     history: list[Message],
     reply: _Reply,
     parent_id: str,
+    retries: int,
 ) -> None:
     """While the task's own check rejects what the program printed (and accepts no
     line of it), tell the expert why and run its next program, up to the configured
     number of times; the meta model is shown the last attempt."""
-    for _ in range(ctx.config.python_check_retries):
+    for _ in range(retries):
         why_again = _why_again(reply.result, ctx)
         if why_again is None:
             return
         told, earlier = why_again
-        ctx.emit(
-            Observation(
-                parent_id=parent_id, run_id=ctx.run_id, reason="program_fails_check", message=told
-            )
-        )
+        _tell(ctx, told, parent_id)
         history += [Message("assistant", reply.completion.text), Message("user", told)]
         try:
             completion = _ask(ctx, system, history, parent_id)

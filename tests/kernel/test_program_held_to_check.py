@@ -175,3 +175,45 @@ def test_with_tools_a_passing_line_can_be_cited_in_the_next_round() -> None:
     assert "answer_with_checked_result" not in offered[0]
     assert "answer_with_checked_result" in offered[1]
     assert outline(events).answer == right and outline(events).status == "answered"
+
+
+def test_code_the_meta_model_wrote_that_fails_goes_to_expert_python() -> None:
+    """The meta model's own program (run as given, without an expert's reply) that
+    raises is handed to Expert Python with its traceback, where the check applies; the
+    fixed program's passing line is what the meta model is then told of."""
+    words = ["pear", "apple", "fig"]
+    right = " ".join(sorted(words))
+    broken = "```python\nwords = 'pear apple fig'.split()\nprint(' '.join(sorted(word)))\n```\nPlease run this code!"
+    asked: list[str] = []
+
+    def meta(history: list[Message]) -> str:
+        last = history[-1].content
+        if last.startswith("ROUND 1"):
+            return f'Expert Python:\n"""\n{broken}\n"""'
+        named = last.split(PASSES, 1)[1].split("\n", 1)[0].strip() if PASSES in last else "x"
+        return f'>> FINAL ANSWER:\n"""\n{named}\n"""'
+
+    def expert(_name: str, text: str) -> str:
+        asked.append(text)
+        return program([right])
+
+    for question, checked in ((question_for(words), True), ("Print the words sorted.", False)):
+        asked.clear()
+        model = ScriptedModel(meta, expert)
+        sandbox = SubprocessSandbox()
+        try:
+            config = RunConfig(max_rounds=2, consult_first=False)
+            events = list(
+                Conductor(model, model, sandbox, config, answer_check=TaskAnswerCheck()).run(
+                    question
+                )
+            )
+        finally:
+            sandbox.close()
+        ran = [e for e in events if isinstance(e, SandboxExec)]
+        if checked:
+            assert [e.source for e in ran] == ["instruction", "expert"]
+            assert len(asked) == 1 and "NameError" in asked[0] and broken in asked[0]
+            assert outline(events).answer == right
+        else:  # no check applies: the meta model reads the traceback and decides
+            assert [e.source for e in ran] == ["instruction"] and not asked
