@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from conductor.cli.json_out import json_text
 from conductor.config.flags import add_setting_flags, settings_from_args
 from conductor_kernel.errors import ConfigError
+
+if TYPE_CHECKING:
+    from conductor.session.run import RunResult
+    from conductor_kernel.events import RunFinished, RunStarted
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,11 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_solve(args: argparse.Namespace) -> int:
     from conductor import interrupts
-    from conductor.export.terminal import RichPrinter, shown_line
+    from conductor.export.terminal import RichPrinter
     from conductor.export.wording import plural
     from conductor.session import build_session
     from experts.registry import CONFIGURE_HINT, choose
-    from record.ending import ending
 
     question = sys.stdin.read() if args.question == "-" else args.question
     if not question.strip():
@@ -68,22 +72,10 @@ def run_solve(args: argparse.Namespace) -> int:
             session.run(question, sinks=sinks)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal_name", "SIGINT")
-        started, finished = session.last.started, session.last.finished
-        if finished is not None:
-            interrupts.say(
-                f"stopped by {name} while learning: run {finished.run_id} is saved "
-                f"({finished.status}); nothing was learned from it."
-            )
-        elif started is not None:
-            interrupts.say(
-                f"stopped by {name}: run {started.run_id} is saved as interrupted "
-                "(`conductor runs show` it)."
-            )
-        else:
-            interrupts.say(f"stopped by {name} before the run started; nothing was recorded.")
+        interrupts.say(_stopped_message(name, session.last.started, session.last.finished))
         return interrupts.EXIT_CODES.get(name, 130)
     result = session.last
-    started, answer, finished = result.started, result.answer, result.finished
+    finished = result.finished
     signal_name = interrupts.last_signal()
     if finished is not None and (signal_name or session.stopped_by):
         why = f"stopped by {signal_name}" if signal_name else session.stopped_by
@@ -96,36 +88,8 @@ def run_solve(args: argparse.Namespace) -> int:
             f"{why}: run {finished.run_id} is saved {how} "
             f"(`conductor runs show {finished.run_id}`)."
         )
-    told = ending(result.outline) if result.outline is not None else None
     try:
-        if args.json and finished is not None and told is not None:
-            print(
-                json_text(
-                    {
-                        "run_id": finished.run_id,
-                        "method": started.method_name if started is not None else None,
-                        "status": finished.status,
-                        "answer": answer,
-                        "verdict": told.verdict or None,
-                        "reason": told.why or None,
-                        "account": told.line(),
-                        "rounds": finished.rounds,
-                        "usage": finished.usage.to_dict(),
-                        "duration_s": round(finished.duration_s, 3),
-                    }
-                ),
-                flush=True,
-            )
-        elif args.quiet and answer is not None and told is not None and told.answered:
-            # Exact for a pipe; on a terminal the model's control characters are shown, not run.
-            from conductor_kernel.text.display import visible
-
-            print(visible(answer) if sys.stdout.isatty() else answer, flush=True)
-        elif args.quiet and told is not None:
-            interrupts.say(told.line())
-        elif told is not None and sinks:
-            # The account of the run's end, the same words every way in uses.
-            sinks[0].console.print(shown_line(told.line(), style="bold"))
+        _present(args, result, sinks)
     except BrokenPipeError:
         interrupts.silence_broken_stdout()
         return interrupts.EXIT_CODES["SIGPIPE"]
@@ -135,6 +99,57 @@ def run_solve(args: argparse.Namespace) -> int:
         interrupts.silence_broken_stdout()
         return interrupts.EXIT_CODES["SIGPIPE"]
     return 0 if finished is not None and finished.status == "answered" else 1
+
+
+def _stopped_message(name: str, started: RunStarted | None, finished: RunFinished | None) -> str:
+    """What a signal during `solve` left recorded, in a sentence."""
+    if finished is not None:
+        return (
+            f"stopped by {name} while learning: run {finished.run_id} is saved "
+            f"({finished.status}); nothing was learned from it."
+        )
+    if started is not None:
+        return (
+            f"stopped by {name}: run {started.run_id} is saved as interrupted "
+            "(`conductor runs show` it)."
+        )
+    return f"stopped by {name} before the run started; nothing was recorded."
+
+
+def _present(args: argparse.Namespace, result: RunResult, sinks: tuple) -> None:
+    """The run's end as asked: one JSON object, the bare answer, or the account line."""
+    from conductor.export.terminal import shown_line
+    from conductor_kernel.text.display import visible
+    from record.ending import ending
+
+    started, answer, finished = result.started, result.answer, result.finished
+    told = ending(result.outline) if result.outline is not None else None
+    if told is None:
+        return
+    if args.json and finished is not None:
+        fields = {
+            "run_id": finished.run_id,
+            "method": started.method_name if started is not None else None,
+            "status": finished.status,
+            "answer": answer,
+            "verdict": told.verdict or None,
+            "reason": told.why or None,
+            "account": told.line(),
+            "rounds": finished.rounds,
+            "usage": finished.usage.to_dict(),
+            "duration_s": round(finished.duration_s, 3),
+        }
+        print(json_text(fields), flush=True)
+    elif args.quiet and answer is not None and told.answered:
+        # Exact for a pipe; on a terminal the model's control characters are shown, not run.
+        print(visible(answer) if sys.stdout.isatty() else answer, flush=True)
+    elif args.quiet:
+        from conductor import interrupts
+
+        interrupts.say(told.line())
+    elif sinks:
+        # The account of the run's end, the same words every way in uses.
+        sinks[0].console.print(shown_line(told.line(), style="bold"))
 
 
 def _output_closed() -> None:
