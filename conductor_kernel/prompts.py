@@ -143,22 +143,20 @@ PYTHON_RAN = (
 # item's answer is told. Qwen2.5-Coder-1.5B's Game of 24 programs printed a guess or a
 # partial search and passed it on (docs/methods.md).
 PROGRAM_FAILS_CHECK = (
-    "Your program ran. Its printed line\n\n{line}\n\nfails the task's own check: {why}. "
-    "Write the program again so that it finds an answer that passes: where the task asks "
-    "you to find something, make the program try every candidate, test each one against "
-    "the task's rule, and print one that passes. Reply with one ```python fenced block "
-    'and the line "Please run this code!".'
+    "It ran and printed the line\n\n{line}\n\nwhich fails the task's own check: {why}."
 )
 PROGRAM_TRIED_AGAIN = (
     "(Expert Python's first program printed `{line}`, which fails the task's own check "
     "({why}); it was asked to write the program again. Its second reply:)"
 )
-PROGRAM_FAILED = (
-    "Your program failed. {status} The end of its error output:\n```\n{stderr}\n```\n"
-    "Write the program again so that it runs and finds an answer that passes the task's "
-    "rule: where the task asks you to find something, make it try every candidate and "
-    "print one that passes. Reply with one ```python fenced block and the line "
-    '"Please run this code!".'
+PROGRAM_FAILED = "It failed. {status} The end of its error output:\n```\n{stderr}\n```"
+# The request to a fresh Expert Python for a corrected program.
+PROGRAM_AGAIN = (
+    "{instruction}\n\nA program written for this:\n```python\n{code}\n```\n{fault}\n\n"
+    "Fix the fault and write the whole program again: where the task asks you to find "
+    "something, make it try every candidate, test each one against the task's rule, and "
+    'print one that passes. Reply with one ```python fenced block and the line "Please '
+    'run this code!".'
 )
 PROGRAM_FAILED_BEFORE = (
     "(Expert Python's first program failed ({status}); it was asked to write "

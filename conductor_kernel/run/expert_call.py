@@ -90,25 +90,23 @@ def call_expert(
     ctx.emit(started)
     t0 = time.monotonic()
 
-    history = [Message("user", call.instruction)]
     retries = ctx.config.python_check_retries if python else 0
     given_code = extract_code(call.instruction) if python else None
-    before = ""  # a line for the meta model about an earlier attempt
+    prompt, before = call.instruction, ""  # `before`: what the meta model reads of it
     if given_code is not None:
         # The meta model wrote the code itself: run it as given, no model call, unless
         # it fails where the task's check applies; then Expert Python writes it again.
         ran = _run(ctx, given_code, started.id, source="instruction")
         output = _describe_run(ran, ctx.config)
-        why_again = _why_again(ran, ctx) if retries else None
+        why_again = _why_again(ran, given_code, call, ctx) if retries else None
         if why_again is None:
             _finish(ctx, started, text="", output=output, usage=Usage(), t0=t0, model="")
             return ExpertOutcome(call.name, output, sandbox_runs=1, passed=_passed(ran, ctx))
-        told, before = why_again
-        _tell(ctx, told, started.id)
-        history = [Message("user", f"{call.instruction}\n\n{told}")]
+        prompt, before = why_again
+        _tell(ctx, prompt, started.id)
         retries -= 1
     try:
-        completion = _ask(ctx, system, history, started.id)
+        completion = _ask(ctx, system, [Message("user", prompt)], started.id)
     except ModelUnreachable:
         raise  # the server is down: a system failure, not this expert's
     except ModelError as exc:
@@ -116,11 +114,10 @@ def call_expert(
     reply = _Reply(completion, completion.text, completion.usage, runs=int(bool(before)))
     reply.output = _shown_reply(completion, ctx.config)
     if not completion.stopped and python:  # stopped: cancelled or at a limit, run nothing
-        reply.output, reply.result = _run_reply(ctx, call, completion, reply.output, started.id)
-        reply.runs += reply.result is not None
+        _run_reply(ctx, call, reply, started.id)
     if before:
         reply.output = f"{before}\n\n{reply.output}"
-    _again_while_it_fails(ctx, call, system, history, reply, started.id, retries)
+    _again_while_it_fails(ctx, call, system, reply, started.id, retries)
     last = reply.completion
     _finish(
         ctx,
@@ -159,12 +156,13 @@ def _tell(ctx: ExpertContext, told: str, parent_id: str) -> None:
 @dataclass
 class _Reply:
     """An expert's reply so far: its latest completion, all its text and usage, what the
-    meta model is shown, and its latest program's result."""
+    meta model is shown, and its latest program and that program's result."""
 
     completion: Completion
     text: str
     usage: Usage
     output: str = ""
+    code: str = ""
     result: ExecResult | None = None
     runs: int = 0
 
@@ -173,23 +171,23 @@ def _again_while_it_fails(
     ctx: ExpertContext,
     call: ExpertCall,
     system: str,
-    history: list[Message],
     reply: _Reply,
     parent_id: str,
     retries: int,
 ) -> None:
-    """While the task's own check rejects what the program printed (and accepts no
-    line of it), tell the expert why and run its next program, up to the configured
-    number of times; the meta model is shown the last attempt."""
+    """While the latest program fails where the task's own check applies, ask a fresh
+    Expert Python for a corrected one, up to `retries` times; the meta model is shown
+    the last attempt. Fresh, not the same conversation continued: told in its own
+    conversation, Qwen2.5-Coder-1.5B sent the same program back word for word; shown the
+    program and its error as a new request, it fixed the fault."""
     for _ in range(retries):
-        why_again = _why_again(reply.result, ctx)
+        why_again = _why_again(reply.result, reply.code, call, ctx)
         if why_again is None:
             return
-        told, earlier = why_again
-        _tell(ctx, told, parent_id)
-        history += [Message("assistant", reply.completion.text), Message("user", told)]
+        prompt, earlier = why_again
+        _tell(ctx, prompt, parent_id)
         try:
-            completion = _ask(ctx, system, history, parent_id)
+            completion = _ask(ctx, system, [Message("user", prompt)], parent_id)
         except ModelUnreachable:
             raise  # the server is down: a system failure, not this expert's
         except ModelError:
@@ -197,19 +195,20 @@ def _again_while_it_fails(
         reply.completion = completion
         reply.text = f"{reply.text}\n\n{completion.text}"
         reply.usage = reply.usage + completion.usage
-        reply.output = f"{earlier}\n\n{_shown_reply(completion, ctx.config)}"
+        reply.output = _shown_reply(completion, ctx.config)
         reply.result = None
-        if completion.stopped:
-            return
-        reply.output, reply.result = _run_reply(ctx, call, completion, reply.output, parent_id)
-        reply.runs += reply.result is not None
+        if not completion.stopped:
+            _run_reply(ctx, call, reply, parent_id)
+        reply.output = f"{earlier}\n\n{reply.output}"
 
 
-def _why_again(result: ExecResult | None, ctx: ExpertContext) -> tuple[str, str] | None:
-    """Why a program goes back to its expert, where the task's own check applies: what
-    the expert is told, and the line the meta model reads before the next attempt. None
-    when a printed line passes, when the check decides no line, or when the sandbox,
-    not the program, failed."""
+def _why_again(
+    result: ExecResult | None, code: str, call: ExpertCall, ctx: ExpertContext
+) -> tuple[str, str] | None:
+    """Why a program goes back to Expert Python, where the task's own check applies: the
+    request for a corrected one, and the line the meta model reads before the next
+    attempt. None when a printed line passes, when the check decides no line, or when
+    the sandbox, not the program, failed."""
     if result is None or ctx.check is None:
         return None
     if result.cancelled or result.infra_error or result.sandbox_error:
@@ -220,13 +219,16 @@ def _why_again(result: ExecResult | None, ctx: ExpertContext) -> tuple[str, str]
     if not result.ok:  # it raised, timed out, was killed: nothing it printed is an answer
         status = run_status(result, ctx.config)
         stderr = visible(result.stderr.strip()[-PROGRAM_ERROR_TAIL:]) or "(nothing)"
-        told = prompts.PROGRAM_FAILED.format(status=status, stderr=stderr)
-        return told, prompts.PROGRAM_FAILED_BEFORE.format(status=status)
-    if held is None:
+        fault = prompts.PROGRAM_FAILED.format(status=status, stderr=stderr)
+        before = prompts.PROGRAM_FAILED_BEFORE.format(status=status)
+    elif held is not None:
+        line, why = held[0][:300], held[1].why
+        fault = prompts.PROGRAM_FAILS_CHECK.format(line=line, why=why)
+        before = prompts.PROGRAM_TRIED_AGAIN.format(line=line, why=why)
+    else:
         return None
-    line, why = held[0][:300], held[1].why
-    told = prompts.PROGRAM_FAILS_CHECK.format(line=line, why=why)
-    return told, prompts.PROGRAM_TRIED_AGAIN.format(line=line, why=why)
+    again = prompts.PROGRAM_AGAIN.format(instruction=call.instruction, code=code, fault=fault)
+    return again, before
 
 
 # Characters of a failed program's error output the expert is shown again (the end of a
@@ -297,15 +299,13 @@ def _shown_reply(completion: Completion, config: RunConfig) -> str:
     return output
 
 
-def _run_reply(
-    ctx: ExpertContext, call: ExpertCall, completion: Completion, output: str, parent_id: str
-) -> tuple[str, ExecResult | None]:
-    """Run the program of an Expert Python reply that asks for it: what the meta model is
-    then shown, and the program's result (None: nothing ran)."""
-    reply = completion.text
-    if RUN_MARKER.lower() not in reply.lower():
-        return output, None
-    code = extract_code(reply)
+def _run_reply(ctx: ExpertContext, call: ExpertCall, reply: _Reply, parent_id: str) -> None:
+    """Run the program of an Expert Python reply that asks for it; the reply then holds
+    the program, its result and what the meta model is shown."""
+    text = reply.completion.text
+    if RUN_MARKER.lower() not in text.lower():
+        return
+    code = extract_code(text)
     if code is None:
         ctx.emit(
             Observation(
@@ -315,12 +315,14 @@ def _run_reply(
                 message="Expert Python asked to run code but gave no fenced block.",
             )
         )
-        return f"{output}\n\n{prompts.PYTHON_NO_CODE}", None
+        reply.output = f"{reply.output}\n\n{prompts.PYTHON_NO_CODE}"
+        return
     # The program reads its instruction on standard input: data taken from there is the
     # data the meta model gave, not a copy the expert typed again (a small model's copy
     # of a word list dropped and added words).
     result = _run(ctx, code, parent_id, source="expert", stdin=call.instruction)
-    return f"{output}\n\n{_describe_run(result, ctx.config)}", result
+    reply.code, reply.result, reply.runs = code, result, reply.runs + 1
+    reply.output = f"{reply.output}\n\n{_describe_run(result, ctx.config)}"
 
 
 def _run(

@@ -217,3 +217,33 @@ def test_code_the_meta_model_wrote_that_fails_goes_to_expert_python() -> None:
             assert outline(events).answer == right
         else:  # no check applies: the meta model reads the traceback and decides
             assert [e.source for e in ran] == ["instruction"] and not asked
+
+
+def test_the_retry_is_a_fresh_request_holding_the_program_and_its_fault() -> None:
+    """Continued in its own conversation, a small model sent the same program back word
+    for word; the retry is a new request: the instruction, the program, the fault."""
+    words = ["pear", "apple", "fig"]
+    right, wrong = " ".join(sorted(words)), " ".join(sorted(words, reverse=True))
+    replies = iter([program([wrong]), program([right])])
+
+    def meta(history: list[Message]) -> str:
+        if history[-1].content.startswith("ROUND 1"):
+            return f'Expert Python:\n"""\nSort these words: {" ".join(words)}\n"""'
+        return '>> FINAL ANSWER:\n"""\nx\n"""'
+
+    model = ScriptedModel(meta, lambda _n, _t: next(replies))
+    sandbox = SubprocessSandbox()
+    try:
+        config = RunConfig(max_rounds=2, consult_first=False)
+        list(
+            Conductor(model, model, sandbox, config, answer_check=TaskAnswerCheck()).run(
+                question_for(words)
+            )
+        )
+    finally:
+        sandbox.close()
+    experts = [messages for role, _system, messages in model.requests if role == "expert"]
+    assert len(experts) == 2 and [len(m) for m in experts] == [1, 1]
+    again = experts[1][0].content
+    assert again.startswith("Sort these words") and f"print({wrong!r})" in again
+    assert TOLD in again and "not in alphabetical order" in again
