@@ -183,9 +183,31 @@ def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
                 "tokens_in": sum(r["usage"].get("input_tokens", 0) for r in mine),
                 "tokens_out": sum(r["usage"].get("output_tokens", 0) for r in mine),
                 "item_s_mean": sum(r.get("duration_s", 0.0) for r in mine) / max(1, n),
+                **program_checks(results.parent, mine),
             }
         )
     return rows
+
+
+PASSED_SAID = "The task's own check accepts this printed line"
+
+
+def program_checks(folder: Path, records: list[dict[str, Any]]) -> dict[str, int]:
+    """From the runs' transcripts: programs sent back to Expert Python (the check
+    rejected what they printed, or they failed), and runs in which a program printed a
+    line the task's own check accepts (said to the meta model beside the output)."""
+    sent_back = passed = 0
+    for record in records:
+        path = folder / str(record.get("transcript") or "")
+        if not record.get("transcript") or not path.is_file():
+            continue
+        said = False
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if '"program_fails_check"' in line:
+                sent_back += 1
+            said = said or PASSED_SAID in line
+        passed += said
+    return {"sent_back": sent_back, "printed_passing": passed}
 
 
 def _task_item(run_item: str) -> str:
@@ -215,7 +237,8 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
     head = (
         f"{'variant':<8} {'task':<25} {'method':<15} {'acc':>6} {'vs std':>6} "
         f"{'consulted':>9} {'code ran':>8} {'calls/run':>9} {'r1 alone':>8} {'no ans':>6} "
-        f"{'rounds':>6} {'tok in':>7} {'tok out':>7} {'s/item':>6}"
+        f"{'rounds':>6} {'tok in':>7} {'tok out':>7} {'s/item':>6} {'sent back':>9} "
+        f"{'passed':>6}"
     )
     print(head)
     for r in rows:
@@ -225,7 +248,7 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
             f"{r['consulted']:>4}/{r['runs']:<4} {r['code_ran']:>4}/{r['runs']:<3} "
             f"{r['expert_calls_mean']:>9} {r['round1_alone']:>8} {r['no_answer']:>6} "
             f"{r['rounds_mean']:>6} {r['tokens_in']:>7} {r['tokens_out']:>7} "
-            f"{r['item_s_mean']:>6.0f}"
+            f"{r['item_s_mean']:>6.0f} {r.get('sent_back', 0):>9} {r.get('printed_passing', 0):>6}"
         )
 
 
