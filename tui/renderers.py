@@ -19,6 +19,7 @@ from textual.widget import Widget
 from conductor.export.terminal import exec_status, usage_line
 from conductor.export.wording import (
     learning_cost_line,
+    observation_line,
     plural,
     tool_tests_line,
     verification_words,
@@ -205,9 +206,7 @@ async def _sandbox(r: RunRenderer, e: SandboxExec) -> None:
 
 
 async def _observation(r: RunRenderer, e: Observation) -> None:
-    await r.mount(
-        EventLine(f"note to the meta model ({e.reason}): {e.message}", "observation"), e.parent_id
-    )
+    await r.mount(EventLine(observation_line(e.reason, e.message), "observation"), e.parent_id)
 
 
 async def _final(r: RunRenderer, e: FinalAnswer) -> None:

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from conductor.export.wording import (
     learning_cost_line,
+    observation_line,
     plural,
     tool_tests_line,
     verification_words,
@@ -144,7 +145,7 @@ def _sandbox(e: SandboxExec) -> Any:
 
 
 def _observation(e: Observation) -> Any:
-    return shown(f"  note to the meta model ({e.reason}): {e.message}", style="dim italic")
+    return shown("  " + observation_line(e.reason, e.message), style="dim italic")
 
 
 def _final(e: FinalAnswer) -> Any:

@@ -67,3 +67,14 @@ def learning_cost_line(usage: Usage, budget: dict[str, int], reflection: str = "
 def _count(value: object) -> int:
     """A count read from a transcript, 0 when it is not one (a hand-edited file)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# Observations whose message was said to Expert Python, not to the meta model (a
+# program sent back: conductor_kernel/run/expert_call.py).
+TOLD_TO_EXPERT = frozenset({"program_fails_check"})
+
+
+def observation_line(reason: str, message: str) -> str:
+    """An observation as the terminal and the TUI show it: who was told, why, and what."""
+    whom = "Expert Python" if reason in TOLD_TO_EXPERT else "the meta model"
+    return f"note to {whom} ({reason}): {message}"
