@@ -162,6 +162,10 @@ PROGRAM_FAILED_BEFORE = (
     "(Expert Python's first program failed ({status}); it was asked to write "
     "the program again. Its second reply:)"
 )
+PROGRAM_SAME_AGAIN = (
+    "(Asked to fix it, Expert Python sent the same program back, so it was not run "
+    "again: the output above stands.)"
+)
 # A printed line the check accepts, said beside the program's output.
 PROGRAM_PASSES_CHECK = "The task's own check accepts this printed line: {line}"
 PROGRAM_PASSES_CHECK_TOOLS = (

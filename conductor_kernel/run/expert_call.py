@@ -195,11 +195,29 @@ def _again_while_it_fails(
         reply.completion = completion
         reply.text = f"{reply.text}\n\n{completion.text}"
         reply.usage = reply.usage + completion.usage
+        if _same_program(extract_code(completion.text), reply.code):
+            # Nothing new to run: say so rather than run it again (a small model at
+            # temperature 0 sent the same program back even to a fresh request).
+            ctx.emit(
+                Observation(
+                    parent_id=parent_id,
+                    run_id=ctx.run_id,
+                    reason="same_program",
+                    message=prompts.PROGRAM_SAME_AGAIN,
+                )
+            )
+            reply.output = f"{reply.output}\n\n{prompts.PROGRAM_SAME_AGAIN}"
+            return
         reply.output = _shown_reply(completion, ctx.config)
         reply.result = None
         if not completion.stopped:
             _run_reply(ctx, call, reply, parent_id)
         reply.output = f"{earlier}\n\n{reply.output}"
+
+
+def _same_program(code: str | None, earlier: str) -> bool:
+    """Whether a reply's program is the one before, layout aside."""
+    return code is not None and code.split() == earlier.split()
 
 
 def _why_again(

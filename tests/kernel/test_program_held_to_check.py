@@ -97,15 +97,21 @@ def test_a_failing_program_goes_back_until_one_passes_or_the_retries_run_out(
 
     # How many programs should run: the first, then one more per failure (a printed
     # line the check rejects, or a program that raised), while retries last; a program
-    # that printed a passing line, or none the check decides, ends it.
-    expected = 1
-    for kind in chosen[:retries]:
-        if kind not in ("wrong", "crash"):
+    # that printed a passing line, or none the check decides, ends it, and the same
+    # program sent back is not run again.
+    expected, asked, same = 1, 0, False
+    for before, after in zip(chosen, chosen[1 : retries + 1], strict=False):
+        if before not in ("wrong", "crash"):
+            break
+        asked += 1
+        if after == before:
+            same = True
             break
         expected += 1
     ran = [e for e in events if isinstance(e, SandboxExec)]
     told = [e for e in events if isinstance(e, Observation) and e.reason == "program_fails_check"]
-    assert len(ran) == expected and len(told) == expected - 1
+    assert len(ran) == expected and len(told) == asked
+    assert same == any(isinstance(e, Observation) and e.reason == "same_program" for e in events)
     for kind, note in zip(chosen, told, strict=False):
         if kind == "wrong":  # the expert is told the line and the check's reason
             assert TOLD in note.message and wrong in note.message
