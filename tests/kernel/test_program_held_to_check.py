@@ -11,6 +11,7 @@ generated sequences of programs.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from hypothesis import given, settings
@@ -100,7 +101,7 @@ def test_a_failing_program_goes_back_until_one_passes_or_the_retries_run_out(
     # that printed a passing line, or none the check decides, ends it, and the same
     # program sent back is not run again.
     expected, asked, same = 1, 0, False
-    for before, after in zip(chosen, chosen[1 : retries + 1], strict=False):
+    for before, after in itertools.pairwise(chosen[: retries + 1]):
         if before not in ("wrong", "crash"):
             break
         asked += 1
