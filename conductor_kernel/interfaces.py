@@ -232,6 +232,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
         grammar: str | None = None,
+        temperature: float | None = None,
     ) -> Completion: ...
 
 

@@ -121,6 +121,7 @@ class AnthropicModel:
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
         grammar: str | None = None,  # never given: this model is no `GrammarSupport`
+        temperature: float | None = None,  # not sent: the Messages API takes none now
     ) -> Completion:
         params = self.request_params(
             messages, system=system, cache=cache, max_tokens=max_tokens, tools=tools

@@ -124,11 +124,14 @@ class OpenAIModel:
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
         grammar: str | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         # `cache` needs nothing here: OpenAI caches long shared prefixes on its own.
         params = self.request_params(
             messages, system=system, max_tokens=max_tokens, tools=tools, grammar=grammar
         )
+        if temperature is not None:  # else the server's default
+            params["temperature"] = temperature
 
         prompt = prompt_text(system, messages)
         return charged_completion(

@@ -84,6 +84,7 @@ class ReplayModel:
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,  # a replay speaks the recorded text only
         grammar: str | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         with self._lock:
             if role == "meta":
@@ -201,6 +202,7 @@ class TurnsReplayModel:
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,  # a replay speaks the recorded text only
         grammar: str | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         with self._lock:
             if self._next >= len(self.turns):

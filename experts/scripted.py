@@ -81,6 +81,8 @@ class ScriptedModel:
         # grammar it was held to (None: none).
         self.offered: MutableSequence[tuple[str, ...] | None] = _kept(keep_requests)
         self.grammars: MutableSequence[str | None] = _kept(keep_requests)
+        # The sampling temperature each call asked for (None: the model's own).
+        self.temperatures: MutableSequence[float | None] = _kept(keep_requests)
 
     def complete(
         self,
@@ -93,9 +95,11 @@ class ScriptedModel:
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
         grammar: str | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         with self._lock:
             self.requests.append((role, system, list(messages)))
+            self.temperatures.append(temperature)
             if role == "meta":
                 self.offered.append(None if tools is None else tuple(t.name for t in tools))
                 self.grammars.append(grammar)

@@ -192,6 +192,7 @@ class MeteredModel:
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
         grammar: str | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         for meter in self.meters:
             if isinstance(meter, Admission):
@@ -200,6 +201,8 @@ class MeteredModel:
         offer: dict[str, Any] = {} if tools is None else {"tools": tools}
         if grammar is not None:
             offer["grammar"] = grammar
+        if temperature is not None:
+            offer["temperature"] = temperature
         try:
             completion = self.inner.complete(
                 messages,

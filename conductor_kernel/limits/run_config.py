@@ -129,6 +129,11 @@ class RunConfig(BaseModel):
         "goes back to the expert with the reason, and it writes the program again, up to N "
         "times per call (0: never).",
     )  # fmt: skip
+    python_retry_temperature: float = setting(
+        0.7, ge=0, le=2, flag="--python-retry-temperature", metavar="T",
+        description="Sampling temperature of the request for a corrected program (a "
+        "program sent back): at temperature 0 a small model sent the same program back.",
+    )  # fmt: skip
     prompt_cache: bool = setting(
         True, flag="--prompt-cache",
         description="Ask the provider to cache the growing meta history.",

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from conductor_kernel import prompts
 from conductor_kernel.errors import ModelUnreachable
@@ -187,7 +188,13 @@ def _again_while_it_fails(
         prompt, earlier = why_again
         _tell(ctx, prompt, parent_id)
         try:
-            completion = _ask(ctx, system, [Message("user", prompt)], parent_id)
+            completion = _ask(
+                ctx,
+                system,
+                [Message("user", prompt)],
+                parent_id,
+                temperature=ctx.config.python_retry_temperature,
+            )
         except ModelUnreachable:
             raise  # the server is down: a system failure, not this expert's
         except ModelError:
@@ -254,8 +261,16 @@ def _why_again(
 PROGRAM_ERROR_TAIL = 1500
 
 
-def _ask(ctx: ExpertContext, system: str, history: list[Message], parent_id: str) -> Completion:
-    """One reply of the expert to its conversation, streamed and held to the run's limits."""
+def _ask(
+    ctx: ExpertContext,
+    system: str,
+    history: list[Message],
+    parent_id: str,
+    *,
+    temperature: float | None = None,
+) -> Completion:
+    """One reply of the expert to its conversation, streamed and held to the run's
+    limits; at the model's own temperature unless one is given."""
 
     def on_text(chunk: str) -> None:
         ctx.emit(TextDelta(parent_id=parent_id, run_id=ctx.run_id, text=chunk))
@@ -272,13 +287,16 @@ def _ask(ctx: ExpertContext, system: str, history: list[Message], parent_id: str
         )
         guarded.check_before()
         watch = guarded
-    return ctx.model.complete(
+    ask = partial(
+        ctx.model.complete,
         history,
         system=system,
         on_text=watch,
         role="expert",
         max_tokens=ctx.config.expert_max_tokens,
     )
+    # Passed on only when given: a model that takes no temperature need not know the word.
+    return ask() if temperature is None else ask(temperature=temperature)
 
 
 def _failed(

@@ -369,6 +369,7 @@ class DemoModel(ScriptedModel):
         max_tokens: int | None = None,
         tools: Sequence[ToolSpec] | None = None,
         grammar: str | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         # The demo speaks the text protocol only (no `ToolSupport`, no `GrammarSupport`).
         completion = super().complete(

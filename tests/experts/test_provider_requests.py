@@ -123,3 +123,17 @@ def test_an_openai_compatible_server_is_found_by_env_and_its_first_model_used(
         assert model.complete(HI).text == "served locally"
         assert not model.price.known  # a local model: cost 0, flagged
         assert wire.requests[-1].headers["authorization"] == "Bearer unused"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_temperature_is_sent_only_when_asked_for(provider: str, server: WireServer) -> None:
+    """A program sent back is asked for at a sampling temperature (a model at 0 sent the
+    same program back); every other call leaves the server's own. Anthropic's Messages
+    API (SDK 2.x) takes no temperature: it is never sent there."""
+    server.add("one", "two")
+    model = make_model(provider, server)
+    model.complete(HI)
+    model.complete(HI, temperature=0.7)
+    plain, sampled = (r.body for r in server.requests)
+    assert "temperature" not in plain
+    assert sampled.get("temperature") == (0.7 if provider == "openai" else None)

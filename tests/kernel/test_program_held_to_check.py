@@ -251,6 +251,13 @@ def test_the_retry_is_a_fresh_request_holding_the_program_and_its_fault() -> Non
         sandbox.close()
     experts = [messages for role, _system, messages in model.requests if role == "expert"]
     assert len(experts) == 2 and [len(m) for m in experts] == [1, 1]
+    # Sampled, not at the model's own temperature: at 0 the same program came back.
+    temperatures = [
+        t
+        for (role, _s, _m), t in zip(model.requests, model.temperatures, strict=True)
+        if role == "expert"
+    ]
+    assert temperatures == [None, config.python_retry_temperature]
     again = experts[1][0].content
     assert again.startswith("Sort these words") and f"print({wrong!r})" in again
     assert TOLD in again and "not in alphabetical order" in again
