@@ -24,7 +24,7 @@ READERS = {
     "audit": ["record/audit.py"],
     "HTML": ["conductor/export/html/run_page.py"],
     "Markdown": ["conductor/export/markdown.py"],
-    "TUI": ["tui/screens/run_detail.py", "tui/screens/runs.py", "record/pages.py"],
+    "TUI": ["tui/screens/run_detail.py", "tui/widgets/run_rows.py", "record/pages.py"],
     "replay": ["conductor/replay/compare.py"],
     "notebook": [
         "lessons/write/prepare.py",
