@@ -178,9 +178,10 @@ def _again_while_it_fails(
 ) -> None:
     """While the latest program fails where the task's own check applies, ask a fresh
     Expert Python for a corrected one, up to `retries` times; the meta model is shown
-    the last attempt. Fresh, not the same conversation continued: told in its own
-    conversation, Qwen2.5-Coder-1.5B sent the same program back word for word; shown the
-    program and its error as a new request, it fixed the fault."""
+    the last attempt. Fresh, not the same conversation continued, and sampled: told in
+    its own conversation, Qwen2.5-Coder-1.5B sent the same program back word for word;
+    as a new request at temperature 0 it fixed a TypeError in a probe but mostly still
+    sent the same program back (docs/methods.md)."""
     for _ in range(retries):
         why_again = _why_again(reply.result, reply.code, call, ctx)
         if why_again is None:
