@@ -7,65 +7,37 @@ the original harness kept only the meta model's view.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 
 from conductor_kernel import prompts
 from conductor_kernel.errors import ModelUnreachable
 from conductor_kernel.events import (
-    Event,
     ExpertCallFinished,
     ExpertCallStarted,
     Observation,
-    SandboxExec,
     TextDelta,
 )
 from conductor_kernel.interfaces import (
-    ChatModel,
-    CheckVerdict,
     Completion,
     ExecResult,
     Message,
     ModelError,
-    Sandbox,
     Usage,
-    cut_cause,
 )
-from conductor_kernel.limits.run_config import RunConfig
-from conductor_kernel.limits.streaming import RunGuard, StreamWatch
-from conductor_kernel.protocol import RUN_MARKER, ExpertCall, extract_code
+from conductor_kernel.limits.streaming import StreamWatch
+from conductor_kernel.protocol import ExpertCall, extract_code
+from conductor_kernel.run.expert_context import ExpertContext, ExpertOutcome, ExpertReply
 from conductor_kernel.run.printed_check import held_by_result, held_to_check
+from conductor_kernel.run.program_run import (
+    describe_run,
+    run_program,
+    run_reply,
+    run_status,
+    shown_reply,
+)
 from conductor_kernel.text.display import visible
-from conductor_kernel.text.output import cap_text
-
-Emit = Callable[[Event], None]
-
-
-@dataclass
-class ExpertOutcome:
-    name: str
-    output: str  # what the meta model is shown
-    usage: Usage = field(default_factory=Usage)
-    sandbox_runs: int = 0
-    passed: str | None = None  # a line its program printed that the task's check accepts
-
-
-@dataclass
-class ExpertContext:
-    """What an expert call needs from the run it belongs to."""
-
-    model: ChatModel
-    sandbox: Sandbox | None
-    config: RunConfig
-    emit: Emit
-    run_id: str
-    guard: RunGuard | None = None  # cancel and limits, checked while the reply streams
-    # The task's own check of an answer to the run's question (RunContext.answer_verdict):
-    # what a program printed is held to it, and a rejected line goes back to the expert.
-    check: Callable[[str], CheckVerdict | None] | None = None
 
 
 def call_expert(
@@ -97,8 +69,8 @@ def call_expert(
     if given_code is not None:
         # The meta model wrote the code itself: run it as given, no model call, unless
         # it fails where the task's check applies; then Expert Python writes it again.
-        ran = _run(ctx, given_code, started.id, source="instruction")
-        output = _describe_run(ran, ctx.config)
+        ran = run_program(ctx, given_code, started.id, source="instruction")
+        output = describe_run(ran, ctx.config)
         why_again = _why_again(ran, given_code, call, ctx) if retries else None
         if why_again is None:
             _finish(ctx, started, text="", output=output, usage=Usage(), t0=t0, model="")
@@ -112,10 +84,10 @@ def call_expert(
         raise  # the server is down: a system failure, not this expert's
     except ModelError as exc:
         return _failed(ctx, started, call, exc, t0)
-    reply = _Reply(completion, completion.text, completion.usage, runs=int(bool(before)))
-    reply.output = _shown_reply(completion, ctx.config)
+    reply = ExpertReply(completion, completion.text, completion.usage, runs=int(bool(before)))
+    reply.output = shown_reply(completion, ctx.config)
     if not completion.stopped and python:  # stopped: cancelled or at a limit, run nothing
-        _run_reply(ctx, call, reply, started.id)
+        run_reply(ctx, call, reply, started.id)
     if before:
         reply.output = f"{before}\n\n{reply.output}"
     _again_while_it_fails(ctx, call, system, reply, started.id, retries)
@@ -154,25 +126,11 @@ def _tell(ctx: ExpertContext, told: str, parent_id: str) -> None:
     )
 
 
-@dataclass
-class _Reply:
-    """An expert's reply so far: its latest completion, all its text and usage, what the
-    meta model is shown, and its latest program and that program's result."""
-
-    completion: Completion
-    text: str
-    usage: Usage
-    output: str = ""
-    code: str = ""
-    result: ExecResult | None = None
-    runs: int = 0
-
-
 def _again_while_it_fails(
     ctx: ExpertContext,
     call: ExpertCall,
     system: str,
-    reply: _Reply,
+    reply: ExpertReply,
     parent_id: str,
     retries: int,
 ) -> None:
@@ -216,10 +174,10 @@ def _again_while_it_fails(
             )
             reply.output = f"{reply.output}\n\n{prompts.PROGRAM_SAME_AGAIN}"
             return
-        reply.output = _shown_reply(completion, ctx.config)
+        reply.output = shown_reply(completion, ctx.config)
         reply.result = None
         if not completion.stopped:
-            _run_reply(ctx, call, reply, parent_id)
+            run_reply(ctx, call, reply, parent_id)
         reply.output = f"{earlier}\n\n{reply.output}"
 
 
@@ -325,121 +283,6 @@ def _failed(
         server_failed=exc.server_failed,
     )
     return ExpertOutcome(call.name, output, Usage())
-
-
-def _shown_reply(completion: Completion, config: RunConfig) -> str:
-    output = cap_text(completion.text, config.expert_reply_cap_chars)
-    if completion.truncated:
-        output = f"{output}\n\n" + prompts.EXPERT_TRUNCATED.format(
-            cause=cut_cause(completion.stop_reason, config.expert_max_tokens)
-        )
-    return output
-
-
-def _run_reply(ctx: ExpertContext, call: ExpertCall, reply: _Reply, parent_id: str) -> None:
-    """Run the program of an Expert Python reply that asks for it; the reply then holds
-    the program, its result and what the meta model is shown."""
-    text = reply.completion.text
-    if RUN_MARKER.lower() not in text.lower():
-        return
-    code = extract_code(text)
-    if code is None:
-        ctx.emit(
-            Observation(
-                parent_id=parent_id,
-                run_id=ctx.run_id,
-                reason="no_code",
-                message="Expert Python asked to run code but gave no fenced block.",
-            )
-        )
-        reply.output = f"{reply.output}\n\n{prompts.PYTHON_NO_CODE}"
-        return
-    # The program reads its instruction on standard input: data taken from there is the
-    # data the meta model gave, not a copy the expert typed again (a small model's copy
-    # of a word list dropped and added words).
-    result = _run(ctx, code, parent_id, source="expert", stdin=call.instruction)
-    reply.code, reply.result, reply.runs = code, result, reply.runs + 1
-    reply.output = f"{reply.output}\n\n{_describe_run(result, ctx.config)}"
-
-
-def _run(
-    ctx: ExpertContext, code: str, parent_id: str, *, source: str, stdin: str = ""
-) -> ExecResult:
-    if ctx.sandbox is None:
-        result = ExecResult(infra_error="no sandbox is configured for this run", backend="none")
-    else:
-        result = _run_stoppable(ctx, ctx.sandbox, code, stdin)
-    ctx.emit(
-        SandboxExec(parent_id=parent_id, run_id=ctx.run_id, code=code, result=result, source=source)
-    )
-    return result
-
-
-def _run_stoppable(ctx: ExpertContext, sandbox: Sandbox, code: str, stdin: str) -> ExecResult:
-    """Run the cell so that the run's cancel (or a limit that stops the run) kills it
-    at once: the sandbox's `interrupt` is registered with the run's guard like a stream
-    in flight, and `close_streams` calls it."""
-    guard = ctx.guard
-    interrupt = getattr(sandbox, "interrupt", None)
-    if guard is None or not callable(interrupt):
-        return sandbox.run(code, timeout=ctx.config.python_timeout_s, stdin=stdin)
-    done = threading.Event()
-
-    def stop() -> None:
-        # The cell may not have reached the sandbox yet (waiting for its lock or its
-        # container): keep trying until it is killed or has returned.
-        def keep_stopping() -> None:
-            while not done.is_set() and not interrupt():
-                done.wait(0.01)
-
-        threading.Thread(target=keep_stopping, name="conductor-stop-cell", daemon=True).start()
-
-    key = id(done)
-    guard.register(key, stop)
-    try:
-        if guard.cancel.is_set() or guard.limit is not None:
-            # Stopped before the cell began: run nothing.
-            return ExecResult(
-                backend=sandbox.name, cancelled=True, stderr="[not run: the run was stopped]"
-            )
-        return sandbox.run(code, timeout=ctx.config.python_timeout_s, stdin=stdin)
-    finally:
-        done.set()
-        guard.register(key, None)
-
-
-def _describe_run(result: ExecResult, config: RunConfig) -> str:
-    """The program's outcome as the meta model reads it: status, stdout, stderr, capped."""
-    status = run_status(result, config)
-    # What the program printed reaches the meta model with every control and invisible
-    # character shown as an escape, as on screen: nothing hidden in it is read unseen.
-    stdout = visible(cap_text(result.stdout, config.output_cap_chars)) or "(nothing)"
-    stderr = visible(cap_text(result.stderr, config.output_cap_chars))
-    stderr_block = f"\nstderr:\n```\n{stderr}\n```" if stderr.strip() else ""
-    return prompts.PYTHON_RAN.format(
-        status=status, stdout=stdout.rstrip("\n"), stderr_block=stderr_block
-    )
-
-
-def run_status(result: ExecResult, config: RunConfig) -> str:
-    """How the program ended, in a sentence."""
-    if result.cancelled:
-        status = "It was stopped before it finished: the run was cancelled."
-    elif result.infra_error:
-        status = f"The sandbox failed, so the program did not run: {result.infra_error}"
-    elif result.sandbox_error:  # e.g. the runner's reply was malformed; it was replaced
-        status = f"The sandbox broke down while running it: {result.sandbox_error}"
-    elif result.timed_out:
-        status = f"It was stopped after {config.python_timeout_s:g} seconds (time limit)."
-    elif result.oom_killed:
-        status = "It was killed for using too much memory."
-    elif result.signal:
-        status = f"It was killed by signal {result.signal}."
-    else:
-        status = f"Exit code: {result.exit_code}."
-    if result.output_limit_hit:
-        status += " It printed too much and was stopped."
-    return status
 
 
 def _finish(

@@ -35,11 +35,8 @@ from conductor_kernel.run.conversation import (
     converse,
 )
 from conductor_kernel.run.experience import checked_exchange, shown_answer
-from conductor_kernel.run.expert_call import (
-    ExpertContext,
-    ExpertOutcome,
-    call_expert,
-)
+from conductor_kernel.run.expert_call import call_expert
+from conductor_kernel.run.expert_context import ExpertContext, ExpertOutcome
 from conductor_kernel.run.printed_check import held_to_check
 from conductor_kernel.run.threads import run_concurrently
 from conductor_kernel.run.tool_turns import act_on_calls, answer_withheld
