@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Input, Select, Static
 
+from conductor.export.wording import plural
 from conductor_kernel.errors import UserFacingError
 from record.correctness import LABELS
 from record.findings import BADGES
@@ -208,7 +209,7 @@ class RunsScreen(Screen[None]):
 
     def _show_info(self) -> None:
         shown = self.query_one("#runs", PagedTable).row_count
-        info = f"{shown} runs · Enter opens one"
+        info = f"{plural(shown, 'run')} · Enter opens one"
         if self.marked:
             info += " · marked for diff: " + ", ".join(self.marked) + " (d compares)"
         else:
