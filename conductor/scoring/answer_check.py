@@ -71,16 +71,12 @@ def verdict(question: str, task: str, answer: str) -> CheckVerdict | None:
     return CheckVerdict(accepted=False, why=result.detail or "it does not meet the task's rule")
 
 
-def applies(question: str, task: str) -> bool:
-    """Whether the check decides answers to `question` (of `task`) at all."""
-    return _sorting_input(question) is not None or _scorer_and_input(question, task) is not None
-
-
 class TaskAnswerCheck:
     """The check as the conductor asks it (interfaces.AnswerCheck)."""
 
     def applies(self, question: str, task: str) -> bool:
-        return applies(question, task)
+        """Whether the check decides answers to `question` (of `task`) at all."""
+        return _sorting_input(question) is not None or _scorer_and_input(question, task) is not None
 
     def __call__(self, question: str, task: str, answer: str) -> CheckVerdict | None:
         return verdict(question, task, answer)

@@ -106,8 +106,8 @@ class Session:
     # A session for one run (a batch's item) hands its sandbox back as the run ends,
     # before scoring and learning: a batch's next item takes the cell meanwhile.
     single_run: bool = False
-    # Why the task's own check rejects a final answer (question, task, answer), asked
-    # before a meta-prompting run takes it (conductor/scoring/answer_check.py).
+    # The task's own check of answers (and of what programs print), asked before a
+    # meta-prompting run takes an answer (conductor/scoring/answer_check.py).
     answer_check: AnswerCheck | None = field(default_factory=_task_check)
     conductor: Conductor | None = None
     # "idle", "running", "learning": lets a signal handler choose how to stop.

@@ -133,20 +133,14 @@ class RunContext:
         # model as results it can cite, in the carrier's form (run/experience.py).
         self.checked: list[dict[str, Any]] = []
         self.handed: Handed | None = None  # the one handed to the model before round 1
-        # What the task's own check says of an answer; None: it cannot decide (no check).
-        self.answer_verdict: Callable[[str], CheckVerdict | None] = lambda answer: None
-        self.checked_question = False  # whether the task's own check applies to the question
+        # The task's own check of an answer to this question; None: none applies to it.
+        self.answer_verdict: Callable[[str], CheckVerdict | None] | None = None
 
     def answer_rejection(self, answer: str) -> str | None:
-        """Why the task's own check rejects `answer`; None when it accepts it or cannot
-        decide."""
-        found = self.answer_verdict(answer)
+        """Why the task's own check rejects `answer`; None when it accepts it, cannot
+        decide, or none applies."""
+        found = None if self.answer_verdict is None else self.answer_verdict(answer)
         return None if found is None or found.accepted else found.why
-
-    def answer_accepted(self, answer: str) -> bool:
-        """Whether the task's own check decides `answer` and accepts it."""
-        found = self.answer_verdict(answer)
-        return found is not None and found.accepted
 
     @property
     def run_id(self) -> str:

@@ -29,7 +29,7 @@ from conductor_kernel.interfaces import (
 from conductor_kernel.limits.streaming import StreamWatch
 from conductor_kernel.protocol import ExpertCall, extract_code
 from conductor_kernel.run.expert_context import ExpertContext, ExpertOutcome, ExpertReply
-from conductor_kernel.run.printed_check import held_by_result, held_to_check
+from conductor_kernel.run.printed_check import held_to_check, passed_by
 from conductor_kernel.run.program_run import (
     describe_run,
     run_program,
@@ -74,7 +74,9 @@ def call_expert(
         why_again = _why_again(ran, given_code, call, ctx) if retries else None
         if why_again is None:
             _finish(ctx, started, text="", output=output, usage=Usage(), t0=t0, model="")
-            return ExpertOutcome(call.name, output, sandbox_runs=1, passed=_passed(ran, ctx))
+            return ExpertOutcome(
+                call.name, output, sandbox_runs=1, passed=passed_by(ran, ctx.check)
+            )
         prompt, before = why_again
         _tell(ctx, prompt, started.id)
         retries -= 1
@@ -108,22 +110,15 @@ def call_expert(
         reply.output,
         reply.usage,
         sandbox_runs=reply.runs,
-        passed=_passed(reply.result, ctx),
+        passed=passed_by(reply.result, ctx.check),
     )
 
 
-def _passed(result: ExecResult | None, ctx: ExpertContext) -> str | None:
-    """The line a program printed that the task's own check accepts, if any."""
-    held = held_by_result(result, ctx.check)
-    return held[0] if held is not None and held[1].accepted else None
-
-
-def _tell(ctx: ExpertContext, told: str, parent_id: str) -> None:
-    ctx.emit(
-        Observation(
-            parent_id=parent_id, run_id=ctx.run_id, reason="program_fails_check", message=told
-        )
-    )
+def _tell(
+    ctx: ExpertContext, told: str, parent_id: str, reason: str = "program_fails_check"
+) -> None:
+    """Record what was said of a program sent back (to its expert, or of its return)."""
+    ctx.emit(Observation(parent_id=parent_id, run_id=ctx.run_id, reason=reason, message=told))
 
 
 def _again_while_it_fails(
@@ -164,14 +159,7 @@ def _again_while_it_fails(
         if _same_program(extract_code(completion.text), reply.code):
             # Nothing new to run: say so rather than run it again (a small model at
             # temperature 0 sent the same program back even to a fresh request).
-            ctx.emit(
-                Observation(
-                    parent_id=parent_id,
-                    run_id=ctx.run_id,
-                    reason="same_program",
-                    message=prompts.PROGRAM_SAME_AGAIN,
-                )
-            )
+            _tell(ctx, prompts.PROGRAM_SAME_AGAIN, parent_id, reason="same_program")
             reply.output = f"{reply.output}\n\n{prompts.PROGRAM_SAME_AGAIN}"
             return
         reply.output = shown_reply(completion, ctx.config)

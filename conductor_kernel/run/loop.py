@@ -134,7 +134,6 @@ class Conductor:
         check = self.answer_check
         if check is not None and cfg.answer_check and check.applies(question, task):
             run.answer_verdict = lambda answer: check(question, task, answer)
-            run.checked_question = True
         status = "no_answer"
         error: Exception | None = None
         failures: list[SystemFailure] = []

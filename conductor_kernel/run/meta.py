@@ -37,7 +37,7 @@ from conductor_kernel.run.conversation import (
 from conductor_kernel.run.experience import checked_exchange, shown_answer
 from conductor_kernel.run.expert_call import call_expert
 from conductor_kernel.run.expert_context import ExpertContext, ExpertOutcome
-from conductor_kernel.run.printed_check import held_to_check
+from conductor_kernel.run.printed_check import passing_line
 from conductor_kernel.run.threads import run_concurrently
 from conductor_kernel.run.tool_turns import act_on_calls, answer_withheld
 from conductor_kernel.turn_diagnosis import nudge_with_reasons
@@ -193,7 +193,7 @@ def decide(
                 "The turn called experts and answered; the calls ran and the answer was set aside.",
             )
         empty = prompts.EMPTY_INSTRUCTION_TOOLS if tools else prompts.EMPTY_INSTRUCTION
-        body, results = yield from _dispatch(run, parsed, turn, empty)
+        body, results = yield from _dispatch(run, parsed, turn, empty, tools=tools)
         aside = prompts.ANSWER_SET_ASIDE if parsed.has_answer else None
         return Decision(body + "\n\n" + prompts.FEEDBACK, prompts.FEEDBACK, results, aside)
     nudge = prompts.NUDGE_TOOLS if tools else nudge_with_reasons(prompts.NUDGE, turn.text)
@@ -214,7 +214,7 @@ def _check_first(run: RunContext, turn: Turn) -> bool:
 
 
 def _dispatch(
-    run: RunContext, parsed: ParsedTurn, turn: Turn, empty_message: str
+    run: RunContext, parsed: ParsedTurn, turn: Turn, empty_message: str, *, tools: bool
 ) -> Generator[Event, None, tuple[str, dict[int, str]]]:
     """Run the turn's expert calls (concurrently when allowed): their outputs quoted, and
     what each call came to, by the call's identity."""
@@ -223,7 +223,6 @@ def _dispatch(
         yield run.note(turn, "empty_instruction", empty_message.format(name=call.name))
     calls = parsed.dispatchable
     state = run.state
-    tools = run.carrier == "tools"
 
     def work(emit: Callable[[Event], None]) -> list[ExpertOutcome]:
         # Metered: each expert call's usage goes on the ledger the moment it returns.
@@ -241,7 +240,7 @@ def _dispatch(
             seen,
             run.run_id,
             guard=run.guard,
-            check=run.answer_verdict if run.checked_question else None,
+            check=run.answer_verdict,
         )
         jobs = [
             partial(call_expert, c, ctx, parent_id=turn.id, round=turn.round, index=i)
@@ -281,7 +280,7 @@ def printed_that_passes(run: RunContext) -> str | None:
     its own guess beside a program that printed the right one. None when no line
     passes, or when nothing can check the question."""
     for stdout in reversed(run.state.printed):
-        held = held_to_check(stdout, run.answer_verdict)
-        if held is not None and held[1].accepted:
-            return held[0]
+        line = passing_line(stdout, run.answer_verdict)
+        if line is not None:
+            return line
     return None

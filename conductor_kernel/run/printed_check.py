@@ -37,8 +37,14 @@ def held_to_check(
     return rejected
 
 
-def held_by_result(
+def passing_line(stdout: str, check: Callable[[str], CheckVerdict | None] | None) -> str | None:
+    """The latest line of `stdout` the task's own check accepts; None if none does."""
+    held = held_to_check(stdout, check)
+    return held[0] if held is not None and held[1].accepted else None
+
+
+def passed_by(
     result: ExecResult | None, check: Callable[[str], CheckVerdict | None] | None
-) -> tuple[str, CheckVerdict] | None:
-    """What the check says of a program's result: nothing when it did not run or failed."""
-    return None if result is None or not result.ok else held_to_check(result.stdout, check)
+) -> str | None:
+    """The line a program that ran well printed and the check accepts; None otherwise."""
+    return None if result is None or not result.ok else passing_line(result.stdout, check)
