@@ -240,6 +240,32 @@ NUDGE_TOOLS = (
     "consult_expert to consult an expert, or final_answer to give your answer."
 )
 
+# Rounds that offer only the answer (run/tool_turns.py: answer_only): the last one, and
+# those after a printed line passed the task's own check.
+CALLS_NOT_OFFERED = "This round takes only a final answer: the turn's expert calls were not run."
+ANSWER_NOW_TOOLS = "This round offers only final_answer: call it with your answer."
+ANSWER_NOW = (
+    "This round takes only a final answer: write >> FINAL ANSWER: and the answer in triple quotes."
+)
+ANSWER_NOW_CHECKED_TOOLS = (
+    "A program of this run printed a line that the task's own check accepts:\n\n{line}\n\n"
+    "So this round offers only the answer: answer_with_checked_result gives that line "
+    "exactly, final_answer gives another answer."
+)
+ANSWER_NOW_CHECKED = (
+    "A program of this run printed a line that the task's own check accepts:\n\n{line}\n\n"
+    "So this round takes only a final answer: write >> FINAL ANSWER: and the answer in "
+    "triple quotes."
+)
+ANSWER_NEXT_TOOLS = (
+    "A line printed above passes the task's own check, so the next round offers only the "
+    "answer: answer_with_checked_result gives that line exactly, final_answer another answer."
+)
+ANSWER_NEXT = (
+    "A line printed above passes the task's own check, so the next round takes only a "
+    "final answer: if the line answers the question, give it as the final answer."
+)
+
 CHECK_FIRST_TOOLS = (
     "Your final answer was not accepted yet: no expert has checked it. Consult one "
     'expert first. You can call consult_expert with name "Expert Checker" and this '

@@ -78,11 +78,14 @@ CITE_SPEC = ToolSpec(
 )
 
 
-def offered_tools(*, python: bool, answer: bool, cite: bool = False) -> tuple[ToolSpec, ...]:
-    """The tools of one meta turn: Python only when it runs, the answer unless withheld,
-    and the checked result to cite when one was handed over (`cite`)."""
-    specs = [CONSULT_SPEC]
-    if python:
+def offered_tools(
+    *, python: bool, answer: bool, cite: bool = False, consult: bool = True
+) -> tuple[ToolSpec, ...]:
+    """The tools of one meta turn: the experts unless closed (`consult`; Python only
+    when it runs), the answer unless withheld, and the checked result to cite when one
+    is at hand (`cite`)."""
+    specs = [CONSULT_SPEC] if consult else []
+    if python and consult:
         specs.append(RUN_PYTHON_SPEC)
     if answer:
         specs.append(FINAL_SPEC)

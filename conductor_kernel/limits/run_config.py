@@ -116,6 +116,14 @@ class RunConfig(BaseModel):
         "tool, with the grammar carrier its grammar allows only expert calls (plain text "
         "cannot enforce it); a checked program the notebook handed over counts as consulted.",
     )  # fmt: skip
+    answer_once_checked: bool = setting(
+        True, flag="--answer-once-checked",
+        description="Once a line a program printed passes the task's own check, the rounds "
+        "after offer only the answer: with tool calls only final_answer and "
+        "answer_with_checked_result, with the grammar carrier only the answer form (plain "
+        "text cannot enforce it). The last round of those carriers offers only the answer "
+        "either way.",
+    )  # fmt: skip
     answer_check: bool = setting(
         True, flag="--answer-check",
         description="A final answer the task's own check rejects (one that needs no known "

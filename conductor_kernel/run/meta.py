@@ -39,7 +39,7 @@ from conductor_kernel.run.expert_call import call_expert
 from conductor_kernel.run.expert_context import ExpertContext, ExpertOutcome
 from conductor_kernel.run.printed_check import passing_line
 from conductor_kernel.run.threads import run_concurrently
-from conductor_kernel.run.tool_turns import act_on_calls, answer_withheld
+from conductor_kernel.run.tool_turns import act_on_calls, answer_only, answer_withheld
 from conductor_kernel.turn_diagnosis import nudge_with_reasons
 
 META = "meta"
@@ -98,11 +98,14 @@ class MetaPrompting:
 
         def tools_for(round_no: int) -> tuple[ToolSpec, ...]:
             cite = handed is not None or run.state.cited is not None
-            return offered_tools(python=self.python, answer=not withheld(round_no), cite=cite)
+            consult = not answer_only(cfg, round_no, checked=run.state.cited is not None)
+            return offered_tools(
+                python=self.python, answer=not withheld(round_no), cite=cite, consult=consult
+            )
 
         def grammar_for(round_no: int) -> str:
-            last = round_no >= cfg.max_rounds  # the round that must answer: only the answer
-            return grammar_for_round(answer=not withheld(round_no), calls=not last)
+            only = answer_only(cfg, round_no, checked=run.state.cited is not None)
+            return grammar_for_round(answer=not withheld(round_no), calls=not only)
 
         return (
             yield from converse(
@@ -146,8 +149,12 @@ def decide(
 ) -> Generator[Event, None, Decision | None]:
     """The one policy for a read turn, whichever carrier it came by: answer, check first,
     consult first, run the calls, or nudge. None: the run is answered."""
+    enforced = run.carrier in ("tools", "grammar")
+    only = enforced and answer_only(run.config, turn.round, checked=run.state.cited is not None)
+    if only and parsed.calls:  # written as text past what the round offered: not run
+        yield run.note(turn, "calls_not_offered", prompts.CALLS_NOT_OFFERED)
+        parsed = ParsedTurn(final_answer=parsed.final_answer, answer_closed=parsed.answer_closed)
     if parsed.has_answer and (not parsed.calls or run.config.calls_and_answer == "answer"):
-        enforced = run.carrier in ("tools", "grammar")
         handed = run.handed is not None
         consulted = run.state.expert_calls > 0
         if enforced and answer_withheld(run.config, turn.round, handed=handed, consulted=consulted):
@@ -195,10 +202,25 @@ def decide(
         empty = prompts.EMPTY_INSTRUCTION_TOOLS if tools else prompts.EMPTY_INSTRUCTION
         body, results = yield from _dispatch(run, parsed, turn, empty, tools=tools)
         aside = prompts.ANSWER_SET_ASIDE if parsed.has_answer else None
-        return Decision(body + "\n\n" + prompts.FEEDBACK, prompts.FEEDBACK, results, aside)
-    nudge = prompts.NUDGE_TOOLS if tools else nudge_with_reasons(prompts.NUDGE, turn.text)
+        feedback = prompts.FEEDBACK
+        if enforced and run.config.answer_once_checked and run.state.cited is not None:
+            feedback = prompts.ANSWER_NEXT_TOOLS if tools else prompts.ANSWER_NEXT
+        return Decision(body + "\n\n" + feedback, feedback, results, aside)
+    if only:
+        nudge = _answer_now(run, tools=tools)
+    else:
+        nudge = prompts.NUDGE_TOOLS if tools else nudge_with_reasons(prompts.NUDGE, turn.text)
     yield run.note(turn, "no_call_or_answer", nudge)
     return Decision(nudge, nudge)
+
+
+def _answer_now(run: RunContext, *, tools: bool) -> str:
+    """What a round that offers only the answer is told when its turn gave none."""
+    cited = run.state.cited
+    if cited is None:
+        return prompts.ANSWER_NOW_TOOLS if tools else prompts.ANSWER_NOW
+    template = prompts.ANSWER_NOW_CHECKED_TOOLS if tools else prompts.ANSWER_NOW_CHECKED
+    return template.format(line=shown_answer(cited))
 
 
 def _check_first(run: RunContext, turn: Turn) -> bool:

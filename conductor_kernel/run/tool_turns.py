@@ -47,6 +47,15 @@ def answer_withheld(
     return not (config.last_round_notice and round_no >= notice_at)
 
 
+def answer_only(config: RunConfig, round_no: int, *, checked: bool) -> bool:
+    """Whether this round of an enforcing carrier (tools, grammar) offers only the answer:
+    the last round, and every round after a printed line passed the task's own check
+    (`checked`, with `answer_once_checked`). Qwen2.5-Coder-1.5B, told that a line passed,
+    went on consulting: once it wrote the right answer beside a call, and the call ran
+    while the answer was set aside."""
+    return round_no >= config.max_rounds or (config.answer_once_checked and checked)
+
+
 def act_on_calls(
     run: RunContext, turn: Turn, decide: Decide
 ) -> Generator[Event, None, str | NextMessage | None]:
