@@ -37,15 +37,21 @@ def llama_jinja(peers_dir: Path) -> Iterator[LlamaServer]:
 
 
 def check_tool_turns(transcript: Transcript, *, consult_first: bool = True) -> None:
-    """Every meta turn was offered the round's tools, and every call the model made
-    itself got exactly one result back, under its id, in the next turn's message."""
+    """Every meta turn was offered the round's tools (the last round only the answer),
+    and every call the model made itself got exactly one result back, under its id, in
+    the next turn's message."""
     finished = kinds(transcript, "meta_turn_finished")
     started = kinds(transcript, "meta_turn_started")
     assert finished and all(t.carrier == "tools" for t in finished)
+    last = kinds(transcript, "run_started")[0].limits["max_rounds"]
     first = ["consult_expert"] if consult_first else ["consult_expert", "final_answer"]
-    assert finished[0].offered_tools == first
-    for later in finished[1:]:
-        assert later.offered_tools == ["consult_expert", "final_answer"]
+    for turn in finished:
+        if turn.round == last:
+            assert turn.offered_tools == ["final_answer"]
+        elif turn.round == 1:
+            assert turn.offered_tools == first
+        else:
+            assert turn.offered_tools == ["consult_expert", "final_answer"]
     for turn, after in zip(finished, started[1:], strict=False):
         own = [c["id"] for c in turn.tool_calls if c["source"] == "native"]
         if own and not turn.truncated:
