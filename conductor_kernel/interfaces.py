@@ -16,7 +16,7 @@ from conductor_kernel.errors import UserFacingError
 
 if TYPE_CHECKING:
     from conductor_kernel.events import Event
-    from conductor_kernel.run.conversation import RunContext
+    from conductor_kernel.run.context import RunContext
 
 Role = Literal["user", "assistant"]
 

@@ -17,7 +17,8 @@ from conductor_kernel import prompts as kernel_prompts
 from conductor_kernel.events import Event
 from conductor_kernel.interfaces import Message, cut_cause
 from conductor_kernel.protocol import parse_final_answer
-from conductor_kernel.run.conversation import Replies, RunContext, Turn, converse
+from conductor_kernel.run.context import RunContext, Turn
+from conductor_kernel.run.conversation import Replies, converse
 
 REPLIES = Replies(nudge=prompts.NUDGE, truncated=prompts.TRUNCATED)
 

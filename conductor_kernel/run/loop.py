@@ -34,7 +34,7 @@ from conductor_kernel.interfaces import AnswerCheck, CarrierAware, ChatModel, Me
 from conductor_kernel.limits.ledger import UsageLedger
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.limits.streaming import RunCancelled, RunGuard, StreamLimit
-from conductor_kernel.run.conversation import RunContext
+from conductor_kernel.run.context import RunContext
 from conductor_kernel.run.meta import MetaPrompting
 from conductor_kernel.run.state import RunState
 from conductor_kernel.run.threads import run_concurrently

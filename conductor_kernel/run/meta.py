@@ -25,15 +25,8 @@ from conductor_kernel.carrier.tools import offered_tools
 from conductor_kernel.events import Event, SandboxExec
 from conductor_kernel.interfaces import ToolSpec
 from conductor_kernel.protocol import ParsedTurn, parse_turn
-from conductor_kernel.run.conversation import (
-    META_REPLIES,
-    OFF_PROTOCOL_TURNS,
-    NextMessage,
-    Replies,
-    RunContext,
-    Turn,
-    converse,
-)
+from conductor_kernel.run.context import NextMessage, RunContext, Turn
+from conductor_kernel.run.conversation import META_REPLIES, OFF_PROTOCOL_TURNS, Replies, converse
 from conductor_kernel.run.experience import checked_exchange, shown_answer
 from conductor_kernel.run.expert_call import call_expert
 from conductor_kernel.run.expert_context import ExpertContext, ExpertOutcome

@@ -1,5 +1,5 @@
 """What one run keeps as it goes: its counts, its ledger, what its programs printed,
-and what was handed to the model; RunContext (conversation.py) carries it."""
+and what was handed to the model; RunContext (context.py) carries it."""
 
 from __future__ import annotations
 

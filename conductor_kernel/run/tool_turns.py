@@ -21,7 +21,7 @@ from conductor_kernel.events import Event
 from conductor_kernel.interfaces import ToolResult
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.protocol import ParsedTurn
-from conductor_kernel.run.conversation import NextMessage, RunContext, Turn
+from conductor_kernel.run.context import NextMessage, RunContext, Turn
 
 if TYPE_CHECKING:
     from conductor_kernel.run.meta import Decision
