@@ -27,10 +27,10 @@ from conductor_kernel.interfaces import (
     TextCallback,
     ToolCall,
     ToolSpec,
-    Usage,
 )
 from conductor_kernel.reasoning import ReasoningFold, folded
 from conductor_kernel.text.tokens import estimated_usage, prompt_text, warn_no_usage
+from experts.anthropic_wire import content_blocks, picked, reported_at_start, usage_of, wire_tool
 from experts.attempts import StreamSoFar, charged_completion
 from experts.local_models import warn_unpriced
 from experts.pricing import PriceLookup, PriceTable
@@ -50,7 +50,7 @@ from experts.retry import (
 )
 from experts.streams import StreamedCalls, attach_closer
 from experts.streams import stop_reason as stopped_by_run
-from experts.tool_wire import PROBE_PROMPT, PROBE_TOOL, object_arguments, probed
+from experts.tool_wire import PROBE_PROMPT, PROBE_TOOL, probed
 
 log = logging.getLogger("conductor.experts")
 
@@ -145,7 +145,7 @@ class AnthropicModel:
         if not messages:
             raise ValueError("a model call needs at least one message")
         wire: list[dict[str, Any]] = [
-            {"role": m.role, "content": _content_blocks(m)} for m in messages
+            {"role": m.role, "content": content_blocks(m)} for m in messages
         ]
         if cache:
             last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
@@ -157,7 +157,7 @@ class AnthropicModel:
             "max_tokens": max_tokens or self.default_max_tokens,
         }
         if tools:
-            params["tools"] = [_wire_tool(t) for t in tools]
+            params["tools"] = [wire_tool(t) for t in tools]
         if system:
             params["system"] = (
                 [{"type": "text", "text": system, "cache_control": EPHEMERAL}] if cache else system
@@ -204,7 +204,7 @@ class AnthropicModel:
                 warn_no_usage(self.base_url)
                 usage = estimated_usage(prompt, text + "".join(c.arguments for c in calls))
             else:
-                usage = _usage(
+                usage = usage_of(
                     u.input_tokens,
                     u.output_tokens,
                     u.cache_read_input_tokens,
@@ -245,7 +245,7 @@ class AnthropicModel:
                         with reply_shape("an event"):
                             if event.type == "message_start":
                                 start, model = event.message, str(event.message.model)
-                                so_far.reported = _reported_at_start(start)
+                                so_far.reported = reported_at_start(start)
                             elif (
                                 event.type == "content_block_delta"
                                 and event.delta.type == "text_delta"
@@ -296,7 +296,7 @@ class AnthropicModel:
         first, last = start.usage, delta_usage
         with reply_shape("its usage"):
             counts = [
-                _pick(last, first, name)
+                picked(last, first, name)
                 for name in (
                     "input_tokens",
                     "output_tokens",
@@ -311,7 +311,7 @@ class AnthropicModel:
             said = text + "".join(c.arguments for c in made)
             usage = estimated_usage(prompt, said)
             return Completion(text, usage, model, stop_reason, tool_calls=made)
-        return Completion(text, _usage(*counts), model, stop_reason, tool_calls=made)
+        return Completion(text, usage_of(*counts), model, stop_reason, tool_calls=made)
 
     def _stopped(self, pieces: list[str], prompt: str, start: Any, reason: str) -> Completion:
         """What a stream stopped part-way returned: the prompt's tokens if the server
@@ -331,72 +331,3 @@ class AnthropicModel:
             key_env=KEY_ENV,
             timeout_s=self.timeout,
         )
-
-
-def _wire_tool(tool: ToolSpec) -> dict[str, Any]:
-    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
-
-
-def _content_blocks(message: Message) -> list[dict[str, Any]]:
-    """One message's content blocks: a user message after tool calls starts with their
-    results (`tool_result`, one a call); an assistant message that made calls ends with
-    them (`tool_use`). Text is a block of its own, left out when empty beside those."""
-    text = [{"type": "text", "text": message.content}]
-    if message.tool_results:
-        results: list[dict[str, Any]] = [
-            {
-                "type": "tool_result",
-                "tool_use_id": r.call_id,
-                "content": r.content,
-                **({"is_error": True} if r.is_error else {}),
-            }
-            for r in message.tool_results
-        ]
-        return results + (text if message.content else [])
-    if message.tool_calls:
-        uses: list[dict[str, Any]] = [
-            {
-                "type": "tool_use",
-                "id": c.id,
-                "name": c.name,
-                "input": object_arguments(c.arguments) or {},
-            }
-            for c in message.tool_calls
-        ]
-        return (text if message.content else []) + uses
-    return text
-
-
-def _reported_at_start(message: Any) -> Usage | None:
-    """The prompt's tokens as `message_start` reported them (the output is not yet
-    known): what an attempt that fails later spent at least, if the server said."""
-    u = getattr(message, "usage", None)
-    if u is None or not getattr(u, "input_tokens", None):
-        return None
-    return _usage(
-        u.input_tokens,
-        0,
-        getattr(u, "cache_read_input_tokens", 0),
-        getattr(u, "cache_creation_input_tokens", 0),
-    )
-
-
-def _pick(later: Any, earlier: Any, field: str) -> int:
-    """A usage figure from `message_delta` (cumulative) if sent, else from `message_start`."""
-    for source in (later, earlier):
-        value = getattr(source, field, None) if source is not None else None
-        if value is not None:
-            return int(value)
-    return 0
-
-
-def _usage(uncached: int, output: int, read: int | None, write: int | None) -> Usage:
-    # Anthropic reports the uncached remainder as input_tokens; ours is the whole prompt.
-    uncached, output, read, write = int(uncached), int(output), int(read or 0), int(write or 0)
-    return Usage(
-        input_tokens=uncached + read + write,
-        output_tokens=output,
-        cache_read_tokens=read,
-        cache_write_tokens=write,
-        calls=1,
-    )
