@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from conductor_kernel import prompts
+from conductor_kernel.carrier import compact_prompt
 from conductor_kernel.carrier.choice import CARRIERS
 from conductor_kernel.carrier.grammar import grammar_for_round
 from conductor_kernel.carrier.tools import offered_tools
@@ -72,7 +73,7 @@ class MetaPrompting:
             return answer_withheld(cfg, round_no, handed=handed is not None, consulted=consulted)
 
         if run.carrier in ("tools", "grammar"):  # a compact prompt that small models follow
-            first = prompts.compact_first_message(
+            first = compact_prompt.compact_first_message(
                 run.question,
                 tools=tools,
                 python=self.python,
@@ -151,7 +152,7 @@ def decide(
         handed = run.handed is not None
         consulted = run.state.expert_calls > 0
         if enforced and answer_withheld(run.config, turn.round, handed=handed, consulted=consulted):
-            ask = prompts.consult_first(run.question, tools=tools, python=run.config.python)
+            ask = compact_prompt.consult_first(run.question, tools=tools, python=run.config.python)
             yield run.note(turn, "answer_before_consult", ask)
             return Decision(ask, ask, answer=prompts.ANSWER_NOT_YET)
         if _check_first(run, turn):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conductor_kernel import prompts
+from conductor_kernel.carrier import compact_prompt
 from conductor_kernel.events import MetaTurnStarted
 from conductor_kernel.limits.run_config import RunConfig
 from conductor_kernel.run.loop import Conductor
@@ -34,7 +34,7 @@ def first_message(protocol: str, question: str, *, python: bool) -> str:
 def test_the_example_call_is_made_from_the_question(
     protocol: str, question: str, python: bool
 ) -> None:
-    first = prompts.compact_first_message(
+    first = compact_prompt.compact_first_message(
         question, tools=protocol == "tools", python=python, max_rounds=3
     )
     expert = "Expert Python" if python else "Expert Solver"
@@ -59,8 +59,8 @@ def test_the_text_carrier_keeps_the_papers_prompt() -> None:
 
 
 def test_a_long_question_is_not_repeated_in_the_example() -> None:
-    question = "word " * (prompts.EXAMPLE_QUESTION_CHARS // 4)
-    first = prompts.compact_first_message(question, tools=False, python=True, max_rounds=3)
+    question = "word " * (compact_prompt.EXAMPLE_QUESTION_CHARS // 4)
+    first = compact_prompt.compact_first_message(question, tools=False, python=True, max_rounds=3)
     assert first.count(question) == 1 and "(copy the whole question here)" in first
 
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from turn_strategies import INSTRUCTION, NAME, Q, render
 
 from conductor_kernel import prompts
+from conductor_kernel.carrier import compact_prompt
 from conductor_kernel.carrier.choice import choose_carrier
 from conductor_kernel.carrier.grammar import PROTOCOL_GBNF
 from conductor_kernel.errors import ConfigError
@@ -140,7 +141,7 @@ def test_consult_first_withholds_the_answer_until_an_expert_is_consulted() -> No
         }
     ]
     # A ready call, made from the question, to copy.
-    ready = prompts.consult_first("What is asked?", tools=True, python=False)
+    ready = compact_prompt.consult_first("What is asked?", tools=True, python=False)
     assert second.user_message.endswith(ready) and "Task: What is asked?" in ready
     assert outline(events).answer == "42"
 
