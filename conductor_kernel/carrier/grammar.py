@@ -8,8 +8,9 @@ a turn: allowed four, Qwen2.5-Coder-1.5B wrote its call again until the output l
 cut the turn off, and a turn cut off runs nothing. The lead holds no colon, quote or
 `>`, so nothing in it is read as a marker (the same model led with `>> FINAL ANSWER`); a
 quoted body holds anything but three quotes in a row, so it ends where the parser ends
-it. The parser is the text carrier's; the prompt is the compact one (compact_prompt.py). A round that withholds the
-answer (`--consult-first`) is held to the calls alone (`PROTOCOL_CALLS_GBNF`).
+it. The parser is the text carrier's; the prompt is the compact one (compact_prompt.py).
+A round that withholds the answer (`--consult-first`) is held to the calls alone
+(`PROTOCOL_CALLS_GBNF`); one that offers only the answer, to the answer alone.
 """
 
 from __future__ import annotations
