@@ -317,4 +317,14 @@ ANSWER_SET_ASIDE = (
     "then give the answer again."
 )
 ANSWER_NOT_YET = "This answer was not accepted yet; the message after the results says why."
+# consult first, enforced by the conductor (`ready_call`): the model answered instead.
+READY_CALL_MADE = (
+    "Your answer was not taken: an expert is consulted before any answer. So {name} "
+    "was consulted for you, with the first call the instructions showed; its reply is "
+    "below. Read it, then go on: consult again or give your final answer."
+)
+READY_CALL_NOTE = (
+    "The model answered before consulting anyone; the conductor made the ready call to "
+    "{name} for it (--no-ready-call sends the answer back instead)."
+)
 TOOL_CALLS_FAILED = "None of your calls could be run; each call's result says why. "

@@ -116,6 +116,13 @@ class RunConfig(BaseModel):
         "tool, with the grammar carrier its grammar allows only expert calls (plain text "
         "cannot enforce it); a checked program the notebook handed over counts as consulted.",
     )  # fmt: skip
+    ready_call: bool = setting(
+        True, flag="--ready-call",
+        description="An answer given in a round that withholds it (`consult_first`) is not "
+        "sent back: the conductor makes the ready call the first message showed (the "
+        "question, to Expert Python or, without Python, to an expert) and the model reads "
+        "that reply next round. For servers that do not enforce tool_choice.",
+    )  # fmt: skip
     answer_once_checked: bool = setting(
         True, flag="--answer-once-checked",
         description="Once a line a program printed passes the task's own check, the rounds "

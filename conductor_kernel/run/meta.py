@@ -25,7 +25,7 @@ from conductor_kernel.carrier.grammar import grammar_for_round
 from conductor_kernel.carrier.tools import offered_tools
 from conductor_kernel.events import Event, SandboxExec
 from conductor_kernel.interfaces import ToolSpec
-from conductor_kernel.protocol import ParsedTurn, parse_turn
+from conductor_kernel.protocol import ExpertCall, ParsedTurn, parse_turn
 from conductor_kernel.run.context import NextMessage, RunContext, Turn
 from conductor_kernel.run.conversation import META_REPLIES, OFF_PROTOCOL_TURNS, Replies, converse
 from conductor_kernel.run.experience import checked_exchange, shown_answer
@@ -152,6 +152,8 @@ def decide(
         handed = run.handed is not None
         consulted = run.state.expert_calls > 0
         if enforced and answer_withheld(run.config, turn.round, handed=handed, consulted=consulted):
+            if run.config.ready_call:
+                return (yield from _ready_call(run, turn, tools=tools))
             ask = compact_prompt.consult_first(run.question, tools=tools, python=run.config.python)
             yield run.note(turn, "answer_before_consult", ask)
             return Decision(ask, ask, answer=prompts.ANSWER_NOT_YET)
@@ -196,9 +198,7 @@ def decide(
         empty = prompts.EMPTY_INSTRUCTION_TOOLS if tools else prompts.EMPTY_INSTRUCTION
         body, results = yield from _dispatch(run, parsed, turn, empty, tools=tools)
         aside = prompts.ANSWER_SET_ASIDE if parsed.has_answer else None
-        feedback = prompts.FEEDBACK
-        if enforced and run.config.answer_once_checked and run.state.cited is not None:
-            feedback = prompts.ANSWER_NEXT_TOOLS if tools else prompts.ANSWER_NEXT
+        feedback = _feedback(run, tools=tools)
         return Decision(body + "\n\n" + feedback, feedback, results, aside)
     if only:
         nudge = _answer_now(run, tools=tools)
@@ -206,6 +206,32 @@ def decide(
         nudge = prompts.NUDGE_TOOLS if tools else nudge_with_reasons(prompts.NUDGE, turn.text)
     yield run.note(turn, "no_call_or_answer", nudge)
     return Decision(nudge, nudge)
+
+
+def _feedback(run: RunContext, *, tools: bool) -> str:
+    """What follows the experts' outputs: whether the next round offers only the answer."""
+    enforced = run.carrier in ("tools", "grammar")
+    if enforced and run.config.answer_once_checked and run.state.cited is not None:
+        return prompts.ANSWER_NEXT_TOOLS if tools else prompts.ANSWER_NEXT
+    return prompts.FEEDBACK
+
+
+def _ready_call(run: RunContext, turn: Turn, *, tools: bool) -> Generator[Event, None, Decision]:
+    """Consult first, enforced: the model answered where the answer is withheld, so the
+    call its first message showed is made for it, and it reads the reply next round.
+    llama-server does not enforce `tool_choice`; told to consult, with that call ready
+    to send, Qwen2.5-Coder-1.5B answered again in every later round of 5 of 9 word
+    sorting runs."""
+    name, instruction = compact_prompt.example_call(run.question, python=run.config.python)
+    yield run.note(turn, "ready_call_made", prompts.READY_CALL_NOTE.format(name=name))
+    ready = ParsedTurn(calls=[ExpertCall(name, instruction)])
+    empty = prompts.EMPTY_INSTRUCTION_TOOLS if tools else prompts.EMPTY_INSTRUCTION
+    body, _results = yield from _dispatch(run, ready, turn, empty, tools=tools)
+    said = prompts.READY_CALL_MADE.format(name=name) + "\n\n" + body
+    feedback = _feedback(run, tools=tools)
+    return Decision(
+        said + "\n\n" + feedback, said + "\n\n" + feedback, answer=prompts.ANSWER_NOT_YET
+    )
 
 
 def _answer_now(run: RunContext, *, tools: bool) -> str:

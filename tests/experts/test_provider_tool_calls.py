@@ -212,7 +212,7 @@ def test_calls_to_tools_not_offered_are_refused_with_a_reason(
     with WireServer(
         responder=meta_turns(round_one, round_two, Reply("", tool_calls=[ANSWER])), tools=True
     ) as server:
-        events = solve(provider, server, tmp_path)
+        events = solve(provider, server, tmp_path, ready_call=False)
         bodies = meta_bodies(server)
     # No answer is offered before an expert is consulted (consult first): not in round 1.
     offered = bodies[0]["tools"]

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from conductor.scoring.answer_check import TaskAnswerCheck
 from conductor_kernel import prompts
+from conductor_kernel.carrier import compact_prompt
 from conductor_kernel.carrier.grammar import PROTOCOL_ANSWER_GBNF
 from conductor_kernel.events import (
     Event,
@@ -160,3 +161,33 @@ def test_off_the_round_after_a_pass_still_consults() -> None:
     )
     assert model.offered[1] == ("final_answer", "answer_with_checked_result")
     assert outline(events).answer == " ".join(sorted(words))
+
+
+def test_an_answer_before_any_consultation_gets_the_ready_call_made() -> None:
+    """Consult first, enforced by the conductor (`ready_call`): the model answered in a
+    round that withholds the answer, so the call its first message showed is made for
+    it (the question, to Expert Python), and it reads the reply; the program's line
+    passed, so the next round offers only the answer, and the cited line is the run's."""
+    words = ["pear", "apple", "fig", "kiwi"]
+    question, right = question_for(words), " ".join(sorted(words))
+    guess = Completion("", tool_calls=[ToolCall("final_answer", '{"answer": "fig"}', "a1")])
+    cite = Completion("", tool_calls=[ToolCall("answer_with_checked_result", "{}", "c1")])
+    model = ScriptedToolModel([guess, cite], lambda _n, _t: program(right))
+    sandbox = SubprocessSandbox()
+    try:
+        config = RunConfig(max_rounds=4, protocol="tools")
+        conductor = Conductor(model, model, sandbox, config, answer_check=TaskAnswerCheck())
+        events = list(conductor.run(question))
+    finally:
+        sandbox.close()
+    name, instruction = compact_prompt.example_call(question, python=True)
+    started = [e for e in events if isinstance(e, ExpertCallStarted)]
+    assert [(e.round, e.name, e.instruction) for e in started] == [(1, name, instruction)]
+    reasons = [e.reason for e in events if isinstance(e, Observation)]
+    assert "ready_call_made" in reasons and "answer_before_consult" not in reasons
+    second = [e for e in events if isinstance(e, MetaTurnStarted)][1]
+    assert second.tool_results[0]["content"] == prompts.ANSWER_NOT_YET
+    assert prompts.READY_CALL_MADE.format(name=name) in second.user_message
+    assert PASSES + right in second.user_message
+    assert model.offered[1] == ("final_answer", "answer_with_checked_result")
+    assert outline(events).answer == right and outline(events).status == "answered"

@@ -126,7 +126,7 @@ def test_consult_first_withholds_the_answer_until_an_expert_is_consulted() -> No
         "", tool_calls=[ToolCall("consult_expert", '{"name": "Judge", "instruction": "6*7?"}')]
     )
     model = ScriptedToolModel([answer, answer, consult, answer], expert)
-    events = run(model, RunConfig(python=False))
+    events = run(model, RunConfig(python=False, ready_call=False))
     only_consult, both = ("consult_expert",), ("consult_expert", "final_answer")
     assert model.offered == [only_consult, only_consult, only_consult, both]
     refused = [e for e in events if isinstance(e, Observation)]

@@ -97,8 +97,9 @@ def test_a_proxy_whose_model_answers_in_text_is_read_and_consulted_first(
     provider: str, litellm: Peer
 ) -> None:
     """The proxy takes tools, its mock model ignores them and answers in the text
-    protocol at once: read from the text, sent back (consult first) until the round told
-    to answer (round 2 of 3), then taken."""
+    protocol at once: read from the text, not taken in round 1 (consult first: the
+    conductor makes the ready call for it), then taken in the round told to answer
+    (round 2 of 3)."""
     proc, result = solve_json(
         "What is 6 times 7?", "--model", spec(provider, "mock-answer", litellm),
         "--protocol", "auto", "--no-python", "--max-rounds", "3", key=litellm.key,
@@ -107,7 +108,8 @@ def test_a_proxy_whose_model_answers_in_text_is_read_and_consulted_first(
     transcript = transcript_of(result["run_id"])
     assert kinds(transcript, "run_started")[0].protocol == "tools"
     reasons = [o.reason for o in kinds(transcript, "observation")]
-    assert reasons == ["read_from_text", "answer_before_consult", "read_from_text"]
+    assert reasons == ["read_from_text", "ready_call_made", "read_from_text"]
+    assert [c.round for c in kinds(transcript, "expert_call_started")] == [1]
     assert transcript.finished is not None and transcript.finished.rounds == 2
     check_tool_turns(transcript)
 
