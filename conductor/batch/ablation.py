@@ -25,6 +25,7 @@ from conductor.tasks.files import TaskItem
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.interfaces import Sandbox, Usage
 from conductor_kernel.limits.ledger import UsageLedger
+from conductor_kernel.text.counts import plural
 
 Z95 = 1.96
 
@@ -125,7 +126,7 @@ def run_ablation(plan: AblationPlan, *, progress: Callable[[str], None] = print)
             NotebookHooks(book, model=metered).attach(session, recall=False, learn=True)
             _run_item(plan, session, item, learned)
             learning_usage = learning_usage + spent.total()
-        progress(f"learned from {len(learn_split)} items into {plan.notebook}")
+        progress(f"learned from {plural(len(learn_split), 'item')} into {plan.notebook}")
         for name, arm in arms.items():
             for item in test_split:  # the same order in both arms
                 session = plan.make_session(item, name)
@@ -186,7 +187,7 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"ablation of the notebook on {report['task']} (seed {report['seed']}): "
-            f"learned on {len(report['learn_items'])} items, tested on "
+            f"learned on {plural(len(report['learn_items']), 'item')}, tested on "
             f"{len(report['test_items'])}",
             f"  recall on : {on['correct']}/{on['items']} right, {on['tokens']:,} tokens, "
             f"${on['cost_usd']:.4f}, {on['runs_shown_notes']} runs shown notes",

@@ -23,6 +23,7 @@ from conductor.batch.records import ItemRecord, is_scored
 from conductor.batch.report import diagnose, summarize
 from conductor.methods import label
 from conductor_kernel.stats import mcnemar_exact, wilson_interval
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible_line
 
 REPORT_VERSION = 1
@@ -249,7 +250,7 @@ def render_comparison(report: dict[str, Any]) -> str:
         f"Task **{visible_line(str(report.get('task', '')))}** from "
         f"`{visible_line(str(report.get('task_file', '')))}`, model "
         f"`{visible_line(str(report.get('model', '')))}`: {report['items']['total']} items "
-        f"under {len(report['methods'])} methods, the same items in the same order "
+        f"under {plural(len(report['methods']), 'method')}, the same items in the same order "
         f"({report['items']['pairs_finished']} of {report['items']['pairs']} runs finished; "
         f"{report['items']['scored_by_every_method']} items scored under every method).",
         "",

@@ -16,6 +16,7 @@ from typing import Any
 
 from conductor.batch.records import ItemRecord, is_scored
 from conductor.methods import label
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible_line
 
 WIDTH = 80
@@ -74,7 +75,7 @@ def terminal_text(report: dict[str, Any], *, width: int = WIDTH) -> str:
 
     head = (
         f"Comparison {report.get('batch_id', '')}: {report.get('task', '')}, model "
-        f"{report.get('model', '')}; {items['total']} items x {len(report['methods'])} methods, "
+        f"{report.get('model', '')}; {plural(items['total'], 'item')} x {plural(len(report['methods']), 'method')}, "
         f"{items['pairs_finished']}/{items['pairs']} runs finished."
     )
     out = [*para(head), "", *lines]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from conductor.cli.batch_shared import print_report, task_items, task_spec, warn
 from conductor.cli.progress import Progress
 from conductor.config.flags import add_setting_flags, settings_from_args
+from conductor.export.wording import plural
 from conductor_kernel.errors import ConfigError
 
 if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
@@ -182,7 +183,7 @@ def _run(
         concurrency=concurrency,
         progress=progress,
         announce=lambda runner, todo: (
-            f"batch {folder.batch_id}: {len(items)} items, {runner.tally.done} finished "
+            f"batch {folder.batch_id}: {plural(len(items), 'item')}, {runner.tally.done} finished "
             f"before, {len(todo)} to run at concurrency {concurrency} ({folder.path})"
         ),
     )  # fmt: skip

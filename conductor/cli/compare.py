@@ -35,6 +35,7 @@ from conductor.cli.progress import Progress
 from conductor.config import Settings
 from conductor.config.flags import settings_from_args
 from conductor.export.suite import SuiteTable, render_markdown, rich_table
+from conductor.export.wording import plural
 from conductor.methods import parse_methods
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.errors import ConfigError
@@ -155,8 +156,9 @@ def _run(
     def announce(runner: BatchRunner, todo: list[Any]) -> str:
         so_far.seed(r for key, r in runner.log.read().items() if key in comparison.pairs)
         return (
-            f"comparison {folder.batch_id}: {len(comparison.items)} items x "
-            f"{len(comparison.methods)} methods, {runner.tally.done} runs finished before, "
+            f"comparison {folder.batch_id}: {plural(len(comparison.items), 'item')} x "
+            f"{plural(len(comparison.methods), 'method')}, "
+            f"{plural(runner.tally.done, 'run')} finished before, "
             f"{len(todo)} to run at concurrency {concurrency} ({folder.path})"
         )
 

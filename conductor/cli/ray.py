@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from conductor.batch.ray import POLICIES
+from conductor.export.wording import plural
 from conductor_kernel.errors import ConfigError
 
 if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
@@ -160,7 +161,7 @@ def _run(
         make_runner=make_runner,
         progress=progress,
         announce=lambda runner, todo: (
-            f"batch {folder.batch_id}: {len(items)} items, {runner.tally.done} finished "
+            f"batch {folder.batch_id}: {plural(len(items), 'item')}, {runner.tally.done} finished "
             f"before, {len(todo)} to run at concurrency {concurrency} on "
             f"{cluster['nodes']} Ray nodes, learning {policy} ({folder.path})"
         ),

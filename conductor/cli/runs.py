@@ -379,9 +379,13 @@ def run_reindex(args: argparse.Namespace) -> int:
     assert index is not None
     if done.moved is not None:
         print(f"{index.path} was damaged: moved it to {done.moved} (kept, not deleted)")
+    from conductor.export.wording import plural
+
     repaired = index.repair_abandoned()
     if repaired:
-        print(f"{len(repaired)} runs left unfinished by a process that died: now interrupted")
+        print(
+            f"{plural(len(repaired), 'run')} left unfinished by a process that died: now interrupted"
+        )
     for path, reason in done.skipped:
         print(visible_line(f"not indexed: {path}: {reason}"))
     print(f"indexed {done.count} transcripts into {index.path}")

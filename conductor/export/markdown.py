@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from conductor.export.wording import learning_cost_line, tool_tests_line
+from conductor.export.wording import learning_cost_line, plural, tool_tests_line
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -143,7 +143,7 @@ def _notes(e: NotesWritten) -> str:
     tools = tool_tests_line(e.tools, e.tool_testing)
     cost = learning_cost_line(e.usage, e.budget, e.reflection)
     return (
-        f"> **Notebook:** {len(e.note_ids)} notes written ({_code(e.verification)})"
+        f"> **Notebook:** {plural(len(e.note_ids), 'note')} written ({_code(e.verification)})"
         + (f"; {_code(tools)}" if tools else "")
         + (f"; {_code(cost)}" if cost else "")
     )

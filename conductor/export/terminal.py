@@ -102,7 +102,7 @@ def _recall(e: Recall) -> Any:
         for n in e.notes
     )
     kind = f"type {e.task_type}" if e.task_type else "this question"
-    line = f"  recalled {len(e.notes)} notes ({kind}): {notes}"
+    line = f"  recalled {plural(len(e.notes), 'note')} ({kind}): {notes}"
     checked = checked_line(e)
     return shown(line + (f"\n  {checked}" if checked else ""), style="magenta")
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from conductor_kernel.interfaces import Usage
 
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """`1 round`, `2 rounds`, `0 rounds`; `many` for irregular plurals (`1 query`, ...)."""
-    return f"{count:,} {word if count == 1 else (many or word + 's')}"
+# re-exported: the CLI, the exports and the TUI take it from here
+from conductor_kernel.text.counts import plural as plural
 
 
 def tool_tests_line(tools: dict[str, list[int]], status: str) -> str:

@@ -22,6 +22,7 @@ from conductor_kernel.events import (
     TextDelta,
 )
 from conductor_kernel.interfaces import Usage
+from conductor_kernel.text.counts import plural
 
 RUN_ID_HEADER = "X-Conductor-Run-Id"
 STATUS_HEADER = "X-Conductor-Run-Status"
@@ -106,7 +107,7 @@ class Progress:
             # The meta model's own words; experts' streams would interleave.
             return event.text if event.parent_id in self._meta_turns else None
         if isinstance(event, Recall):
-            return f"[recalled {len(event.notes)} notes from the notebook]\n"
+            return f"[recalled {plural(len(event.notes), 'note')} from the notebook]\n"
         if isinstance(event, ExpertCallStarted):
             said = event.instruction.strip()
             if len(said) > INSTRUCTION_SHOWN:

@@ -12,6 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from conductor.export.wording import plural
 from conductor_kernel.text.display import visible
 from record.correctness import Correctness
 from record.findings import FINDING_KINDS, AuditReport
@@ -45,7 +46,7 @@ class FindingsScreen(ModalScreen[None]):
         self.verdict = verdict
 
     def compose(self) -> ComposeResult:
-        title = f"{len(self.report.findings)} findings · Esc closes"
+        title = f"{plural(len(self.report.findings), 'finding')} · Esc closes"
         with VerticalScroll(id="findings-box") as box:
             box.border_title = title
             yield Static(findings_text(self.report, self.verdict), id="findings-text")

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from conductor.export.wording import plural
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.text.display import visible
 from lessons.storage.queries import (
@@ -208,7 +209,9 @@ class NotebookScreen(Screen[None]):
                 height=None,
             )
         where = "all types" if self.type_choice == ALL_TYPES else self._type_label()
-        found = f"{len(self.notes)} notes" + (" (first 500)" if len(self.notes) >= LIMIT else "")
+        found = plural(len(self.notes), "note") + (
+            " (first 500)" if len(self.notes) >= LIMIT else ""
+        )
         matching = f" matching {search.strip()!r}" if search.strip() else ""
         self.query_one("#nb-info", Static).update(
             f"{found}{matching} · {where} · {self.book.path.name}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,23 @@ def test_the_unisolated_sandbox_is_warned_of_once_a_batch(tmp_path: Path, shared
     assert done.returncode in (0, 3), done.stderr  # 3: nothing scored right is no failure
     assert "4/4 runs finished" in " ".join(done.stdout.split()), done.stdout  # all four ran
     assert done.stderr.count("isolates nothing") == 1, done.stderr
+
+
+ONE_OF_A_PLURAL = re.compile(
+    r"(?<![\d.,/])1 (items|methods|runs|notes|findings|rounds|expert calls)\b"
+)
+
+
+@pytest.mark.parametrize("methods", ["standard", "standard,meta-no-python"])
+def test_a_comparison_of_one_item_says_1_item_and_counts_its_methods(
+    tmp_path: Path, shared_dir: Path, capsys, methods: str
+) -> None:
+    """The batch's announcement, report and summary say `1 item`, `1 method`,
+    `2 methods`: never `1 items` or `1 methods`."""
+    rc = main(["batch", str(shared_dir / "tasks" / "word_sorting.jsonl"), "--limit", "1",
+               "--methods", methods, "--model", "demo", "--no-learn"])  # fmt: skip
+    assert rc in (0, 3)
+    out = " ".join(capsys.readouterr().out.split())
+    count = len(methods.split(","))
+    assert f"1 item x {plural(count, 'method')}" in out, out
+    assert not ONE_OF_A_PLURAL.search(out), ONE_OF_A_PLURAL.search(out)
