@@ -14,7 +14,7 @@ Question:
 
 Answer given: {answer}
 Outcome: {outcome}{target}
-Experts consulted: {experts} (in {rounds} rounds){code}
+Experts consulted: {experts} (in {rounds}){code}
 
 {wanted}
 

@@ -298,7 +298,7 @@ def render_comparison(report: dict[str, Any]) -> str:
             "",
             "## This session",
             "",
-            f"Ran {session.get('ran', 0)} runs ({session.get('finished', 0)} finished) in "
+            f"Ran {plural(session.get('ran', 0), 'run')} ({session.get('finished', 0)} finished) in "
             f"{session.get('wall_s', 0):.1f} s at concurrency {session.get('concurrency')}."
             + (f" Stopped: {session['stopped']}." if session.get("stopped") else ""),
         ]

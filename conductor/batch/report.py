@@ -26,6 +26,7 @@ from conductor.batch.records import (
     failure_kind,
     is_scored,
 )
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible_line
 
 log = logging.getLogger("conductor.batch")
@@ -296,7 +297,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             "",
             "## This session",
             "",
-            f"Ran {session.get('ran', 0)} items ({session.get('finished', 0)} finished) in "
+            f"Ran {plural(session.get('ran', 0), 'item')} ({session.get('finished', 0)} finished) in "
             f"{session.get('wall_s', 0):.1f} s at "
             f"concurrency {session.get('concurrency')}; peak memory "
             f"{session.get('peak_rss_mb')} MB."

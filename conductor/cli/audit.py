@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conductor_kernel.errors import UserFacingError
+from conductor_kernel.text.counts import plural
 
 if TYPE_CHECKING:  # imported where used: `conductor runs ...` builds this parser too
     from conductor_kernel.events import Event
@@ -181,6 +182,6 @@ def _print(
     if details:
         console.print(findings_table(reports))
         if hidden:
-            console.print(f"{hidden} runs not listed (no finding asked for)", style="dim")
+            console.print(f"{plural(hidden, 'run')} not listed (no finding asked for)", style="dim")
     console.print(summary_table(table))
     console.print(COLUMNS_NOTE, style="dim")

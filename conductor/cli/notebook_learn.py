@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conductor_kernel.errors import UserFacingError
+from conductor_kernel.text.counts import plural
 
 if TYPE_CHECKING:  # `conductor notebook` builds this parser; the events load when it runs
     from conductor_kernel.events import Event
@@ -89,7 +90,9 @@ def run_learn(args: argparse.Namespace) -> int:
                         trusted[note_id] = trust_name(written.verification, written.outcome)
                 if runs % 50 == 0:
                     shown = visible_line(path.name)
-                    print(f"learned from {runs} runs ({shown})", file=sys.stderr, flush=True)
+                    print(
+                        f"learned from {plural(runs, 'run')} ({shown})", file=sys.stderr, flush=True
+                    )
     finally:
         book.close()
     notes = Counter(trusted.values())
@@ -104,6 +107,6 @@ def run_learn(args: argparse.Namespace) -> int:
     listing = table(("trust", False), ("notes", True))
     for name in TRUST_NAMES:
         listing.add_row(name, str(notes[name]))
-    console().print(f"{runs} runs read, {learned} wrote notes")
+    console().print(f"{plural(runs, 'run')} read, {learned} wrote notes")
     console().print(listing)
     return 0

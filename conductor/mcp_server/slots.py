@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 
 from conductor_kernel.errors import UserFacingError
+from conductor_kernel.text.counts import plural
 
 DEFAULT_MAX_CONCURRENT = 4
 
@@ -33,7 +34,7 @@ class RunSlots:
         """One slot for the block's run, or `Busy` when none is free."""
         if not self._free.acquire(blocking=False):
             raise Busy(
-                f"{self.limit} runs are in progress, as many as this server runs at once "
+                f"{plural(self.limit, 'run')} in progress, as many as this server runs at once "
                 "(`conductor mcp --max-concurrent N`); retry when one has finished"
             )
         try:

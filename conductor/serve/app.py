@@ -32,6 +32,7 @@ from conductor.serve.names import ServedModel, UnknownServedModel, resolve, serv
 from conductor.serve.runs import ServedRun, SessionFactory, _End, default_factory
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import Event, RunFinished, RunScored, RunStarted
+from conductor_kernel.text.counts import plural
 from record.ending import Ending, ending
 from record.fold import outline
 
@@ -104,7 +105,7 @@ class _Api:
         if len(self.options.runs) >= self.options.max_concurrent:
             return _refuse(
                 429,
-                f"{self.options.max_concurrent} runs are in progress; retry shortly",
+                f"{plural(self.options.max_concurrent, 'run')} in progress, as many as this server runs at once; retry shortly",
                 kind="rate_limit_error",
                 headers={"Retry-After": "5"},
             )

@@ -19,6 +19,7 @@ from typing import Any
 
 from conductor_kernel.interfaces import Sandbox, TaskScoring
 from conductor_kernel.stats import Z90, wilson_interval
+from conductor_kernel.text.counts import plural
 from lessons.forms.judging import scorer_verdict, usable_target
 from lessons.forms.problems import core_input, same_question
 from lessons.forms.tools import (
@@ -77,7 +78,7 @@ class StoredTool:
 
     def describe(self) -> str:
         tested = (
-            f"passed {self.passes} of {self.tests} tests on other questions of its kind"
+            f"passed {self.passes} of {plural(self.tests, 'test')} on other questions of its kind"
             if self.tests
             else "not yet tested on other questions"
         )

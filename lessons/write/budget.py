@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conductor_kernel.interfaces import Completion, Message
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.tokens import estimate_tokens
 from lessons.values import Verification
 from record.fold import RunOutline
@@ -77,7 +78,7 @@ class LearningBudget:
         if room <= 0:
             raise OverBudget(
                 f"learning's budget for this run is spent ({self.describe()}, "
-                f"{self.used_calls} calls and {self.used_tokens:,} tokens used)"
+                f"{plural(self.used_calls, 'call')} and {plural(self.used_tokens, 'token')} used)"
             )
         self._admitted = (prompt, room)
         return room
@@ -101,7 +102,7 @@ class LearningBudget:
         self.used_tokens += spent
 
     def describe(self) -> str:
-        return f"at most {self.calls} calls and {self.tokens:,} tokens"
+        return f"at most {plural(self.calls, 'call')} and {plural(self.tokens, 'token')}"
 
 
 def idle_reason(run: RunOutline, verification: Verification) -> str:

@@ -18,6 +18,7 @@ import logging
 import re
 
 from conductor_kernel.interfaces import ChatModel, TaskScoring
+from conductor_kernel.text.counts import plural
 from lessons import prompts
 from lessons.forms.problems import core_input
 from lessons.values import (
@@ -237,7 +238,7 @@ def reflection_prompt(run: RunOutline, verification: Verification) -> str:
             else ""
         ),
         experts=", ".join(roster(run)) or "none",
-        rounds=rounds_taken(run),
+        rounds=plural(rounds_taken(run), "round"),
         code=prompts.REFLECTION_CODE.format(code=code[:2500]) if code else "",
         wanted=(
             prompts.WANT_PITFALLS

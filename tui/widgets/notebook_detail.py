@@ -15,6 +15,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.widgets import Static
 
+from conductor.export.wording import plural
 from conductor_kernel.text.display import visible
 
 
@@ -54,7 +55,7 @@ def type_renderable(row: Mapping[str, Any], note_count: int) -> RenderableType:
     if row.get("description"):
         text.append(row["description"] + "\n")
     text.append(
-        f"{note_count} notes · {row['members']} questions · runs {row['runs']}: "
+        f"{plural(note_count, 'note')} · {plural(row['members'], 'question')} · runs {row['runs']}: "
         f"{row['correct']} right, {row['wrong']} wrong, {row['failed']} failed · "
         f"experience v{row['experience_version']}\n",
         "dim",
