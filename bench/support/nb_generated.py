@@ -55,7 +55,7 @@ def _old_module(path: str, name: str) -> Any:
 def rules(questions: list[Perturbed]) -> dict[str, Any]:
     from conductor.scoring.recognise import recognise
     from conductor.scoring.task_scoring import BuiltinTaskScoring
-    from lessons.forms import tools
+    from lessons.forms import tool_making, tools
 
     scoring = BuiltinTaskScoring()
     old_tools = _old_module("lessons/forms/tools.py", "old_tools")
@@ -66,9 +66,9 @@ def rules(questions: list[Perturbed]) -> dict[str, Any]:
         c["questions"] += 1
         c[f"effect_{p.effect}"] += 1
         code, printed = program_for_base(p.base)
-        made = [
-            module.make_tool(p.base.question, code, printed + "\n", printed, scoring=scoring)
-            for module in (tools, old_tools)
+        made = [  # ours makes tools in tool_making.py; the old tree in tools.py
+            make(p.base.question, code, printed + "\n", printed, scoring=scoring)
+            for make in (tool_making.make_tool, old_tools.make_tool)
         ]
         for name, module, tool in (("ours", tools, made[0]), ("old", old_tools, made[1])):
             if tool is None:

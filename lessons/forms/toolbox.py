@@ -22,12 +22,11 @@ from conductor_kernel.stats import Z90, wilson_interval
 from conductor_kernel.text.counts import plural
 from lessons.forms.judging import scorer_verdict, usable_target
 from lessons.forms.problems import core_input, same_question
+from lessons.forms.tool_making import make_tool, outside_words
 from lessons.forms.tools import (
     Tool,
     answer_from,
     applies,
-    make_tool,
-    outside_words,
     program_for,
     reads,
     render_form,

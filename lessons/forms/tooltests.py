@@ -25,8 +25,9 @@ from typing import Any
 
 from conductor_kernel.interfaces import Sandbox, TaskScoring
 from lessons.forms.problems import core_input, same_question
+from lessons.forms.tool_making import outside_words
 from lessons.forms.toolbox import TEST_TIMEOUT_S, TESTS_PER_TOOL, judge_answer, testable
-from lessons.forms.tools import Tool, answer_from, outside_words, program_for, reads
+from lessons.forms.tools import Tool, answer_from, program_for, reads
 from lessons.storage.store import Notebook
 from lessons.values import NoteDraft
 

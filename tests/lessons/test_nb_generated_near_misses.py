@@ -26,7 +26,8 @@ from equipment.perturb import (
     perturbed,
     program_for_base,
 )
-from lessons.forms.tools import Tool, applies, make_tool, render_form
+from lessons.forms.tool_making import make_tool
+from lessons.forms.tools import Tool, applies, render_form
 
 
 def tool_for(base: Base) -> Tool:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from nb_support import SORT_CODE, run_events
 
 from conductor.scoring.notebook import open_notebook
-from lessons.forms.tools import make_tool
+from lessons.forms.tool_making import make_tool
 from lessons.read.recall import RecallOptions, recall
 from lessons.read.render import RUNNABLE, render_note
 from lessons.values import NO_SCORING

@@ -10,8 +10,9 @@ from nb_support import SCORING, run_events, sort_run
 
 from conductor.scoring.notebook import open_notebook
 from conductor_kernel.interfaces import SandboxUnavailable
+from lessons.forms.tool_making import make_tool
 from lessons.forms.toolbox import retest_tools, run_tool, tools_of
-from lessons.forms.tools import applies, instantiate, make_tool, program_for
+from lessons.forms.tools import applies, instantiate, program_for
 from lessons.read.recall import RecallOptions, recall
 from lessons.write.learn import learn_from_run
 from sandbox.subprocess_backend import SubprocessSandbox
