@@ -147,7 +147,7 @@ def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
     interrupted benchmark is reported from what it recorded: `--from-results`). Per
     method: how many runs consulted an expert at all, answered in round 1 without
     consulting anyone, or ended without an answer."""
-    task = results.parent.name.split("-compare-")[0]
+    task = task_of(results.parent)
     done = [
         json.loads(line)
         for line in results.read_text(encoding="utf-8").splitlines()
@@ -192,22 +192,38 @@ def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
 PASSED_SAID = "The task's own check accepts this printed line"
 
 
+def task_of(folder: Path) -> str:
+    """The task a batch folder ran: its batch.json's, else read from the folder's name
+    (`TASK-compare-ID` for a comparison, `TASK-ID` for a plain batch)."""
+    try:
+        spec = json.loads((folder / "batch.json").read_text(encoding="utf-8"))["identity"]["spec"]
+        return str(spec["name"])
+    except (OSError, ValueError, KeyError, TypeError):
+        name = folder.name.split("-compare-")[0]
+        return name if "-compare-" in folder.name else name.rsplit("-", 1)[0]
+
+
 def program_checks(folder: Path, records: list[dict[str, Any]]) -> dict[str, int]:
     """From the runs' transcripts: programs sent back to Expert Python (the check
     rejected what they printed, or they failed), and runs in which a program printed a
     line the task's own check accepts (said to the meta model beside the output)."""
-    sent_back = passed = 0
+    sent_back = passed = ready = handed = 0
     for record in records:
         path = folder / str(record.get("transcript") or "")
         if not record.get("transcript") or not path.is_file():
             continue
-        said = False
+        said = made = given = False
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             if '"program_fails_check"' in line:
                 sent_back += 1
             said = said or PASSED_SAID in line
+            made = made or '"ready_call_made"' in line
+            given = given or ('"meta_turn_started"' in line and '"handed_calls": [{' in line)
         passed += said
-    return {"sent_back": sent_back, "printed_passing": passed}
+        ready += made
+        handed += given
+    return {"sent_back": sent_back, "printed_passing": passed, "ready_call": ready,
+            "handed": handed}  # fmt: skip
 
 
 def _task_item(run_item: str) -> str:
@@ -238,7 +254,7 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
         f"{'variant':<8} {'task':<25} {'method':<15} {'acc':>6} {'vs std':>6} "
         f"{'consulted':>9} {'code ran':>8} {'calls/run':>9} {'r1 alone':>8} {'no ans':>6} "
         f"{'rounds':>6} {'tok in':>7} {'tok out':>7} {'s/item':>6} {'sent back':>9} "
-        f"{'passed':>6}"
+        f"{'passed':>6} {'ready call':>10} {'handed':>6}"
     )
     print(head)
     for r in rows:
@@ -248,7 +264,8 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
             f"{r['consulted']:>4}/{r['runs']:<4} {r['code_ran']:>4}/{r['runs']:<3} "
             f"{r['expert_calls_mean']:>9} {r['round1_alone']:>8} {r['no_answer']:>6} "
             f"{r['rounds_mean']:>6} {r['tokens_in']:>7} {r['tokens_out']:>7} "
-            f"{r['item_s_mean']:>6.0f} {r.get('sent_back', 0):>9} {r.get('printed_passing', 0):>6}"
+            f"{r['item_s_mean']:>6.0f} {r.get('sent_back', 0):>9} {r.get('printed_passing', 0):>6} "
+            f"{r.get('ready_call', 0):>10} {r.get('handed', 0):>6}"
         )
 
 
