@@ -154,6 +154,8 @@ def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
         if line.strip()
     ]
     done = [r for r in done if r.get("final")]
+    for r in done:
+        r["method"] = r.get("method") or plain_method(results.parent)
     rows = []
     for method in dict.fromkeys(r.get("method") for r in done):
         mine = [r for r in done if r.get("method") == method]
@@ -192,15 +194,28 @@ def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
 PASSED_SAID = "The task's own check accepts this printed line"
 
 
+def _identity(folder: Path) -> dict[str, Any]:
+    try:
+        identity = json.loads((folder / "batch.json").read_text(encoding="utf-8"))["identity"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return identity if isinstance(identity, dict) else {}
+
+
 def task_of(folder: Path) -> str:
     """The task a batch folder ran: its batch.json's, else read from the folder's name
     (`TASK-compare-ID` for a comparison, `TASK-ID` for a plain batch)."""
     try:
-        spec = json.loads((folder / "batch.json").read_text(encoding="utf-8"))["identity"]["spec"]
-        return str(spec["name"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return str(_identity(folder)["spec"]["name"])
+    except (KeyError, TypeError):
         name = folder.name.split("-compare-")[0]
         return name if "-compare-" in folder.name else name.rsplit("-", 1)[0]
+
+
+def plain_method(folder: Path) -> str:
+    """The method of a plain batch's runs, whose records name none: meta-prompting, with
+    Python unless the batch ran without it."""
+    return "meta" if _identity(folder).get("python", True) else "meta-no-python"
 
 
 def program_checks(folder: Path, records: list[dict[str, Any]]) -> dict[str, int]:

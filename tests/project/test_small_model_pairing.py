@@ -63,9 +63,10 @@ def test_vs_standard_counts_each_item_right_with_one_and_not_the_other(
     task=st.sampled_from(["GameOf24", "word_sorting", "multistep_arithmetic_two"]),
     compare=st.booleans(),
     described=st.booleans(),
+    python=st.booleans(),
 )
 def test_a_plain_batch_and_a_comparison_are_paired_by_their_task(
-    tmp_path_factory: Any, task: str, compare: bool, described: bool
+    tmp_path_factory: Any, task: str, compare: bool, described: bool, python: bool
 ) -> None:
     """A plain batch's folder (`TASK-ID`, a learning arm) names the same task as a
     comparison's (`TASK-compare-ID`), so its rows pair with the comparison's standard."""
@@ -74,6 +75,9 @@ def test_a_plain_batch_and_a_comparison_are_paired_by_their_task(
     folder = tmp_path_factory.mktemp("b") / (f"{task}-compare-c5e1" if compare else f"{task}-4e53")
     folder.mkdir()
     if described:
-        spec = {"identity": {"spec": {"name": task}}}
+        spec = {"identity": {"spec": {"name": task}, "python": python}}
         (folder / "batch.json").write_text(json.dumps(spec), encoding="utf-8")
     assert _bench().task_of(folder) == task
+    # A plain batch's records name no method: meta, or meta-no-python without Python.
+    plain = "meta" if python or not described else "meta-no-python"
+    assert _bench().plain_method(folder) == plain
