@@ -89,7 +89,9 @@ def _events(transcript: Path) -> list[dict[str, Any]]:
 def arm_figures(arm: str, results: Path) -> dict[str, Any]:
     """An arm's figures, item by item, from its results and transcripts."""
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if r.get("final")]
+    # A comparison batch (`--methods meta,standard`, learning off) serves as the `off`
+    # arm: its meta runs, named by item as a plain batch's are.
+    rows = [r for r in rows if r.get("final") and r.get("method") in (None, "meta")]
     items = {}
     for r in rows:
         events = _events(results.parent / r["transcript"])
@@ -98,7 +100,7 @@ def arm_figures(arm: str, results: Path) -> dict[str, Any]:
         handed = any(e["kind"] == "meta_turn_started" and e.get("handed_calls") for e in events)
         written = next((e for e in events if e["kind"] == "notes_written"), {})
         learning = written.get("usage") or {}
-        items[r["item_id"]] = {
+        items[str(r["item_id"]).rsplit("@", 1)[0]] = {
             "line": r.get("line"),
             "right": bool((r.get("score") or {}).get("correct")),
             "answer": r.get("answer"),
@@ -152,7 +154,8 @@ def summary(arm: dict[str, Any], off: dict[str, Any] | None) -> dict[str, Any]:
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
         f"{'arm':<6} {'right':>7} {'vs off +/-':>10} {'handed':>6} {'code':>5} {'rounds':>6} "
-        f"{'tokens':>7} {'s/item':>6} {'recall s':>8} {'recall tok':>10} {'learn tok':>9}"
+        f"{'tokens':>7} {'s/item':>6} {'recall s':>8} {'recall tok':>10} {'learn tok':>9} "
+        f"{'1st right w/ code':>17} {'right after':>11}"
     )
     for r in rows:
         paired = f"+{r['right_only_here']}/-{r['right_only_off']}" if "paired_items" in r else "-"
@@ -160,7 +163,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"{r['arm']:<6} {r['right']:>3}/{r['items']:<3} {paired:>10} {r['handed']:>6} "
             f"{r['with_code_run']:>5} {r['rounds_mean']:>6} {r['tokens_mean']:>7.0f} "
             f"{r['seconds_mean']:>6.1f} {r['recall_s_mean']:>8.2f} {r['recall_tokens_mean']:>10.0f} "
-            f"{r['learning_tokens_mean']:>9.0f}"
+            f"{r['learning_tokens_mean']:>9.0f} {r['first_right_with_code_at'] or '-':>17} "
+            f"{r['right_after_it']:>11}"
         )
 
 
