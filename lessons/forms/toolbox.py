@@ -27,6 +27,7 @@ from lessons.forms.tools import (
     Tool,
     answer_from,
     applies,
+    parses,
     program_for,
     reads,
     render_form,
@@ -184,13 +185,26 @@ def tools_of(book: Notebook, type_ids: list[str] | None = None) -> list[StoredTo
 
 
 def best_tools(
-    book: Notebook, question: str, type_ids: list[str] | None = None, *, exclude_question: bool
+    book: Notebook,
+    question: str,
+    type_ids: list[str] | None = None,
+    *,
+    exclude_question: bool,
+    signs_in_words: bool = False,
 ) -> list[StoredTool]:
     """Tools that apply to `question`, best-tested first; tools their tests show failing
-    are left out."""
+    are left out. With `signs_in_words`, the tools that apply only once a word may hold
+    signs (`parses`): those are for a check on the question to decide."""
     found = []
     for stored in tools_of(book, type_ids):
-        if stored.failing or not applies(stored.tool, question, scoring=book.scoring):
+        if stored.failing:
+            continue
+        fits = applies(stored.tool, question, scoring=book.scoring)
+        if signs_in_words:
+            fits = not fits and parses(
+                stored.tool, question, scoring=book.scoring, signs_in_words=True
+            )
+        if not fits:
             continue
         if exclude_question:
             source = book.read_one(

@@ -182,9 +182,20 @@ def render_form(tool: Tool) -> str:
     return " ".join(tokens)
 
 
-def parses(tool: Tool, question: str, *, scoring: TaskScoring) -> bool:
+# A sign between two letters or digits: inside a word (`it&t`, `o'neill`, `co-op`);
+# never a comma or semicolon, which separate the items of a list.
+_SIGN_IN_WORD = re.compile(r"(?<=[^\W_])[^\w\s,;](?=[^\W_])")
+
+
+def parses(
+    tool: Tool, question: str, *, scoring: TaskScoring, signs_in_words: bool = False
+) -> bool:
     """Whether `question` (less any built-in description) parses completely under one of
-    the tool's forms, each value written as its parameter's was."""
+    the tool's forms, each value written as its parameter's was. With `signs_in_words`,
+    the words of a list or a text may also hold signs inside them that its own had none
+    of (`it&t`, `o'neill`; not `pear,` or `(fig)`, which make another list): for a tool
+    whose answer to the question is checked before it is shown
+    (lessons/read/tool_check.py), never for one shown unchecked."""
     if not tool.forms or len(tool.shapes) != len(tool.params):
         return False  # a tool stored before forms existed is never offered
     spans = reads(tool, question, scoring=scoring)
@@ -195,7 +206,10 @@ def parses(tool: Tool, question: str, *, scoring: TaskScoring) -> bool:
         return False
     for param, shape, (start, end) in zip(tool.params, tool.shapes, spans, strict=True):
         piece = question[start:end].strip()
-        if not set(shape_of(piece).split()) <= set(shape.split()):
+        written = piece
+        if signs_in_words and param.kind in ("words", "text"):
+            written = _SIGN_IN_WORD.sub("", piece)
+        if not set(shape_of(written).split()) <= set(shape.split()):
             return False
         if param.kind in ("words", "text"):
             # Data, not an instruction: a list or a game holds no "then", "them", "in".

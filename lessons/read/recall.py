@@ -208,9 +208,31 @@ def tool_candidate(
 
     With a sandbox, a tool whose answer to this question a checker can judge is run on
     it first (lessons/read/tool_check.py): one that fails is passed over, one that
-    passes carries its checked answer."""
+    passes carries its checked answer. When none applies, a tool that would if its
+    words could hold signs (`it&t` in a list learned from plain words) is run too, and
+    shown only when its answer passes."""
+    tools = best_tools(book, question, type_ids, exclude_question=exclude_question)
+    found = _first_fitting(book, question, tools, sandbox, checked_only=False)
+    if found is None and sandbox is not None:
+        signed = best_tools(
+            book, question, type_ids, exclude_question=exclude_question, signs_in_words=True
+        )
+        found = _first_fitting(book, question, signed, sandbox, checked_only=True)
+    return found
+
+
+def _first_fitting(
+    book: Notebook,
+    question: str,
+    tools: list[StoredTool],
+    sandbox: Sandbox | None,
+    *,
+    checked_only: bool,
+) -> ScoredNote | None:
+    """The first of `tools` written out for the question that no check rejects (that a
+    check accepts, when `checked_only`), at most TOOLS_CHECKED of them run."""
     checks = 0
-    for stored in best_tools(book, question, type_ids, exclude_question=exclude_question):
+    for stored in tools:
         program = instantiate(stored.tool, question, scoring=book.scoring)
         # By its whole id: find_note would take another note whose id starts with it.
         row = book.read_one("select * from notes where id = ?", (stored.note_id,))
@@ -222,12 +244,14 @@ def tool_candidate(
                 return None  # the best few failed here: the rest are no better bets
             checks += 1
             check = check_tool_here(stored, question, sandbox, scoring=book.scoring)
-            if check.verdict is False:
+            if check.verdict is False or (checked_only and not check.verdict):
                 log.info("recall: tool %s passed over: %s", stored.note_id, check.why)
                 continue
             if check.verdict:
                 note["checked_answer"] = check.answer
                 note["checked_why"] = check.why
+        elif checked_only:
+            return None
         note["text"] = stored.describe() + " Written out for this question:"
         note["code"] = program
         note["tool_pass_rate"] = stored.pass_rate
