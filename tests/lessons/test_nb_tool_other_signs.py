@@ -61,17 +61,22 @@ def _tool_notes(book: Notebook, question: str, sandbox: SubprocessSandbox | None
     return [s.note for s in shown if s.note["kind"] == "tool"]
 
 
+def _tools_with_a_sandbox(book: Notebook, question: str) -> list[dict]:
+    """The tool notes recall shows for `question` given a fresh sandbox to check in."""
+    sandbox = SubprocessSandbox()
+    try:
+        return _tool_notes(book, question, sandbox)
+    finally:
+        sandbox.close()
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(words=signed_lists())
 def test_a_tool_for_plain_words_answers_a_list_with_signs_once_checked(words: list[str]) -> None:
     question = _question(words)
     with tempfile.TemporaryDirectory() as folder:
         book = _book(folder, SORTS)
-        sandbox = SubprocessSandbox()
-        try:
-            tools = _tool_notes(book, question, sandbox)
-        finally:
-            sandbox.close()
+        tools = _tools_with_a_sandbox(book, question)
         assert len(tools) == 1, "the sorting tool was not shown with its checked answer"
         assert tools[0]["checked_answer"] == " ".join(sorted(words))
         # Without a sandbox nothing checks it here: the strict form alone decides.
@@ -84,11 +89,7 @@ def test_a_tool_whose_answer_fails_the_check_is_not_shown(words: list[str]) -> N
     question = _question(words)
     with tempfile.TemporaryDirectory() as folder:
         book = _book(folder, DROPS_SIGNS)
-        sandbox = SubprocessSandbox()
-        try:
-            assert _tool_notes(book, question, sandbox) == []
-        finally:
-            sandbox.close()
+        assert _tools_with_a_sandbox(book, question) == []
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,8 +104,4 @@ def test_a_list_written_another_way_gets_no_tool(words: list[str], sign: str) ->
     question = _question([written])
     with tempfile.TemporaryDirectory() as folder:
         book = _book(folder, SORTS)
-        sandbox = SubprocessSandbox()
-        try:
-            assert _tool_notes(book, question, sandbox) == []
-        finally:
-            sandbox.close()
+        assert _tools_with_a_sandbox(book, question) == []

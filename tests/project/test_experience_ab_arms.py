@@ -5,25 +5,16 @@ figures meaningless)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
+from bench_modules import load_bench
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "experience_ab.py"
-
 
 def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("experience_ab_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("experience_ab_bench", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("experience_ab")
 
 
 def _record(item: str, line: int, right: bool, method: str | None) -> dict[str, Any]:

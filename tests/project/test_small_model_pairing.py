@@ -5,24 +5,15 @@ shared, and every row read +0/-0 whatever the runs did."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
+from bench_modules import load_bench
 from hypothesis import given
 from hypothesis import strategies as st
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "small_model.py"
-
 
 def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("small_model_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("small_model_bench", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("small_model")
 
 
 def _row(variant: str, method: str, right: dict[str, bool]) -> dict[str, Any]:
