@@ -71,7 +71,8 @@ def test_one_call_past_the_bound_is_refused_while_the_others_run(bound: int) -> 
 
         results, refused, again = anyio.run(calls)
     text = refused.content[0].text
-    assert refused.is_error and f"{bound} runs are in progress" in text, text
+    in_progress = f"{bound} run in progress" if bound == 1 else f"{bound} runs in progress"
+    assert refused.is_error and in_progress in text, text
     assert "--max-concurrent" in text and "retry" in text
     assert len(results) == bound and not any(result.is_error for result in results)
     assert not again.is_error, again.content
