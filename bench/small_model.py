@@ -154,8 +154,9 @@ def rows_from_results(variant: str, results: Path) -> list[dict[str, Any]]:
         if line.strip()
     ]
     done = [r for r in done if r.get("final")]
+    plain = plain_method(results.parent)  # a plain batch's records name no method
     for r in done:
-        r["method"] = r.get("method") or plain_method(results.parent)
+        r["method"] = r.get("method") or plain
     rows = []
     for method in dict.fromkeys(r.get("method") for r in done):
         mine = [r for r in done if r.get("method") == method]
