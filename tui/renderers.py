@@ -20,7 +20,6 @@ from conductor.export.terminal import exec_status, usage_line
 from conductor.export.wording import (
     learning_cost_line,
     observation_line,
-    plural,
     tool_tests_line,
     verification_words,
 )
@@ -43,6 +42,7 @@ from conductor_kernel.events import (
     TextDelta,
     UnknownEvent,
 )
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible
 from record.checked import checked_line
 from record.ending import ending

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from conductor.cli.batch_shared import print_report, task_items, task_spec, warn
 from conductor.cli.progress import Progress
 from conductor.config.flags import add_setting_flags, settings_from_args
-from conductor.export.wording import plural
 from conductor_kernel.errors import ConfigError
+from conductor_kernel.text.counts import plural
 
 if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
     from conductor.batch.setup import BatchSetup

@@ -35,10 +35,10 @@ from conductor.cli.progress import Progress
 from conductor.config import Settings
 from conductor.config.flags import settings_from_args
 from conductor.export.suite import SuiteTable, render_markdown, rich_table
-from conductor.export.wording import plural
 from conductor.methods import parse_methods
 from conductor.tasks.specs import TaskSpec
 from conductor_kernel.errors import ConfigError
+from conductor_kernel.text.counts import plural
 
 
 def _refuse_combinations(args: argparse.Namespace, methods: list[str]) -> None:

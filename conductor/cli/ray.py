@@ -14,8 +14,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from conductor.batch.ray import POLICIES
-from conductor.export.wording import plural
 from conductor_kernel.errors import ConfigError
+from conductor_kernel.text.counts import plural
 
 if TYPE_CHECKING:  # what a batch needs is imported when it runs: `--help` stays quick
     from conductor.batch.store import BatchFolder

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from conductor.cli import audit, imports
 from conductor.cli.json_out import json_text
 from conductor_kernel.errors import UserFacingError
+from conductor_kernel.text.counts import plural
 from record.correctness import LABELS
 from record.findings import BADGES, finding_badge
 
@@ -271,7 +272,6 @@ def run_export(args: argparse.Namespace) -> int:
 def _export_inspect(args: argparse.Namespace) -> int:
     from conductor.batch.references import find_batch
     from conductor.export.inspect_log import batch_samples, run_sample, write_inspect_log
-    from conductor.export.wording import plural
 
     batch = find_batch(args.run)  # a batch's folder, id or id prefix; else a run
     if batch is not None:
@@ -379,8 +379,6 @@ def run_reindex(args: argparse.Namespace) -> int:
     assert index is not None
     if done.moved is not None:
         print(f"{index.path} was damaged: moved it to {done.moved} (kept, not deleted)")
-    from conductor.export.wording import plural
-
     repaired = index.repair_abandoned()
     if repaired:
         print(

@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_solve(args: argparse.Namespace) -> int:
     from conductor import interrupts
     from conductor.export.terminal import RichPrinter
-    from conductor.export.wording import plural
     from conductor.session import build_session
+    from conductor_kernel.text.counts import plural
     from experts.registry import CONFIGURE_HINT, choose
 
     question = sys.stdin.read() if args.question == "-" else args.question

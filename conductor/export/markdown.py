@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from conductor.export.wording import learning_cost_line, plural, tool_tests_line
+from conductor.export.wording import learning_cost_line, tool_tests_line
 from conductor_kernel.events import (
     ErrorEvent,
     Event,
@@ -33,6 +33,7 @@ from conductor_kernel.events import (
     RunStarted,
     SandboxExec,
 )
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible, visible_line
 from record.checked import checked_line
 from record.fold import CallView, RoundView, RunOutline

@@ -19,7 +19,6 @@ from rich.text import Text
 from conductor.export.wording import (
     learning_cost_line,
     observation_line,
-    plural,
     tool_tests_line,
     verification_words,
 )
@@ -40,6 +39,7 @@ from conductor_kernel.events import (
     SandboxExec,
 )
 from conductor_kernel.interfaces import ExecResult, Usage
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible, visible_line
 from record.checked import checked_line
 

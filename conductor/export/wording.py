@@ -1,11 +1,10 @@
-"""Small wording helpers shared by the CLI and the TUI: counts with the right plural."""
+"""Small wording helpers shared by the CLI and the TUI (a count's plural is
+conductor_kernel/text/counts.py)."""
 
 from __future__ import annotations
 
 from conductor_kernel.interfaces import Usage
-
-# re-exported: the CLI, the exports and the TUI take it from here
-from conductor_kernel.text.counts import plural as plural
+from conductor_kernel.text.counts import plural
 
 
 def tool_tests_line(tools: dict[str, list[int]], status: str) -> str:

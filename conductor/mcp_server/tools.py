@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from conductor.config import load_settings
 from conductor.config.offered import offered
-from conductor.export.wording import plural
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import RunFinished
+from conductor_kernel.text.counts import plural
 
 if TYPE_CHECKING:
     from conductor.config.settings import Settings

@@ -27,8 +27,8 @@ from textual.widgets.option_list import Option
 
 from conductor.batch.records import ItemRecord, Tally
 from conductor.batch.store import MANIFEST_FILE, RESULTS_FILE, ResultsLog, batches_dir
-from conductor.export.wording import plural
 from conductor.methods import METHODS, label
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible_line
 from record.correctness import CORRECT, MARKS, WRONG
 from tui.widgets.key_bar import KeyBar

@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from conductor.export.wording import plural
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible
 from record.correctness import Correctness
 from record.findings import FINDING_KINDS, AuditReport

@@ -20,8 +20,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from conductor.export.wording import plural
 from conductor_kernel.errors import UserFacingError
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible
 from lessons.storage.queries import (
     browse_notes,

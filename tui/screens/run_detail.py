@@ -23,9 +23,9 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from conductor.export.terminal import usage_line
-from conductor.export.wording import plural
 from conductor_kernel.errors import UserFacingError
 from conductor_kernel.events import NotesWritten, Recall
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible, visible_line
 from record.audit import AuditReport, audit_outline
 from record.fold import outline, outline_file

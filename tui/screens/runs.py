@@ -22,8 +22,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Input, Select, Static
 
-from conductor.export.wording import plural
 from conductor_kernel.errors import UserFacingError
+from conductor_kernel.text.counts import plural
 from record.correctness import LABELS
 from record.findings import BADGES
 from transcripts.index import FILTER_COLUMNS, RunFilter, RunIndex, RunRecord

@@ -15,7 +15,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.widgets import Static
 
-from conductor.export.wording import plural
+from conductor_kernel.text.counts import plural
 from conductor_kernel.text.display import visible
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from conductor.cli import main
 from conductor.export.terminal import RichPrinter
-from conductor.export.wording import plural
 from conductor_kernel.events import RunFinished, RunStarted
+from conductor_kernel.text.counts import plural
 
 CONDUCTOR = str(Path(sys.executable).with_name("conductor"))
 
